@@ -1,0 +1,80 @@
+"""Moments of one coordinate of the uniform measure on the sphere, and the constant
+alpha(d_H) of Hajjar & Chizat (2023), Thm 4.3 (claim H1f)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+__all__ = ["k", "coordinate_density", "positive_part_mean", "alpha_expression",
+           "AlphaDerivation", "derive_alpha"]
+
+#: ambient dimension of the sphere S^{k-1} (k = d_H in the paper)
+k = sp.Symbol("k", positive=True, integer=True)
+t = sp.Symbol("t", real=True)
+_s = sp.Symbol("s", positive=True)  # s = 1 - t^2 > 0 inside (-1, 1)
+
+
+def coordinate_density() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """Unnormalized density of t = u.e for u ~ Unif(S^{k-1}), k >= 2, by slicing.
+
+    The slice {u.e = t} is a (k-2)-sphere of radius r(t) = sqrt(1 - t^2); the meridian
+    arc length is ds = sqrt(1 + r'(t)^2) dt.  Returns ``(r, ds/dt, density)`` with the
+    density r^{k-2} ds/dt simplified to (1 - t^2)^{(k-3)/2}."""
+    r = sp.sqrt(1 - t**2)
+    arc = sp.sqrt(1 + sp.diff(r, t) ** 2)
+    # inside (-1, 1) write 1 - t^2 = s > 0 so that the powers combine
+    arc_s = sp.sqrt(sp.simplify(sp.together(arc**2).subs(t**2, 1 - _s)))
+    density = sp.powsimp(_s ** ((k - 2) / 2) * arc_s, force=True).subs(_s, 1 - t**2)
+    return r, arc, density
+
+
+def positive_part_mean(density: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """E[(u.e)_+] = int_0^1 t p(t) dt / int_{-1}^1 p(t) dt for k >= 2.
+
+    Returns ``(Z, N, E)``: normalizer, numerator and their ratio (Gamma-simplified).
+    SymPy returns Z as a 2F1 at 1, expanded here by Gauss's summation theorem."""
+    n = sp.Symbol("n", positive=True)  # n = k - 1 > 0 keeps the integrals unconditional
+    dens_n = density.subs(k, n + 1)
+    Z = sp.hyperexpand(sp.integrate(dens_n, (t, -1, 1)))
+    N = sp.integrate(t * dens_n, (t, 0, 1))
+    E = sp.gammasimp(N / Z)
+    return Z.subs(n, k - 1), N.subs(n, k - 1), sp.gammasimp(E.subs(n, k - 1))
+
+
+def alpha_expression() -> sp.Expr:
+    """alpha(k) = 1 / E_{u ~ Unif(S^{k-1})}[(u.e)_+], derived (see :func:`derive_alpha`)."""
+    return derive_alpha().alpha
+
+
+@dataclass(frozen=True)
+class AlphaDerivation:
+    radius: sp.Expr
+    arc_factor: sp.Expr
+    density: sp.Expr
+    normalizer: sp.Expr
+    numerator: sp.Expr
+    mean: sp.Expr
+    alpha: sp.Expr
+    mean_k1: sp.Expr
+    predictor_identity: sp.Expr
+    asymptote_limit: sp.Expr
+    exact_values: tuple[tuple[int, sp.Expr, sp.Expr], ...]
+
+
+def derive_alpha(max_exact: int = 8) -> AlphaDerivation:
+    """The full derivation of alpha(k) for symbolic k (claim H1f)."""
+    r, arc, density = coordinate_density()
+    Z, N, E = positive_part_mean(density)
+    alpha = sp.gammasimp(1 / E)
+    # k = 1: S^0 = {-1, +1} with mass 1/2 each, E[(u)_+] = (1 + 0) / 2.
+    mean_k1 = sp.Rational(1, 2) * (sp.Max(1, 0) + sp.Max(-1, 0))
+    if sp.simplify(alpha.subs(k, 1) - 1 / mean_k1) != 0:
+        raise ArithmeticError("alpha(1) does not match the two-point sphere S^0")
+    # predictor level: alpha * int (u.x_H)_+ du = alpha |x_H| E[(u.e)_+] (rotation invariance)
+    predictor_identity = sp.simplify(alpha * E)
+    asym = sp.limit(alpha / sp.sqrt(2 * sp.pi * k), k, sp.oo)
+    exact = tuple((j, sp.simplify(E.subs(k, j)) if j > 1 else mean_k1,
+                   sp.simplify(alpha.subs(k, j))) for j in range(1, max_exact + 1))
+    return AlphaDerivation(r, arc, density, Z, N, E, alpha, mean_k1, predictor_identity,
+                           asym, exact)

@@ -1,0 +1,85 @@
+"""The registry of claims.  Every claim id of MATH.md maps to exactly one :class:`Claim`.
+
+Claim modules are the non-underscore modules of this package; each defines ``CLAIMS``
+(a list of :class:`Claim`).  Adding a claim = adding it to such a list.
+
+>>> from verify import claims
+>>> claims.get("H1f").title
+'The Gamma-function constant alpha(d_H)'
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+import re
+
+from verify.claims._core import (PROFILES, Claim, Derivation, Evidence, Outcome,
+                                 RunContext, Step, Table)
+
+__all__ = ["Claim", "Derivation", "Evidence", "Outcome", "RunContext", "Step", "Table",
+           "PROFILES", "all_claims", "get", "run", "UnknownClaimError", "sort_key"]
+
+_PAPER_ORDER = {"W": 0, "H": 1, "M": 2}
+_REGISTRY: dict[str, Claim] | None = None
+
+
+class UnknownClaimError(KeyError):
+    """An id that names no claim; ``suggestions`` holds the closest ids."""
+
+    def __init__(self, claim_id: str, suggestions: list[str]):
+        self.claim_id, self.suggestions = claim_id, suggestions
+        hint = f"; closest: {', '.join(suggestions)}" if suggestions else ""
+        super().__init__(f"unknown claim id {claim_id!r}{hint} (see `python -m verify list`)")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def sort_key(claim_id: str) -> tuple:
+    """Papers in MATH.md order (W, H, M), then section and letter."""
+    m = re.match(r"([A-Z])(\d+)([a-z]*)", claim_id)
+    if not m:
+        return (9, claim_id)
+    return (_PAPER_ORDER.get(m.group(1), 9), int(m.group(2)), m.group(3))
+
+
+def _load() -> dict[str, Claim]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        reg: dict[str, Claim] = {}
+        for info in pkgutil.iter_modules(__path__):
+            if info.name.startswith("_"):
+                continue
+            mod = importlib.import_module(f"{__name__}.{info.name}")
+            for claim in getattr(mod, "CLAIMS", []):
+                if claim.id in reg:
+                    raise RuntimeError(f"claim id {claim.id} defined twice (module {info.name})")
+                reg[claim.id] = claim
+        _REGISTRY = dict(sorted(reg.items(), key=lambda kv: sort_key(kv[0])))
+    return _REGISTRY
+
+
+def all_claims() -> list[Claim]:
+    """Every registered claim, in MATH.md order."""
+    return list(_load().values())
+
+
+def get(claim_id: str) -> Claim:
+    """The claim with this id (case-insensitive); :class:`UnknownClaimError` otherwise."""
+    reg = _load()
+    if claim_id in reg:
+        return reg[claim_id]
+    folded = {k.lower(): k for k in reg}
+    if str(claim_id).lower() in folded:
+        return reg[folded[str(claim_id).lower()]]
+    close = difflib.get_close_matches(str(claim_id), list(reg), n=3, cutoff=0.3)
+    raise UnknownClaimError(str(claim_id), close)
+
+
+def run(claim_id: str, profile: str = "quick", seed: int = 0, *,
+        negative_control: bool = False) -> Evidence:
+    """Run the claim's derivation and check (or its negative control) and return the
+    :class:`Evidence`: ``claim_id``, ``passed``, ``error``, ``tolerance``, ``details``,
+    ``seconds`` and more."""
+    return get(claim_id).run(profile, seed, negative_control=negative_control)

@@ -1,0 +1,193 @@
+"""The claim data model: a claim pairs one SymPy derivation with one independent numeric
+check and a negative control that must fail (DESIGN.md "A claim").
+
+A claim module in ``verify/claims/`` defines a module-level list ``CLAIMS`` of
+:class:`Claim` objects; the registry (``verify.claims``) discovers them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import numpy as np
+
+from numerics.rng import make_rng
+
+PROFILES = ("quick", "full")
+Profile = Literal["quick", "full"]
+Kind = Literal["theorem", "reconstructed", "numerical-evidence", "convention"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a derivation: prose, and optionally a SymPy object (an ``Eq`` reads
+    best) rendered as LaTeX in Markdown and as MathML in HTML."""
+    text: str
+    expr: Any = None
+
+
+@dataclass
+class Derivation:
+    """The output of a claim's ``derive()``: the steps shown in the report and the named
+    closed forms (SymPy expressions) that the check and ``verify.formulas`` use."""
+    steps: list[Step]
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Table:
+    """A small table for the report and the JSON evidence."""
+    title: str
+    headers: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass
+class Outcome:
+    """What a check function returns; the registry turns it into :class:`Evidence`.
+
+    ``error`` is the headline measured error and ``tolerance`` the bound it must stay
+    under; ``tolerance_reason`` says WHY that bound (quadrature error, O(m^-1/2) Monte
+    Carlo, step size, ODE tolerance).  ``passed`` defaults to ``error <= tolerance`` and
+    may be set explicitly for checks with several conditions (then ``details`` must say
+    which conditions were tested)."""
+    compared: str
+    error: float
+    tolerance: float
+    tolerance_reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    passed: bool | None = None
+    # Data kept in memory for the figure functions (not written to JSON).
+    artifacts: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def verdict(self) -> bool:
+        if self.passed is not None:
+            return bool(self.passed)
+        return bool(np.isfinite(self.error) and self.error <= self.tolerance)
+
+
+@dataclass
+class Evidence:
+    """The result of running one claim's check (or its negative control)."""
+    claim_id: str
+    passed: bool
+    error: float
+    tolerance: float
+    tolerance_reason: str
+    compared: str
+    details: dict[str, Any]
+    seconds: float
+    profile: str
+    seed: int
+    negative_control: bool = False
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    artifacts: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("artifacts")
+        return _jsonable(d)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else str(f)
+    if isinstance(obj, (int, str)) or obj is None:
+        return obj
+    return str(obj)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Handed to check functions: the profile, the seed, the (cached) derivation."""
+    claim_id: str
+    profile: Profile
+    seed: int
+    negative_control: bool = False
+
+    @property
+    def quick(self) -> bool:
+        return self.profile == "quick"
+
+    def rng(self, *names: str | int) -> np.random.Generator:
+        """An independent stream for ``names`` under this run's seed (same for the check
+        and its negative control, so the control differs only by the perturbation)."""
+        return make_rng(self.seed, self.claim_id, *names)
+
+    def derivation(self) -> Derivation:
+        from verify.claims import get
+        return get(self.claim_id).derivation()
+
+
+FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]
+
+
+@dataclass(eq=False)
+class Claim:
+    """A statement from MATH.md with its derivation, check and negative control.
+
+    - ``derive()`` returns a :class:`Derivation` (SymPy only; cached).
+    - ``check(ctx)`` returns an :class:`Outcome` comparing the derived statement with an
+      independent computation (quadrature, simulation).
+    - ``negative_control(ctx)`` runs the same check on a deliberately wrong variant; it
+      must FAIL (``Outcome.verdict() is False``).
+    - ``figures(evidence, outdir)`` (optional) writes PNGs into ``outdir`` and returns
+      ``[(filename, caption), ...]``.
+    """
+    id: str
+    title: str
+    source: str
+    statement: str  # LaTeX (inline math with $...$, display with $$...$$)
+    derive: Callable[[], Derivation]
+    check: Callable[[RunContext], Outcome]
+    negative_control: Callable[[RunContext], Outcome]
+    negative_control_description: str
+    figures: FigureFn | None = None
+    kind: Kind = "theorem"
+    notes: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def _derivation(self) -> Derivation:
+        return self.derive()
+
+    def derivation(self) -> Derivation:
+        """The derivation, computed once per process."""
+        return self._derivation
+
+    def run(self, profile: Profile = "quick", seed: int = 0, *,
+            negative_control: bool = False) -> Evidence:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+        ctx = RunContext(self.id, profile, int(seed), negative_control)
+        t0 = time.perf_counter()
+        self.derivation()
+        fn = self.negative_control if negative_control else self.check
+        out = fn(ctx)
+        seconds = time.perf_counter() - t0
+        return Evidence(
+            claim_id=self.id, passed=out.verdict(), error=float(out.error),
+            tolerance=float(out.tolerance), tolerance_reason=out.tolerance_reason,
+            compared=out.compared, details=out.details, seconds=seconds,
+            profile=profile, seed=int(seed), negative_control=negative_control,
+            tables=out.tables, notes=out.notes, artifacts=out.artifacts)
