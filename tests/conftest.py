@@ -36,3 +36,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def fake_registry(monkeypatch: pytest.MonkeyPatch):
+    """Replace the claim registry by two cheap test claims (T0a passes, T0b raises)."""
+    import verify.claims as reg
+    from tests._fake_claim import BROKEN, FAKE
+    monkeypatch.setattr(reg, "_REGISTRY", {"T0a": FAKE, "T0b": BROKEN})
+    return reg

@@ -25,10 +25,12 @@ Kind = Literal["theorem", "reconstructed", "numerical-evidence", "convention"]
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a derivation: prose, and optionally a SymPy object (an ``Eq`` reads
-    best) rendered as LaTeX in Markdown and as MathML in HTML."""
+    """One step of a derivation: prose, and optionally a SymPy object rendered as LaTeX
+    in Markdown and as MathML in HTML.  ``lhs`` (LaTeX) is printed as ``lhs = expr``;
+    use it for a readable left-hand side, or pass an ``Eq`` as ``expr``."""
     text: str
     expr: Any = None
+    lhs: str | None = None
 
 
 @dataclass

@@ -26,21 +26,21 @@ def derive() -> Derivation:
         Step("Slice the sphere $S^{k-1}$ at height $t = u\\cdot e$: the slice is a "
              "$(k-2)$-sphere of radius $r(t)$, and the meridian arc length is "
              "$\\sqrt{1 + r'(t)^2}\\,dt$.",
-             sp.Eq(sp.Symbol("r(t)"), d.radius)),
+             d.radius, lhs="r(t)"),
         Step("So the density of one coordinate ($k \\ge 2$) is proportional to "
              "$r^{k-2}\\sqrt{1+r'^2}$, which SymPy simplifies to",
-             sp.Eq(sp.Symbol("p_k(t)"), d.density)),
+             d.density, lhs="p_k(t)"),
         Step("Normalizer (SymPy returns ${}_2F_1(\\dots;1)$; Gauss's summation theorem "
              "expands it):", sp.Eq(sp.Integral(d.density, (t, -1, 1)), d.normalizer)),
         Step("Numerator:", sp.Eq(sp.Integral(t * d.density, (t, 0, 1)), d.numerator)),
         Step("Their ratio, Gamma-simplified:",
-             sp.Eq(sp.Symbol("E[(u.e)_+]"), d.mean)),
-        Step("Hence the constant of Thm 4.3:", sp.Eq(sp.Symbol("alpha(k)"), d.alpha)),
+             d.mean, lhs=r"\mathbb{E}[(u\cdot e)_+]"),
+        Step("Hence the constant of Thm 4.3:", d.alpha, lhs=r"\alpha(k)"),
         Step("$k = 1$: $S^0 = \\{-1, +1\\}$ gives $E[(u)_+] = 1/2$, and the formula gives "
-             "$\\alpha(1) = 2$ (checked symbolically).", sp.Eq(sp.Symbol("alpha(1)"), d.alpha.subs(K, 1))),
+             "$\\alpha(1) = 2$ (checked symbolically).", d.alpha.subs(K, 1), lhs=r"\alpha(1)"),
         Step("Predictor level: by rotation invariance "
              "$\\alpha\\int (u\\cdot x_H)_+\\,du = \\alpha\\,|x_H|\\,E[(u\\cdot e)_+]$, and "
-             "the factor is", sp.Eq(sp.Symbol("alpha(k)*E[(u.e)_+]"), d.predictor_identity)),
+             "the factor is", d.predictor_identity, lhs=r"\alpha(k)\,\mathbb{E}[(u\cdot e)_+]"),
         Step("Large-$k$ asymptote:",
              sp.Eq(sp.Limit(d.alpha / sp.sqrt(2 * sp.pi * K), K, sp.oo), d.asymptote_limit)),
     ]
