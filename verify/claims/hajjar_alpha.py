@@ -54,11 +54,13 @@ def alpha_swapped_gamma() -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def _mp_reference(kk: int) -> tuple[mpmath.mpf, mpmath.mpf | None]:
+def _mp_reference(kk: int, radial: bool) -> tuple[mpmath.mpf | None, mpmath.mpf | None]:
+    """1/E[(u.e)_+] at 30 digits by the radial route (if ``radial``) and the coordinate
+    route (k >= 2); cached, since the check and its negative control share them."""
     with mpmath.workdps(30):
-        radial = 1 / positive_part_mean_mp(kk, dps=30)
+        rad = 1 / positive_part_mean_mp(kk, dps=30) if radial else None
         coord = 1 / positive_part_mean_coordinate_mp(kk, dps=30) if kk >= 2 else None
-    return radial, coord
+    return rad, coord
 
 
 def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
@@ -68,7 +70,7 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
     radial_ks = ks if not ctx.quick else [1, 2, 3, 4, 5, 6, 8, 10]
     rows, worst = [], 0.0
     for kk in ks:
-        radial, coord = _mp_reference(kk) if kk in radial_ks else (None, _mp_reference_coord(kk))
+        radial, coord = _mp_reference(kk, kk in radial_ks)
         with mpmath.workdps(30):
             a = alpha_mp(mpmath.mpf(kk))
             errs = [abs(ref / a - 1) for ref in (radial, coord) if ref is not None]
@@ -123,13 +125,6 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
                    "routes), Monte Carlo on spheres, and the predictor |x_H|",
                    sub, details={"d_H": ks, "mc_samples": n, "predictor_particles": m},
                    tables=tables)
-
-
-def _mp_reference_coord(kk: int) -> mpmath.mpf | None:
-    if kk < 2:
-        return None
-    with mpmath.workdps(30):
-        return 1 / positive_part_mean_coordinate_mp(kk, dps=30)
 
 
 def check(ctx: RunContext) -> Outcome:
