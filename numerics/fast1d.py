@@ -1,0 +1,317 @@
+"""Exact O((m + s) log(m + s)) kernels for the univariate ReLU network of Williams et al.
+(NeurIPS 2019), MATH.md W.1 (issue 7):
+
+    f_z(x) = (1 / alpha) * sum_i c_i (a_i x - b_i)_+ ,   L(z) = 1/2 sum_j (f_z(x_j) - y_j)^2 .
+
+Idea.  Neuron i is active on a half-line bounded by its knot e_i = b_i / a_i: on
+``x > e_i`` if a_i > 0, on ``x < e_i`` if a_i < 0, everywhere (a_i = 0) iff -b_i > 0.
+With the samples sorted once, neuron i is active on a *suffix* (a_i > 0) or a *prefix*
+(a_i <= 0) of the sorted samples, delimited by one boundary index k_i.  Then
+
+    f(x_p) = (x_p * A_p - B_p) / alpha,   A_p = sum_{i active at p} c_i a_i,
+                                          B_p = sum_{i active at p} c_i b_i,
+
+and A, B are prefix/suffix sums of per-boundary bins (``bincount``); the gradients
+
+    dL/dc_i = (a_i R1_i - b_i R0_i) / alpha,  dL/da_i = c_i R1_i / alpha,
+    dL/db_i = -c_i R0_i / alpha,   R0_i = sum_{j active} rho_j,  R1_i = sum_{j active} rho_j x_j,
+
+are prefix/suffix sums over the sorted residuals gathered at k_i.  Cost: one sort of the
+samples (skipped when already sorted), one ``searchsorted`` of the m knots, O(m + s) sums.
+
+Kink convention (fixed, shared with the dense reference): ReLU(0) = 0 and ReLU'(0) = 0,
+i.e. a neuron is active at x_j iff the EXACT real number a_i x_j - b_i is > 0 (not the
+rounded ``fl(a_i * x_j) - b_i``, not the rounded knot).  The exact sign is obtained from
+the compensated pre-activation ``(fl(a x) - b) + err(a x)`` where ``err`` is the exact
+rounding error of the product (Dekker's TwoProduct with Veltkamp splitting): if fl(a x)
+and b are within a factor 2 the difference is exact (Sterbenz) and the final rounding
+keeps the sign; otherwise |fl(a x) - b| dominates |err| <= u |a x|.  Valid whenever the
+splitting neither overflows nor underflows: |a_i|, |x_j| <= 2^500 and nonzero products
+|a_i x_j| >= 2^-900 (true for every input of this project).
+
+Locating k_i exactly: the rounded knot fl(b_i / a_i) is within a relative 2^-53 of the
+true knot, so ``searchsorted`` with a safety margin of 8 ulps gives a window of sorted
+samples outside which the activity is certain; inside the (almost always empty) window a
+vectorized bisection with the exact sign test finds k_i (the exact sign of a_i x - b_i is
+monotone in x, so bisection is valid even with repeated samples).
+
+Accuracy (the metric of ``relative_discrepancy``): every output is a sum of terms whose
+absolute values add up to a "scale" (e.g. scale_f_j = sum_i |c_i| (|a_i x_j| + |b_i|) / alpha);
+the kernels here and the dense reference both have forward error O(u * (n_bin + sqrt(s)))
+times that scale, u = 2^-53, where n_bin is the largest number of neurons sharing one
+boundary index (prefix sums over the bins are blocked, error O(sqrt(s)) instead of O(s)).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numerics.validation import as_float_array, require_same_shape
+
+__all__ = [
+    "forward_sorted",
+    "loss_and_grad_sorted",
+    "boundary_indices",
+    "preactivation",
+    "forward_dense_reference",
+    "loss_and_grad_dense_reference",
+    "error_scales",
+    "relative_discrepancy",
+]
+
+_U = 2.0 ** -53
+_SPLIT = 134217729.0  # 2^27 + 1, Veltkamp's splitting constant for float64
+_MARGIN = 8.0 * _U
+_TINY = 4.0 * np.finfo(np.float64).smallest_subnormal
+_BIG = np.finfo(np.float64).max
+_BLOCK = 256  # block length of the blocked prefix sums
+
+
+# ---------------------------------------------------------------------------------------
+# exact pre-activation sign
+# ---------------------------------------------------------------------------------------
+def _split(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    t = _SPLIT * v
+    hi = t - (t - v)
+    return hi, v - hi
+
+
+def _compensated_preactivation(a: np.ndarray, x: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(fl(a x) - b) + err(a x)`` (broadcasting): its sign is the exact sign of a x - b
+    and its value is within ~2u of the exact value (see the module docstring)."""
+    p = a * x
+    ah, al = _split(a)
+    xh, xl = _split(x)
+    err = ((ah * xh - p) + ah * xl + al * xh) + al * xl
+    return (p - b) + err
+
+
+def preactivation(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Dense (m, s) matrix of a_i x_j - b_i whose SIGN IS EXACT (compensated product).
+
+    Dense O(m s) reference implementations should threshold this matrix (``> 0``) so that
+    they follow the project's kink convention (ReLU(0) = ReLU'(0) = 0 on the exact value)."""
+    a = as_float_array(a, "a", ndim=1)
+    b = as_float_array(b, "b", ndim=1)
+    x = as_float_array(x, "x", ndim=1)
+    require_same_shape(a=a, b=b)
+    return _compensated_preactivation(a[:, None], x[None, :], b[:, None])
+
+
+# ---------------------------------------------------------------------------------------
+# boundary indices and blocked prefix sums
+# ---------------------------------------------------------------------------------------
+def _boundaries(a: np.ndarray, b: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(k, pos)`` for sorted samples ``xs``: ``pos = a > 0``; neuron i is active exactly at
+    sorted positions ``p >= k_i`` if pos_i, at ``p < k_i`` otherwise."""
+    pos = a > 0
+    zero = a == 0
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        e = b / a
+        if zero.any():  # a = 0: active everywhere iff b < 0 (k = s), else nowhere (k = 0)
+            e[zero] = np.where(b[zero] < 0, _BIG, -_BIG)
+        np.clip(e, -_BIG, _BIG, out=e)  # b / a may overflow
+        margin = np.abs(e) * _MARGIN + _TINY
+        lo = xs.searchsorted(e - margin, side="left")  # e -+ margin may round to -+inf
+        hi = xs.searchsorted(e + margin, side="right")
+    # Positions < lo satisfy the prefix property for certain, positions >= hi violate it.
+    # Prefix property: a > 0: a x - b <= 0 (inactive);  a <= 0: a x - b > 0 (active).
+    open_ = np.flatnonzero(lo < hi)
+    while open_.size:
+        l, h = lo[open_], hi[open_]
+        mid = (l + h) >> 1
+        ao = a[open_]
+        sg = _compensated_preactivation(ao, xs[mid], b[open_]) > 0
+        prop = np.where(ao > 0, ~sg, sg)
+        lo[open_] = np.where(prop, mid + 1, l)
+        hi[open_] = np.where(prop, h, mid)
+        open_ = open_[lo[open_] < hi[open_]]
+    return lo, pos
+
+
+def boundary_indices(a, b, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, k, pos)``: ``order`` sorts ``x``; neuron i is active (a_i x - b_i > 0
+    exactly) at the sorted samples ``x[order][p]`` with ``p >= k_i`` when ``pos_i``
+    (a_i > 0) and with ``p < k_i`` otherwise (a_i <= 0)."""
+    a = as_float_array(a, "a", ndim=1)
+    b = as_float_array(b, "b", ndim=1)
+    x = as_float_array(x, "x", ndim=1)
+    require_same_shape(a=a, b=b)
+    order = np.argsort(x, kind="stable")
+    k, pos = _boundaries(a, b, x[order])
+    return order, k, pos
+
+
+def _cumsum(v: np.ndarray) -> np.ndarray:
+    """Inclusive prefix sums along the last axis, with error O(u (B + n / B)) * sum |v|
+    (blocked, B = 256) instead of the O(u n) of a plain running sum."""
+    n = v.shape[-1]
+    if n <= 2 * _BLOCK:
+        return v.cumsum(axis=-1)
+    nb = -(-n // _BLOCK)
+    w = np.zeros(v.shape[:-1] + (nb * _BLOCK,))
+    w[..., :n] = v
+    w = w.reshape(v.shape[:-1] + (nb, _BLOCK))
+    inner = w.cumsum(axis=-1)
+    offs = inner[..., -1].cumsum(axis=-1)
+    inner[..., 1:, :] += offs[..., :-1, None]
+    return inner.reshape(v.shape[:-1] + (nb * _BLOCK,))[..., :n]
+
+
+def _prefix_suffix(v: np.ndarray) -> np.ndarray:
+    """For v of shape (r, n): array (r, 2n + 2) = [S | P] with S[p] = sum_{q >= p} v_q and
+    P[p] = sum_{q < p} v_q (p = 0..n), each summed from its own end (no total - prefix
+    cancellation)."""
+    r, n = v.shape
+    out = np.zeros((r, 2 * n + 2))
+    out[:, :n] = _cumsum(v[:, ::-1])[:, ::-1]
+    out[:, n + 2:] = _cumsum(v)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the sorted kernels
+# ---------------------------------------------------------------------------------------
+def _validate(a, b, c, x, alpha_value) -> tuple[np.ndarray, ...]:
+    a = as_float_array(a, "a", ndim=1)
+    b = as_float_array(b, "b", ndim=1)
+    c = as_float_array(c, "c", ndim=1)
+    x = as_float_array(x, "x", ndim=1)
+    require_same_shape(a=a, b=b, c=c)
+    alpha = float(alpha_value)
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}")
+    return a, b, c, x, alpha
+
+
+def _sort_samples(x: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    if x.size < 2 or (x[1:] >= x[:-1]).all():
+        return None, x
+    order = x.argsort(kind="stable")
+    return order, x[order]
+
+
+def _forward_sorted_xs(a, b, c, xs, alpha) -> tuple[np.ndarray, np.ndarray]:
+    """``(f_sorted, bin)`` on sorted samples; ``bin`` is k_i for a_i > 0 and s + 1 + k_i
+    for a_i <= 0 (an index into the [suffix | prefix] sums of ``_prefix_suffix``)."""
+    s = xs.size
+    k, pos = _boundaries(a, b, xs)
+    # bins 0..s: suffix group (a > 0, active at p iff k_i <= p);
+    # bins s+1..2s+1: prefix group (a <= 0, active at p iff k_i > p, i.e. bin >= s+2+p)
+    idx = k + np.where(pos, 0, s + 1)
+    W = np.empty((2, 2 * s + 2))
+    W[0] = np.bincount(idx, weights=c * a, minlength=2 * s + 2)
+    W[1] = np.bincount(idx, weights=c * b, minlength=2 * s + 2)
+    AB = _cumsum(W[:, :s])  # suffix group, inclusive prefix over bins 0..p
+    # W[:, :s:-1] lists bins 2s+1 down to s+1; its running sum, reversed, at q is the sum
+    # of bins s+1+q..2s+1; the prefix group needs q = p + 1.
+    AB += _cumsum(W[:, :s:-1])[:, ::-1][:, 1:]
+    f_sorted = (xs * AB[0] - AB[1]) / alpha
+    return f_sorted, idx
+
+
+def forward_sorted(a, b, c, x, alpha_value) -> np.ndarray:
+    """f_z(x_j) = (1/alpha) sum_i c_i (a_i x_j - b_i)_+ for all samples in
+    O((m + s) log(m + s)) (MATH.md W.1; kink convention ReLU(0) = 0, exact sign)."""
+    a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
+    order, xs = _sort_samples(x)
+    f_sorted, _ = _forward_sorted_xs(a, b, c, xs, alpha)
+    if order is None:
+        return f_sorted
+    f = np.empty_like(f_sorted)
+    f[order] = f_sorted
+    return f
+
+
+def loss_and_grad_sorted(a, b, c, x, y, alpha_value
+                         ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(L, (dL/da, dL/db, dL/dc))`` for L = 1/2 sum_j (f_z(x_j) - y_j)^2 (MATH.md W.1)
+    in O((m + s) log(m + s)); ReLU'(0) = 0 at a kink (exact sign of a_i x_j - b_i)."""
+    a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
+    y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    order, xs = _sort_samples(x)
+    ys = y if order is None else y[order]
+    f_sorted, idx = _forward_sorted_xs(a, b, c, xs, alpha)
+    rho = f_sorted - ys
+    loss = 0.5 * float(rho @ rho)
+    R = _prefix_suffix(np.stack((rho, rho * xs)))[:, idx]  # R[0] = R0_i, R[1] = R1_i
+    R0, R1 = R[0], R[1]
+    inv = 1.0 / alpha
+    grad_a = c * R1 * inv
+    grad_b = -c * R0 * inv
+    grad_c = (a * R1 - b * R0) * inv
+    return loss, (grad_a, grad_b, grad_c)
+
+
+# ---------------------------------------------------------------------------------------
+# dense O(m s) reference (tests and benchmark only)
+# ---------------------------------------------------------------------------------------
+def forward_dense_reference(a, b, c, x, alpha_value) -> np.ndarray:
+    """Dense O(m s) f_z(x_j) with the same kink convention (reference for tests)."""
+    a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
+    H = np.maximum(_compensated_preactivation(a[:, None], x[None, :], b[:, None]), 0.0)
+    return (c @ H) / alpha
+
+
+def loss_and_grad_dense_reference(a, b, c, x, y, alpha_value
+                                  ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Dense O(m s) loss and gradient with the same kink convention (reference for tests)."""
+    a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
+    y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    Z = _compensated_preactivation(a[:, None], x[None, :], b[:, None])
+    active = Z > 0
+    H = np.where(active, Z, 0.0)
+    rho = (c @ H) / alpha - y
+    loss = 0.5 * float(np.dot(rho, rho))
+    D = active * rho  # rho_j on the active set
+    R0 = D.sum(axis=1)
+    R1 = D @ x
+    grad_a = c * R1 / alpha
+    grad_b = -c * R0 / alpha
+    grad_c = (H @ rho) / alpha
+    return loss, (grad_a, grad_b, grad_c)
+
+
+# ---------------------------------------------------------------------------------------
+# agreement metric
+# ---------------------------------------------------------------------------------------
+def error_scales(a, b, c, x, y, alpha_value) -> dict[str, np.ndarray | float]:
+    """Scales of the summed magnitudes (dense O(m s)), the denominators of
+    :func:`relative_discrepancy`:
+
+    - ``f``:  S_j = sum_i |c_i| (|a_i x_j| + |b_i|) / alpha,
+    - residual scale  T_j = S_j + |y_j|  (bound on the terms that make rho_j),
+    - ``loss``: sum_j T_j^2,
+    - ``grad_a``: |c_i| sum_j T_j |x_j| / alpha,  ``grad_b``: |c_i| sum_j T_j / alpha,
+    - ``grad_c``: sum_j T_j (|a_i x_j| + |b_i|) / alpha.
+    A rounding error in any term of the sum is at most u times these numbers (times a
+    small summation-length factor)."""
+    a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
+    y = as_float_array(y, "y", ndim=1)
+    M = np.abs(a)[:, None] * np.abs(x)[None, :] + np.abs(b)[:, None]
+    S = (np.abs(c) @ M) / alpha
+    T = S + np.abs(y)
+    return {"f": S, "loss": float(np.sum(T * T)),
+            "grad_a": np.abs(c) * (T @ np.abs(x)) / alpha,
+            "grad_b": np.abs(c) * T.sum() / alpha,
+            "grad_c": (M @ T) / alpha}
+
+
+def relative_discrepancy(result, reference, scales: dict) -> float:
+    """max over outputs and components of |result - reference| / scale (scale from
+    :func:`error_scales`; a zero scale means both must be exactly 0).  ``result`` and
+    ``reference`` are ``(loss, (grad_a, grad_b, grad_c))`` or forward arrays ``f``."""
+    def one(u, v, sc) -> float:
+        u, v, sc = np.asarray(u, float), np.asarray(v, float), np.asarray(sc, float)
+        diff = np.abs(u - v)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(sc > 0, diff / np.where(sc > 0, sc, 1.0), np.where(diff > 0, np.inf, 0.0))
+        return float(np.max(r)) if r.size else 0.0
+
+    if isinstance(result, tuple):
+        (l1, g1), (l2, g2) = result, reference
+        errs = [one(l1, l2, scales["loss"])]
+        errs += [one(u, v, scales[n]) for u, v, n in zip(g1, g2, ("grad_a", "grad_b", "grad_c"))]
+        return max(errs)
+    return one(result, reference, scales["f"])
