@@ -1,0 +1,416 @@
+"""Jointly equivariant units and noisy SGD for the four training schemes of Maass Martinez
+& Fontbona (2024): vanilla, data augmentation (DA), feature averaging (FA) and equivariant
+architectures (EA) (MATH.md M.1; claims M1a-M1e).
+
+Units map inputs x (B, dX) and particles theta (N, D) to sigma_*(x_b, theta_i), shape
+(B, N, dY), and provide the vector-Jacobian product
+``vjp(x, theta, c)[i] = (1/B) sum_b grad_z sigma_*(x_b, theta_i)^T c_b``, which is all the
+SGD step (1) of the paper needs for the quadratic loss l(y, y') = |y - y'|^2 / 2.
+
+Noisy SGD (MATH.md M.1, s = alpha / N, r(z) = |z|^2):
+    theta_i <- theta_i - s (vjp_i + tau grad r(theta_i)) + sqrt(2 beta s) xi_i
+Schemes:
+- ``vanilla``: the batch (X_b, Y_b) as drawn;
+- ``da_random``: each sample replaced by (rho_g X_b, rho^_g Y_b), g ~ uniform on G;
+- ``da_orbit``: the loss averaged over the whole orbit {(rho_g X_b, rho^_g Y_b)}_g;
+- ``fa``: the model Q_G Phi (gradient through the feature average);
+- ``ea``: particles start at P_{E^G} theta and move by the projected gradient and the
+  projected noise P_{E^G} xi (they never leave E^G).
+Noise modes: ``iid`` (independent xi_i), ``orbit`` (the particle set is a union of orbits
+stored g-major, and the noise of M_g theta_i is M_g xi_i, which keeps that structure),
+``projected`` (P_{E^G} xi_i).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from scipy.special import expit
+
+from numerics.groups import GroupAction
+from numerics.validation import (as_float_array, require_choice, require_positive_int)
+
+__all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "SGDConfig",
+           "SCHEMES", "NOISE_MODES", "TEACHERS", "model_output", "symmetrized_output",
+           "make_teacher", "init_particles", "train", "DivergenceError", "X_STD",
+           "STUDENT_STD", "HeuristicIterate", "discover_fixed_space"]
+
+SCHEMES = ("vanilla", "da_random", "da_orbit", "fa", "ea")
+NOISE_MODES = ("iid", "orbit", "projected")
+TEACHERS = ("arbitrary", "WI", "SI")
+#: reference experiment: X ~ N(0, 16 I), student entries N(0, 1/16)
+X_STD = 4.0
+STUDENT_STD = 0.25
+
+
+class DivergenceError(FloatingPointError):
+    """Noisy SGD produced non-finite parameters (the step size is too large)."""
+
+
+class Unit(Protocol):
+    dim_x: int
+    dim_y: int
+    dim_z: int
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray: ...
+
+    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+            value: np.ndarray | None = None) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class LogisticUnit:
+    """sigma_*(x, z) = logistic(z x) elementwise, z in R^{dY x dX} flattened row-major
+    (the reference unit of the paper's experiment, dX = dY = 2).  Jointly equivariant for
+    :func:`numerics.groups.matrix_action` with permutation representations on Y."""
+    dim_x: int = 2
+    dim_y: int = 2
+
+    @property
+    def dim_z(self) -> int:
+        return self.dim_x * self.dim_y
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        # (B, dX) @ (dX, N dY): one BLAS product, rows of z are the (N dY) output units
+        pre = x @ theta.reshape(-1, self.dim_x).T
+        return expit(pre).reshape(x.shape[0], -1, self.dim_y)
+
+    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+            value: np.ndarray | None = None) -> np.ndarray:
+        s = self.value(x, theta) if value is None else value
+        t = (s * (1.0 - s) * cot[:, None, :]).reshape(x.shape[0], -1)
+        return (t.T @ x).reshape(theta.shape[0], -1) / x.shape[0]
+
+
+@dataclass(frozen=True)
+class TanhUnit:
+    """sigma_*(x, z) = tanh(z x) elementwise, z in R^{dY x dX} flattened row-major.  The odd
+    activation makes it jointly equivariant also for signed permutations (sign flips)."""
+    dim_x: int = 2
+    dim_y: int = 2
+
+    @property
+    def dim_z(self) -> int:
+        return self.dim_x * self.dim_y
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        return np.tanh(x @ theta.reshape(-1, self.dim_x).T).reshape(x.shape[0], -1, self.dim_y)
+
+    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+            value: np.ndarray | None = None) -> np.ndarray:
+        a = self.value(x, theta) if value is None else value
+        t = ((1.0 - a * a) * cot[:, None, :]).reshape(x.shape[0], -1)
+        return (t.T @ x).reshape(theta.shape[0], -1) / x.shape[0]
+
+
+@dataclass(frozen=True)
+class LinearUnit:
+    """sigma_*(x, z) = z x, z in R^{dY x dX} flattened row-major (linear in z: the case
+    where projected and symmetrized models agree, claim M1b)."""
+    dim_x: int = 2
+    dim_y: int = 2
+
+    @property
+    def dim_z(self) -> int:
+        return self.dim_x * self.dim_y
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        return (x @ theta.reshape(-1, self.dim_x).T).reshape(x.shape[0], -1, self.dim_y)
+
+    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+            value: np.ndarray | None = None) -> np.ndarray:
+        g = np.einsum("bk,bj->kj", cot, x).ravel() / x.shape[0]
+        return np.broadcast_to(g, theta.shape).copy()
+
+
+@dataclass(frozen=True)
+class HiddenLayerUnit:
+    """sigma_*(x, (W, A, B)) = W tanh(A^T x + B), X = Y = R^n, hidden width n (a single-
+    hidden-layer network as ONE unit).  Parameters [W, A (row-major), B], D = 2 n^2 + n;
+    jointly equivariant for :func:`numerics.groups.cyclic_network_action` (C_n permutes
+    inputs, hidden neurons and outputs; E^G = circulant W, A and constant B)."""
+    n: int = 3
+
+    @property
+    def dim_x(self) -> int:
+        return self.n
+
+    @property
+    def dim_y(self) -> int:
+        return self.n
+
+    @property
+    def dim_z(self) -> int:
+        return 2 * self.n * self.n + self.n
+
+    def _split(self, theta: np.ndarray):
+        n = self.n
+        W = theta[:, :n * n].reshape(-1, n, n)
+        A = theta[:, n * n:2 * n * n].reshape(-1, n, n)
+        return W, A, theta[:, 2 * n * n:]
+
+    def _hidden(self, x: np.ndarray, theta: np.ndarray):
+        W, A, B = self._split(theta)
+        return W, np.tanh(np.einsum("bj,njk->bnk", x, A) + B[None])
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        W, a = self._hidden(x, theta)
+        return np.einsum("nik,bnk->bni", W, a)
+
+    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+            value: np.ndarray | None = None) -> np.ndarray:
+        W, a = self._hidden(x, theta)
+        nb = x.shape[0]
+        dW = np.einsum("bi,bnk->nik", cot, a) / nb
+        dh = np.einsum("bi,nik->bnk", cot, W) * (1.0 - a * a)
+        dA = np.einsum("bj,bnk->njk", x, dh) / nb
+        dB = dh.sum(axis=0) / nb
+        m = theta.shape[0]
+        return np.concatenate([dW.reshape(m, -1), dA.reshape(m, -1), dB], axis=1)
+
+
+def model_output(unit: Unit, x: np.ndarray, theta: np.ndarray,
+                 weights: np.ndarray | None = None) -> np.ndarray:
+    """Phi_mu(x) = sum_i w_i sigma_*(x, theta_i) (uniform weights by default): (B, dY)."""
+    return _average(unit.value(x, theta), weights)
+
+
+def _average(v: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """sum_i w_i v[:, i, :] via one batched BLAS product (much faster than .mean(axis=1))."""
+    if weights is None:
+        weights = np.full(v.shape[1], 1.0 / v.shape[1])
+    return np.matmul(weights, v)
+
+
+def symmetrized_output(unit: Unit, group: GroupAction, x: np.ndarray, theta: np.ndarray,
+                       weights: np.ndarray | None = None) -> np.ndarray:
+    """(Q_G Phi_mu)(x) = (1/|G|) sum_g rho^_{g^-1} Phi_mu(rho_g x) (feature averaging)."""
+    return group.symmetrize_function(lambda xx: model_output(unit, xx, theta, weights))(x)
+
+
+# ----------------------------------------------------------------------------------------
+# teachers and initial particles
+# ----------------------------------------------------------------------------------------
+def make_teacher(kind: str, unit: Unit, group: GroupAction, rng: np.random.Generator,
+                 n_particles: int = 5, scale: float = 1.0) -> np.ndarray:
+    """Teacher particles (uniform weights): ``arbitrary`` = ``n_particles`` i.i.d.
+    N(0, scale^2 I); ``WI`` = those plus all their images M_g theta (a union of orbits,
+    |G| n_particles particles); ``SI`` = the arbitrary ones projected onto E^G."""
+    require_choice(kind, "teacher kind", TEACHERS)
+    n_particles = require_positive_int(n_particles, "n_particles (teacher width)")
+    base = scale * rng.standard_normal((n_particles, unit.dim_z))
+    if kind == "arbitrary":
+        return base
+    if kind == "WI":
+        return group.act(base).reshape(-1, unit.dim_z)
+    return group.project(base)
+
+
+def init_particles(kind: str, n: int, unit: Unit, group: GroupAction,
+                   rng: np.random.Generator, std: float = STUDENT_STD) -> np.ndarray:
+    """Initial students: ``iid`` entries N(0, std^2) (a WI law: the Gaussian is invariant
+    under orthogonal M_g); ``orbit`` = n / |G| i.i.d. draws and all their images, stored
+    g-major (a union of orbits: the empirical measure itself is WI; n must be a multiple of
+    |G|); ``SI`` = i.i.d. draws projected onto E^G."""
+    require_choice(kind, "initialization", ("iid", "orbit", "SI"))
+    n = require_positive_int(n, "N (number of particles)")
+    if kind == "orbit":
+        if n % group.order:
+            raise ValueError(f"an orbit initialization needs N divisible by |G| = "
+                             f"{group.order}; got N = {n}")
+        base = std * rng.standard_normal((n // group.order, unit.dim_z))
+        return group.act(base).reshape(-1, unit.dim_z)
+    z = std * rng.standard_normal((n, unit.dim_z))
+    return group.project(z) if kind == "SI" else z
+
+
+# ----------------------------------------------------------------------------------------
+# noisy SGD
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SGDConfig:
+    """Noisy SGD hyper-parameters (reference experiment defaults): step alpha / N,
+    L2 penalty tau |z|^2, noise temperature beta, batch size, number of steps."""
+    alpha: float = 50.0
+    tau: float = 1e-4
+    beta: float = 1e-6
+    batch: int = 20
+    steps: int = 100
+    x_std: float = X_STD
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "tau", "beta", "x_std"):
+            v = getattr(self, name)
+            if not np.isfinite(v) or v < 0 or (name in ("alpha", "x_std") and v == 0):
+                raise ValueError(f"SGDConfig.{name} must be finite and "
+                                 f"{'> 0' if name in ('alpha', 'x_std') else '>= 0'}; got {v}")
+        require_positive_int(self.batch, "SGDConfig.batch")
+        require_positive_int(self.steps, "SGDConfig.steps", minimum=0)
+
+
+def _stack_orbit(group: GroupAction, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (rho_g x_b, rho^_g y_b), g-major: shapes (|G| B, dX), (|G| B, dY)."""
+    xs = np.einsum("gij,bj->gbi", group.rho, x).reshape(-1, x.shape[1])
+    ys = np.einsum("gij,bj->gbi", group.rho_hat, y).reshape(-1, y.shape[1])
+    return xs, ys
+
+
+def _gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
+              x: np.ndarray, y: np.ndarray, gidx: np.ndarray | None) -> np.ndarray:
+    """The data term of the SGD direction for one batch (before the penalty)."""
+    if scheme == "da_random":
+        x = np.einsum("bij,bj->bi", group.rho[gidx], x)
+        y = np.einsum("bij,bj->bi", group.rho_hat[gidx], y)
+    elif scheme in ("da_orbit", "fa"):
+        xs, ys = _stack_orbit(group, x, y)
+        v = unit.value(xs, theta)
+        if scheme == "da_orbit":
+            return unit.vjp(xs, theta, _average(v, None) - ys, v)
+        # fa: Q_G Phi(x_b) = (1/|G|) sum_g rho^_g^T Phi(rho_g x_b); cotangent rho^_g (Q Phi - y)
+        nb = x.shape[0]
+        out = _average(v, None).reshape(group.order, nb, -1)
+        q = np.einsum("gji,gbj->bi", group.rho_hat, out) / group.order
+        cot = np.einsum("gij,bj->gbi", group.rho_hat, q - y).reshape(group.order * nb, -1)
+        return unit.vjp(xs, theta, cot, v)
+    v = unit.value(x, theta)
+    return unit.vjp(x, theta, _average(v, None) - y, v)
+
+
+def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarray,
+          scheme: str, config: SGDConfig, rng_data: np.random.Generator,
+          rng_noise: np.random.Generator, rng_group: np.random.Generator | None = None, *,
+          noise: str = "iid", orbit_closed_data: bool = False,
+          record_every: int = 0) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
+    """Run ``config.steps`` noisy SGD steps of ``scheme`` from ``theta0`` (N, D).
+
+    Data: X ~ N(0, x_std^2 I_dX), Y = Phi_teacher(X).  With ``orbit_closed_data`` each
+    batch is batch/|G| draws together with their orbits (the empirical data law is then
+    itself G-invariant).  The three generators give common random numbers across schemes:
+    the same seeds give the same data and noise to every scheme.  ``record_every > 0``
+    keeps snapshots ``(step, theta)``.  Returns ``(theta_final, snapshots)``; raises
+    :class:`DivergenceError` naming the step size when parameters become non-finite."""
+    require_choice(scheme, "scheme", SCHEMES)
+    require_choice(noise, "noise", NOISE_MODES)
+    theta = as_float_array(theta0, "theta0 (initial particles)").copy()
+    if theta.ndim != 2 or theta.shape[0] == 0:
+        raise ValueError(f"theta0 must have shape (N, D) with N >= 1; got {theta.shape}")
+    if theta.shape[1] != unit.dim_z or group.dim_z != unit.dim_z:
+        raise ValueError(f"dimension mismatch: particles D = {theta.shape[1]}, unit D = "
+                         f"{unit.dim_z}, group acts on R^{group.dim_z}")
+    if group.dim_x != unit.dim_x or group.dim_y != unit.dim_y:
+        raise ValueError(f"dimension mismatch: unit maps R^{unit.dim_x} -> R^{unit.dim_y}, "
+                         f"group acts on X = R^{group.dim_x}, Y = R^{group.dim_y}")
+    if scheme == "da_random" and rng_group is None:
+        raise ValueError("scheme 'da_random' needs rng_group (the stream of random g)")
+    N, D = theta.shape
+    if noise == "orbit" and N % group.order:
+        raise ValueError(f"noise='orbit' needs N divisible by |G| = {group.order}; got {N}")
+    if orbit_closed_data and config.batch % group.order:
+        raise ValueError(f"orbit_closed_data needs batch divisible by |G| = {group.order}")
+    P = group.projector()
+    if scheme == "ea":
+        theta = theta @ P.T
+        noise = "projected"
+    s = config.alpha / N
+    amp = np.sqrt(2.0 * config.beta * s)
+    n_draw = config.batch // group.order if orbit_closed_data else config.batch
+    n_noise = N // group.order if noise == "orbit" else N
+    chunk = int(max(1, min(config.steps, 2_000_000 // max(1, n_noise * D + n_draw * unit.dim_x))))
+    snaps: list[tuple[int, np.ndarray]] = []
+    if record_every:
+        snaps.append((0, theta.copy()))
+    k = 0
+    while k < config.steps:
+        m = min(chunk, config.steps - k)
+        Xc = config.x_std * rng_data.standard_normal((m, n_draw, unit.dim_x))
+        Ec = rng_noise.standard_normal((m, n_noise, D)) if config.beta > 0 else None
+        Gc = (rng_group.integers(0, group.order, size=(m, config.batch))
+              if scheme == "da_random" else None)
+        for j in range(m):
+            x = Xc[j]
+            y = model_output(unit, x, teacher)
+            if orbit_closed_data:
+                x, y = _stack_orbit(group, x, y)
+            grad = _gradient(scheme, unit, group, theta, x, y, None if Gc is None else Gc[j])
+            grad += 2.0 * config.tau * theta
+            if scheme == "ea":
+                grad = grad @ P.T
+            theta -= s * grad
+            if Ec is not None:
+                xi = Ec[j]
+                if noise == "orbit":
+                    xi = np.einsum("gij,nj->gni", group.M, xi).reshape(N, D)
+                elif noise == "projected":
+                    xi = xi @ P.T
+                theta += amp * xi
+            k += 1
+            if record_every and k % record_every == 0:
+                snaps.append((k, theta.copy()))
+        if not np.all(np.isfinite(theta)):
+            raise DivergenceError(f"noisy SGD ({scheme}) diverged before step {k}: step size "
+                                  f"s = alpha/N = {s:.4g} is too large; reduce alpha")
+    return theta, snaps
+
+
+# ----------------------------------------------------------------------------------------
+# the E^G discovery heuristic (MATH.md M1e)
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HeuristicIterate:
+    """One iteration j of :func:`discover_fixed_space`: the subspace E_j (orthonormal
+    columns) the particles started in, RMD(nu_T, P_{E_j} # nu_T) after free training, the
+    eigenvalues of the escape covariance (descending, relative to m_2(nu_T)) and the
+    number of directions added."""
+    basis: np.ndarray
+    rmd_escape: float
+    escape_spectrum: np.ndarray
+    added: int
+
+
+def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
+                         config: SGDConfig, n_particles: int, rng: np.random.Generator, *,
+                         rmd_threshold: float = 0.05, eigen_threshold: float = 0.01,
+                         max_iter: int = 8, std: float = STUDENT_STD
+                         ) -> tuple[np.ndarray, list[HeuristicIterate], bool]:
+    """Data-driven discovery of E^G (MATH.md M1e): E_0 = {0}; initialize N particles SI on
+    E_j (i.i.d. N(0, std^2) coordinates in an orthonormal basis of E_j), train freely
+    (vanilla noisy SGD on the data, which must be G-symmetric for E^G to be the answer),
+    and measure the escape RMD(nu_T, P_{E_j} # nu_T).  If it exceeds ``rmd_threshold``,
+    enlarge E_j by the eigenvectors of the escape second-moment matrix
+    (1/N) sum_i r_i r_i^T, r_i = (I - P_{E_j}) theta_i, whose eigenvalues exceed
+    ``eigen_threshold`` m_2(nu_T); stop when the particles stay.
+
+    ``group`` is used only for its dimensions (the heuristic never looks at M_g).
+    Returns ``(basis of the final E_j, iterates, converged)``."""
+    from numerics.transport import rmd as _rmd
+    n_particles = require_positive_int(n_particles, "n_particles")
+    D = unit.dim_z
+    basis = np.zeros((D, 0))
+    iterates: list[HeuristicIterate] = []
+    data_rng, noise_rng = rng.spawn(2)
+    for _ in range(max_iter):
+        coords = std * rng.standard_normal((n_particles, basis.shape[1]))
+        theta0 = coords @ basis.T if basis.shape[1] else np.zeros((n_particles, D))
+        theta, _ = train(unit, group, theta0, teacher, "vanilla", config, data_rng, noise_rng)
+        Pj = basis @ basis.T
+        proj = theta @ Pj
+        resid = theta - proj
+        r = _rmd(theta, proj)
+        m2 = float(np.mean(np.sum(theta * theta, axis=1)))
+        w, V = np.linalg.eigh(resid.T @ resid / n_particles)
+        order = np.argsort(w)[::-1]
+        w, V = w[order], V[:, order]
+        rel = w / m2 if m2 > 0 else w
+        if r <= rmd_threshold:
+            iterates.append(HeuristicIterate(basis.copy(), r, rel, 0))
+            return basis, iterates, True
+        new = V[:, rel > eigen_threshold]
+        if new.shape[1] == 0:  # escape spread over many weak directions: take the largest
+            new = V[:, :1]
+        iterates.append(HeuristicIterate(basis.copy(), r, rel, new.shape[1]))
+        Q, _ = np.linalg.qr(np.concatenate([basis, new], axis=1))
+        basis = Q[:, :min(D, basis.shape[1] + new.shape[1])]
+        if basis.shape[1] == D:
+            break
+    return basis, iterates, False

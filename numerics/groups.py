@@ -1,0 +1,338 @@
+"""Finite groups acting orthogonally on X, Y and Z (Maass Martinez & Fontbona 2024,
+MATH.md section M.1; claims M1a-M1e).
+
+A :class:`GroupAction` stores, for every element g of a finite group G, three orthogonal
+matrices: rho_g on X = R^dX, rho^_g on Y = R^dY and M_g on Z = R^D (parameters are flat
+vectors; a matrix parameter z in R^{dY x dX} is flattened row-major).  The normalized
+Haar measure of a finite group is the uniform measure, so every Haar average is a plain
+mean over the |G| elements.
+
+Objects provided (MATH.md M.1):
+- ``P_{E^G} = (1/|G|) sum_g M_g`` (:meth:`GroupAction.projector`), an orthonormal basis of
+  the fixed space ``E^G`` (:meth:`GroupAction.fixed_space_basis`);
+- ``mu^G = (1/|G|) sum_g M_g # mu`` (:meth:`GroupAction.symmetrize_measure`) and
+  ``mu^{E^G} = P_{E^G} # mu`` (:meth:`GroupAction.project_measure`) for weighted particle
+  systems ``(particles (N, D), weights (N,))``;
+- ``(Q_G f)(x) = (1/|G|) sum_g rho^_{g^-1} f(rho_g x)`` (:meth:`GroupAction.symmetrize_function`).
+
+Constructors: :func:`matrix_action` (the action z -> rho^_g z rho_g^T on matrix
+parameters, which makes every unit sigma(x, z) = s(z x) with elementwise s jointly
+equivariant), :func:`c2_swap` (the reference experiment), :func:`cyclic_shifts`,
+:func:`sign_flips`, :func:`cyclic_network_action` (a single-hidden-layer unit whose
+hidden layer is permuted too: parameter sharing gives circulant weights).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from numerics.validation import as_float_array, require_positive_int
+
+__all__ = ["GroupAction", "matrix_action", "c2_swap", "cyclic_shift_matrices",
+           "sign_flip_matrices", "cyclic_shifts", "sign_flips", "cyclic_network_action",
+           "validate_measure", "ORTHOGONALITY_TOL"]
+
+#: entries of g^T g - I larger than this reject a representation as non-orthogonal
+ORTHOGONALITY_TOL = 1e-10
+
+
+def _as_rep(mats, name: str) -> np.ndarray:
+    arr = as_float_array(mats, name, allow_empty=False)
+    if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
+        raise ValueError(f"{name} must be a stack of square matrices of shape (|G|, d, d); "
+                         f"got shape {arr.shape}")
+    eye = np.eye(arr.shape[1])
+    dev = np.abs(np.einsum("gji,gjk->gik", arr, arr) - eye).max(axis=(1, 2))
+    if np.any(dev > ORTHOGONALITY_TOL):
+        g = int(np.argmax(dev))
+        raise ValueError(f"{name} is not an orthogonal representation: element {g} has "
+                         f"max |g^T g - I| = {dev[g]:.3g} > {ORTHOGONALITY_TOL:g}; the paper "
+                         "assumes orthogonal actions (w.l.o.g. by compactness): orthogonalize "
+                         "the representation (e.g. conjugate by the square root of the "
+                         "averaged Gram matrix) before building the action")
+    return arr
+
+
+def _key(row: np.ndarray) -> bytes:
+    return (np.round(row, 8) + 0.0).tobytes()
+
+
+def _find(mats: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Indices k with mats[k] == target (to 1e-9)."""
+    d = np.abs(mats - target[None]).reshape(len(mats), -1).max(axis=1)
+    return np.flatnonzero(d <= 1e-9)
+
+
+@dataclass(frozen=True)
+class GroupAction:
+    """A finite group G acting orthogonally on X (``rho``), Y (``rho_hat``) and Z (``M``).
+
+    ``rho``, ``rho_hat``, ``M`` are arrays of shapes (|G|, dX, dX), (|G|, dY, dY),
+    (|G|, D, D), indexed by the same group elements.  Validation (ValueError): each stack
+    is orthogonal, the three stacks have the same number |G| >= 1 of elements, and the
+    triples (rho_g, rho^_g, M_g) are closed under products (so they really are one group
+    acting three ways); ``inverse[g]`` is the index of g^-1 and ``table[g, h]`` that of gh.
+    """
+    rho: np.ndarray
+    rho_hat: np.ndarray
+    M: np.ndarray
+    name: str = "G"
+    inverse: np.ndarray = field(init=False, repr=False)
+    table: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        rho = _as_rep(self.rho, f"{self.name}: rho (action on X)")
+        rho_hat = _as_rep(self.rho_hat, f"{self.name}: rho_hat (action on Y)")
+        M = _as_rep(self.M, f"{self.name}: M (action on Z)")
+        if not (len(rho) == len(rho_hat) == len(M)):
+            raise ValueError(f"{self.name}: rho, rho_hat and M must list the same group "
+                             f"elements; got {len(rho)}, {len(rho_hat)} and {len(M)} matrices")
+        n = len(rho)
+        stacked = [rho.reshape(n, -1), rho_hat.reshape(n, -1), M.reshape(n, -1)]
+        flat = np.concatenate(stacked, axis=1)
+        keys = {_key(row): k for k, row in enumerate(flat)}
+        table = np.empty((n, n), dtype=np.int64)
+        for g in range(n):
+            prod = np.concatenate([(rho[g] @ rho).reshape(n, -1), (rho_hat[g] @ rho_hat).reshape(n, -1),
+                                   (M[g] @ M).reshape(n, -1)], axis=1)
+            for h in range(n):
+                k = keys.get(_key(prod[h]))
+                if k is None:
+                    found = _find(flat, prod[h])
+                    if found.size == 0:
+                        raise ValueError(f"{self.name}: the matrices are not closed under "
+                                         f"products (element {g} times element {h} is not in "
+                                         "the list): pass every group element, not only "
+                                         "generators, with rho, rho_hat and M in the same order")
+                    k = int(found[0])
+                table[g, h] = k
+        ident = np.concatenate([np.eye(rho.shape[1]).ravel(), np.eye(rho_hat.shape[1]).ravel(),
+                                np.eye(M.shape[1]).ravel()])
+        if _find(flat, ident).size == 0:
+            raise ValueError(f"{self.name}: the identity element is missing")
+        e = int(_find(flat, ident)[0])
+        inverse = np.array([int(np.flatnonzero(table[g] == e)[0]) for g in range(n)])
+        for attr, val in (("rho", rho), ("rho_hat", rho_hat), ("M", M),
+                          ("inverse", inverse), ("table", table)):
+            val.setflags(write=False)
+            object.__setattr__(self, attr, val)
+
+    # -- sizes ------------------------------------------------------------------------
+    @property
+    def order(self) -> int:
+        """|G|."""
+        return len(self.M)
+
+    @property
+    def dim_x(self) -> int:
+        return self.rho.shape[1]
+
+    @property
+    def dim_y(self) -> int:
+        return self.rho_hat.shape[1]
+
+    @property
+    def dim_z(self) -> int:
+        return self.M.shape[1]
+
+    # -- Haar averages and the fixed space -------------------------------------------------
+    def haar_average(self, values: np.ndarray) -> np.ndarray:
+        """(1/|G|) sum_g values[g] (the normalized Haar integral of a finite group)."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape[0] != self.order:
+            raise ValueError(f"haar_average expects one value per group element (leading axis "
+                             f"{self.order}); got shape {values.shape}")
+        return values.mean(axis=0)
+
+    def projector(self) -> np.ndarray:
+        """P_{E^G} = int M_g d lambda_G(g), the orthogonal projection onto E^G (D x D)."""
+        return self.haar_average(self.M)
+
+    def fixed_space_basis(self) -> np.ndarray:
+        """An orthonormal basis of E^G = {z : M_g z = z for all g}, as columns (D, dim E^G).
+
+        Eigenvectors of the symmetric idempotent P_{E^G} with eigenvalue 1 (sign-fixed so
+        that the largest-magnitude entry of each column is positive: deterministic)."""
+        P = self.projector()
+        w, V = np.linalg.eigh((P + P.T) / 2)
+        B = V[:, w > 0.5]
+        idx = np.argmax(np.abs(B), axis=0)
+        return B * np.sign(B[idx, np.arange(B.shape[1])])
+
+    def project(self, z: np.ndarray) -> np.ndarray:
+        """P_{E^G} z for z of shape (..., D)."""
+        z = self._check_z(z)
+        return z @ self.projector().T
+
+    def distance_to_fixed_space(self, z: np.ndarray) -> np.ndarray:
+        """|z - P_{E^G} z| for z of shape (..., D)."""
+        z = self._check_z(z)
+        return np.linalg.norm(z - z @ self.projector().T, axis=-1)
+
+    def act(self, z: np.ndarray) -> np.ndarray:
+        """All images M_g z: shape (|G|, ..., D)."""
+        z = self._check_z(z)
+        return np.einsum("gij,...j->g...i", self.M, z)
+
+    # -- measures -----------------------------------------------------------------------
+    def symmetrize_measure(self, particles: np.ndarray, weights: np.ndarray | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """mu^G = (1/|G|) sum_g M_g # mu for mu = sum_i w_i delta_{z_i}.
+
+        Returns ``(|G| N particles, weights w_i / |G|)``, ordered g-major (all images of
+        the particles under element 0, then element 1, ...)."""
+        z, w = validate_measure(particles, weights, self.dim_z)
+        images = np.einsum("gij,nj->gni", self.M, z).reshape(-1, self.dim_z)
+        return images, np.tile(w, self.order) / self.order
+
+    def project_measure(self, particles: np.ndarray, weights: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """mu^{E^G} = P_{E^G} # mu: particles P z_i with the same weights."""
+        z, w = validate_measure(particles, weights, self.dim_z)
+        return z @ self.projector().T, w
+
+    def is_weakly_invariant(self, particles: np.ndarray, weights: np.ndarray | None = None,
+                            tol: float = 1e-12) -> bool:
+        """True when M_g # mu = mu for every g (each image particle set equals the set, with
+        the same weights, up to ``tol``)."""
+        z, w = validate_measure(particles, weights, self.dim_z)
+        for g in range(self.order):
+            img = z @ self.M[g].T
+            d = np.linalg.norm(img[:, None, :] - z[None, :, :], axis=-1)
+            match = d <= tol * max(1.0, float(np.abs(z).max()))
+            # each image must match a particle of equal weight
+            ok = (match & (np.abs(w[:, None] - w[None, :]) <= 1e-12)).any(axis=1)
+            if not ok.all():
+                return False
+        return True
+
+    # -- functions ------------------------------------------------------------------------
+    def symmetrize_function(self, f: Callable[[np.ndarray], np.ndarray]
+                            ) -> Callable[[np.ndarray], np.ndarray]:
+        """Q_G f: x -> (1/|G|) sum_g rho^_{g^-1} f(rho_g x), for f mapping (B, dX) -> (B, dY)."""
+        def Qf(x: np.ndarray) -> np.ndarray:
+            x = as_float_array(x, "x (inputs)")
+            if x.ndim != 2 or x.shape[1] != self.dim_x:
+                raise ValueError(f"x must have shape (B, {self.dim_x}); got {x.shape}")
+            acc = np.zeros((x.shape[0], self.dim_y))
+            for g in range(self.order):
+                fx = np.asarray(f(x @ self.rho[g].T), dtype=np.float64)
+                if fx.shape != (x.shape[0], self.dim_y):
+                    raise ValueError(f"f must map (B, {self.dim_x}) to (B, {self.dim_y}); "
+                                     f"got {fx.shape}")
+                acc += fx @ self.rho_hat[self.inverse[g]].T
+            return acc / self.order
+        return Qf
+
+    def _check_z(self, z) -> np.ndarray:
+        z = as_float_array(z, "z (parameters)")
+        if z.ndim == 0 or z.shape[-1] != self.dim_z:
+            raise ValueError(f"{self.name}: parameters must have last axis D = {self.dim_z}; "
+                             f"got shape {z.shape}")
+        return z
+
+
+def validate_measure(particles, weights, dim: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """A weighted particle system ``(z (N, D), w (N,))``: non-empty, finite, weights >= 0
+    summing to 1 (to 1e-12); ``weights=None`` means uniform 1/N."""
+    z = as_float_array(particles, "particles")
+    if z.ndim != 2:
+        raise ValueError(f"particles must have shape (N, D); got {z.shape}")
+    if z.shape[0] == 0:
+        raise ValueError("the particle measure is empty (N = 0): a probability measure needs "
+                         "at least one particle")
+    if dim is not None and z.shape[1] != dim:
+        raise ValueError(f"particles have dimension {z.shape[1]} but the group acts on "
+                         f"Z = R^{dim}: mismatched dimensions")
+    if weights is None:
+        return z, np.full(z.shape[0], 1.0 / z.shape[0])
+    w = as_float_array(weights, "weights", ndim=1)
+    if w.shape[0] != z.shape[0]:
+        raise ValueError(f"weights must have one entry per particle ({z.shape[0]}); got {w.shape[0]}")
+    if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-12:
+        raise ValueError(f"weights must be >= 0 and sum to 1; got sum {w.sum():.17g}, "
+                         f"min {w.min():.3g}")
+    return z, w
+
+
+# ----------------------------------------------------------------------------------------
+# constructors
+# ----------------------------------------------------------------------------------------
+def cyclic_shift_matrices(n: int) -> np.ndarray:
+    """The n permutation matrices S^k (k = 0..n-1), (S x)_i = x_{i-1 mod n}: C_n on R^n."""
+    n = require_positive_int(n, "n (size of the cyclic group)")
+    S = np.roll(np.eye(n), 1, axis=0)
+    out = [np.eye(n)]
+    for _ in range(n - 1):
+        out.append(S @ out[-1])
+    return np.array(out)
+
+
+def sign_flip_matrices(n: int, *, all_coordinates: bool = True) -> np.ndarray:
+    """Sign flips on R^n: all 2^n diagonal +-1 matrices ({+-1}^n), or only {I, -I} when
+    ``all_coordinates`` is False."""
+    n = require_positive_int(n, "n (dimension)")
+    if not all_coordinates:
+        return np.array([np.eye(n), -np.eye(n)])
+    if n > 6:
+        raise ValueError(f"{{+-1}}^n has 2^n elements; n = {n} is too large (use n <= 6 or "
+                         "all_coordinates=False)")
+    signs = np.array(np.meshgrid(*[[1.0, -1.0]] * n, indexing="ij")).reshape(n, -1).T
+    return np.array([np.diag(s) for s in signs])
+
+
+def matrix_action(rho, rho_hat, name: str = "G") -> GroupAction:
+    """The action on matrix parameters z in R^{dY x dX} (flattened row-major, D = dY dX):
+    M_g z = rho^_g z rho_g^T, i.e. M_g = rho^_g (kron) rho_g.
+
+    With it every unit sigma(x, z) = s(z x), s elementwise and permutation/sign-compatible
+    with rho^ (e.g. the identity for linear units), is jointly equivariant."""
+    rho = _as_rep(rho, f"{name}: rho (action on X)")
+    rho_hat = _as_rep(rho_hat, f"{name}: rho_hat (action on Y)")
+    if len(rho) != len(rho_hat):
+        raise ValueError(f"{name}: rho and rho_hat must list the same group elements; got "
+                         f"{len(rho)} and {len(rho_hat)} matrices")
+    M = np.einsum("gab,gij->gaibj", rho_hat, rho).reshape(
+        len(rho), rho_hat.shape[1] * rho.shape[1], rho_hat.shape[1] * rho.shape[1])
+    return GroupAction(rho, rho_hat, M, name=name)
+
+
+def c2_swap() -> GroupAction:
+    """The reference experiment: G = C_2 = {I, P}, P swaps the two coordinates of R^2,
+    rho = rho^ = g and M_g z = g z g^T on Z = R^{2x2} (flattened row-major: z11, z12, z21,
+    z22).  E^G = {[[p, q], [q, p]]}, P_{E^G} z = (z + P z P) / 2."""
+    return matrix_action(cyclic_shift_matrices(2), cyclic_shift_matrices(2), name="C2 swap")
+
+
+def cyclic_shifts(n: int) -> GroupAction:
+    """C_n acting by cyclic shifts on X = Y = R^n and by z -> S z S^T on Z = R^{n x n}
+    (E^G = circulant matrices, dim n)."""
+    S = cyclic_shift_matrices(n)
+    return matrix_action(S, S, name=f"C{n} shifts")
+
+
+def sign_flips(n: int, *, all_coordinates: bool = True) -> GroupAction:
+    """Sign flips g on X = Y = R^n with M_g z = g z g^T on Z = R^{n x n} (E^G = diagonal
+    matrices for {+-1}^n; all of Z for {I, -I}, which acts trivially on Z)."""
+    F = sign_flip_matrices(n, all_coordinates=all_coordinates)
+    return matrix_action(F, F, name=f"sign flips on R^{n}")
+
+
+def cyclic_network_action(n: int) -> GroupAction:
+    """C_n on the single-hidden-layer unit sigma(x, (W, A, B)) = W s(A^T x + B) with
+    X = Y = R^n and hidden width n: M_g (W, A, B) = (S W S^T, S A S^T, S B).
+
+    Parameters are flattened as [W (n x n, row-major), A (n x n, row-major), B (n)],
+    D = 2 n^2 + n.  E^G = circulant W and A, constant B (dim 2 n + 1): parameter sharing,
+    i.e. a cyclic convolution layer."""
+    S = cyclic_shift_matrices(n)
+    K = np.einsum("gab,gij->gaibj", S, S).reshape(n, n * n, n * n)
+    D = 2 * n * n + n
+    M = np.zeros((n, D, D))
+    M[:, :n * n, :n * n] = K
+    M[:, n * n:2 * n * n, n * n:2 * n * n] = K
+    M[:, 2 * n * n:, 2 * n * n:] = S
+    return GroupAction(S, S, M, name=f"C{n} on a hidden layer")
