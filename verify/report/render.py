@@ -198,7 +198,7 @@ th{background:#f3f3f3}caption{text-align:left;font-style:italic;padding:.2rem 0}
 .pass{color:#116611;font-weight:bold}.fail{color:#b00;font-weight:bold}
 figure{margin:1rem 0}figure img{max-width:100%}figcaption{font-style:italic;font-size:.9rem}
 .note{border-left:4px solid #e0a000;padding:.3rem .8rem;background:#fff8e6}
-section.claim{border-top:2px solid #ddd;margin-top:2rem}math[display=block]{margin:.4rem 0;overflow-x:auto}
+section.claim{border-top:2px solid #ddd;margin-top:2rem}math[display=block]{margin:.4rem 0;overflow-x:auto;overflow-y:hidden;padding:.2rem 0}
 pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}"""
 
 
