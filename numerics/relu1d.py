@@ -1,0 +1,566 @@
+"""Shallow univariate ReLU networks and their training dynamics (Williams et al. 2019,
+claims W2a..W2h; conventions MATH.md W.1/W.2).
+
+Network (W.1)::
+
+    f_z(x) = (1/alpha) * sum_i c_i (a_i x - b_i)_+ ,   z = (a, b, c) in R^{3m}
+    L(z)   = 1/2 sum_j (f_z(x_j) - y_j)^2 ,             rho_j = f_z(x_j) - y_j
+
+``alpha`` is a positive number or one of the strings ``"1"``, ``"sqrt"`` (sqrt(m)),
+``"m"`` (m); :func:`normalize_alpha` turns it into a float.
+
+Convention at a kink: ReLU'(0) = 0, i.e. a sample exactly on a knot (a_i x_j - b_i == 0)
+is INACTIVE for the gradient (its value contribution is 0 either way).  The sorted
+O((m+s) log(m+s)) engine ``numerics.fast1d`` (issue 7) follows the same convention.
+
+Public API
+----------
+- :func:`forward`, :func:`loss_and_grad` dispatch to ``numerics.fast1d`` when it imports
+  (``forward_sorted`` / ``loss_and_grad_sorted``) and fall back to the dense O(m s)
+  reference :func:`forward_dense` / :func:`loss_and_grad_dense`.
+- :func:`gradient_descent`: plain GD z <- z - eta grad L.
+- :func:`gradient_flow`: dz/dt = -grad L(z) with an error-controlled DOP853 integrator and
+  exact treatment of the discontinuities (see "Discontinuities" below).
+- :func:`canonical_loss_and_grad`, :func:`reduced_flow`: the canonical parametrization
+  f~_w(x) = (1/m) sum_i r_i <x~, d(theta_i)>_+ (alpha = m), x~ = (x, -1), and its
+  gradient flow dw_i/dt = -G_i^{-1} grad_{w_i} L~ under a diagonal inverse metric
+  G_i^{-1} = diag(g_rr, g_thth) supplied by the caller (the metric of claim W2c is derived
+  symbolically in ``derivations.relu1d``; this module does not type it in).
+
+Discontinuities
+---------------
+The gradient field is discontinuous when a knot crosses a sample, i.e. when the
+switching function u_ij = <x~_j, v_i> changes sign (v_i = (a_i, b_i) for the full flow,
+v_i = d(theta_i) for the reduced flow).  The integrator freezes the activation pattern
+P_ij = [u_ij > 0] on each segment, so the right-hand side is a polynomial there and
+DOP853 keeps its order and error control.  After every accepted step the signs of u at
+the step end are compared with P; the first sign change is located with ``brentq`` on
+the solver's dense output, the integration is restarted from that time with the pattern
+toggled (an "event").  The jump of the field is purely normal to the switching line
+(along x~_j, claim W2f), so two cases occur:
+
+- crossing: the normal velocity du_ij/dt has the same sign on both sides -> the pattern
+  flips and the trajectory continues;
+- sliding (Filippov): the normal velocities on the two sides point towards the line
+  (the attractor of claim W2h) -> the pair (i, j) becomes "sliding": the normal
+  component of neuron i's velocity is removed (projection of (da, db) on the line
+  direction (1, x_j); theta_i frozen in the reduced flow), which is the Filippov
+  convex combination because the tangential components agree on both sides.  Sliding
+  ends (another located event) when one of the two one-sided normal velocities changes
+  sign.
+
+The projection is orthogonal to (a_i, b_i) on the line, so delta_i = c_i^2 - a_i^2 - b_i^2
+stays an exact invariant also while sliding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy.integrate import DOP853
+from scipy.optimize import brentq
+
+from numerics.validation import as_float_array, require_positive_int, require_same_shape
+
+__all__ = [
+    "normalize_alpha", "forward", "loss_and_grad", "forward_dense", "loss_and_grad_dense",
+    "knots", "gradient_descent", "GDResult", "FlowResult", "gradient_flow",
+    "canonical_forward", "canonical_loss_and_grad", "reduced_flow",
+]
+
+_CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
+
+
+# --------------------------------------------------------------------------- basics
+def normalize_alpha(alpha: float | str, m: int) -> float:
+    """alpha(m) as a float: a positive number, or ``"1"`` (1), ``"sqrt"`` (sqrt(m)),
+    ``"m"`` (m) (MATH.md W.1)."""
+    if isinstance(alpha, str):
+        table = {"1": 1.0, "sqrt": float(np.sqrt(m)), "m": float(m)}
+        if alpha not in table:
+            raise ValueError(f"alpha must be a positive number or one of '1', 'sqrt', 'm'; got {alpha!r}")
+        return table[alpha]
+    if isinstance(alpha, bool):
+        raise ValueError("alpha must be a positive number or one of '1', 'sqrt', 'm'; got a boolean")
+    try:
+        val = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha must be a positive number or one of '1', 'sqrt', 'm'; got {alpha!r}") from None
+    if not np.isfinite(val) or val <= 0:
+        raise ValueError(f"alpha must be a positive finite number; got {alpha!r}")
+    return val
+
+
+def _params(a: Any, b: Any, c: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a = as_float_array(a, "a (first-layer slopes)", ndim=1, allow_empty=False)
+    b = as_float_array(b, "b (first-layer offsets; knots e = b/a)", ndim=1)
+    c = as_float_array(c, "c (output weights)", ndim=1)
+    require_same_shape(a=a, b=b, c=c)
+    return a, b, c
+
+
+def _data(x: Any, y: Any | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    x = as_float_array(x, "x (inputs)", ndim=1)
+    if y is None:
+        return x, None
+    y = as_float_array(y, "y (targets)", ndim=1)
+    require_same_shape(x=x, y=y)
+    return x, y
+
+
+def knots(a: Any, b: Any) -> np.ndarray:
+    """Knots e_i = b_i / a_i (inf where a_i = 0)."""
+    a = as_float_array(a, "a", ndim=1)
+    b = as_float_array(b, "b", ndim=1)
+    require_same_shape(a=a, b=b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(a != 0, b / np.where(a != 0, a, 1.0), np.inf)
+
+
+# --------------------------------------------------------------------------- dense reference
+def forward_dense(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
+    """f_z(x) by the dense O(m n) sum (reference implementation; chunked over x)."""
+    a, b, c = _params(a, b, c)
+    x, _ = _data(x)
+    al = normalize_alpha(alpha, a.size)
+    out = np.empty_like(x)
+    step = max(1, _CHUNK // max(a.size, 1))
+    for k in range(0, x.size, step):
+        u = np.multiply.outer(x[k:k + step], a) - b  # (n_chunk, m)
+        out[k:k + step] = np.maximum(u, 0.0) @ c / al
+    return out
+
+
+def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
+                        ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """L(z) and its exact gradient (grad_a, grad_b, grad_c), dense O(m s) reference.
+    ReLU'(0) = 0 at a kink."""
+    a, b, c = _params(a, b, c)
+    x, y = _data(x, y)
+    al = normalize_alpha(alpha, a.size)
+    u = np.multiply.outer(a, x) - b[:, None]  # (m, s)
+    act = u > 0
+    relu = np.where(act, u, 0.0)
+    rho = c @ relu / al - y
+    loss = 0.5 * float(rho @ rho)
+    s_act = act @ rho  # sum_j rho_j 1[u_ij > 0]
+    grad_c = relu @ rho / al
+    grad_a = c * (act @ (rho * x)) / al
+    grad_b = -c * s_act / al
+    return loss, (grad_a, grad_b, grad_c)
+
+
+# --------------------------------------------------------------------------- dispatch
+def _fast():
+    try:
+        from numerics import fast1d  # noqa: PLC0415  (optional engine, issue 7)
+    except ImportError:
+        return None
+    if not (hasattr(fast1d, "forward_sorted") and hasattr(fast1d, "loss_and_grad_sorted")):
+        return None
+    return fast1d
+
+
+def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
+    """f_z(x); uses ``numerics.fast1d.forward_sorted`` when available, else the dense
+    reference.  ``alpha`` is normalized to a float first (:func:`normalize_alpha`)."""
+    fast = _fast()
+    if fast is None:
+        return forward_dense(a, b, c, x, alpha)
+    a, b, c = _params(a, b, c)
+    x, _ = _data(x)
+    return fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
+
+
+def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
+                  ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """L(z) and (grad_a, grad_b, grad_c); ``numerics.fast1d`` when available, else dense."""
+    fast = _fast()
+    if fast is None:
+        return loss_and_grad_dense(a, b, c, x, y, alpha)
+    a, b, c = _params(a, b, c)
+    x, y = _data(x, y)
+    return fast.loss_and_grad_sorted(a, b, c, x, y, normalize_alpha(alpha, a.size))
+
+
+# --------------------------------------------------------------------------- gradient descent
+@dataclass
+class GDResult:
+    """Plain GD trajectory: ``a, b, c`` of shape (n_records, m) at ``steps``; ``loss``."""
+    steps: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    loss: np.ndarray
+
+
+def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, *,
+                     eta: float, steps: int, record_every: int = 1) -> GDResult:
+    """z <- z - eta grad L(z) for ``steps`` steps (records every ``record_every`` steps
+    and the last).  Raises ``FloatingPointError`` naming ``eta`` if the iteration diverges."""
+    a, b, c = (v.copy() for v in _params(a, b, c))
+    x, y = _data(x, y)
+    eta = float(eta)
+    if not np.isfinite(eta) or eta <= 0:
+        raise ValueError(f"eta (step size) must be a positive finite number; got {eta!r}")
+    steps = require_positive_int(steps, "steps", minimum=0)
+    record_every = require_positive_int(record_every, "record_every")
+    rec_t, ra, rb, rc, rl = [], [], [], [], []
+    loss0 = None
+    for k in range(steps + 1):
+        loss, (ga, gb, gc) = loss_and_grad(a, b, c, x, y, alpha)
+        if loss0 is None:
+            loss0 = loss
+        if not np.isfinite(loss) or loss > 1e12 * max(loss0, 1.0):
+            raise FloatingPointError(f"gradient descent diverged at step {k} with step size "
+                                     f"eta={eta:g}: loss {loss:.3g}; reduce eta")
+        if k % record_every == 0 or k == steps:
+            rec_t.append(k), ra.append(a.copy()), rb.append(b.copy()), rc.append(c.copy()), rl.append(loss)
+        if k < steps:
+            a -= eta * ga
+            b -= eta * gb
+            c -= eta * gc
+    return GDResult(np.array(rec_t), np.array(ra), np.array(rb), np.array(rc), np.array(rl))
+
+
+# --------------------------------------------------------------------------- piecewise-smooth engine
+@dataclass
+class FlowResult:
+    """Output of :func:`gradient_flow` / :func:`reduced_flow`.
+
+    ``t`` (n_t,), ``state`` (n_t, k, m) with k = 3 (a, b, c) or 2 (r, theta); ``events``
+    a list of ``(t, kind, i, j)`` with kind in {"cross", "slide", "unslide"};
+    ``sliding`` the (m, s) boolean mask of sliding pairs at the end; ``n_steps`` accepted
+    solver steps."""
+    t: np.ndarray
+    state: np.ndarray
+    events: list[tuple[float, str, int, int]] = field(default_factory=list)
+    sliding: np.ndarray | None = None
+    n_steps: int = 0
+
+    @property
+    def n_crossings(self) -> int:
+        return sum(1 for e in self.events if e[1] == "cross")
+
+    @property
+    def n_slides(self) -> int:
+        return sum(1 for e in self.events if e[1] == "slide")
+
+
+class _Problem:
+    """A piecewise-smooth gradient flow: state y, switching values u (m, s)."""
+    m: int
+    s: int
+
+    def switch(self, y: np.ndarray) -> np.ndarray:  # u_ij
+        raise NotImplementedError
+
+    def rhs(self, y: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(dy/dt with pattern P, no projection; du/dt (m, s))."""
+        raise NotImplementedError
+
+    def jump(self, y: np.ndarray, P: np.ndarray) -> np.ndarray:
+        """Change of du_ij/dt when pair (i, j) is switched from inactive to active."""
+        raise NotImplementedError
+
+    def project(self, y: np.ndarray, dy: np.ndarray, S: np.ndarray) -> np.ndarray:
+        """Remove the normal component of the sliding neurons' velocity."""
+        raise NotImplementedError
+
+
+def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, atol: float,
+               max_events: int, max_steps: int) -> FlowResult:
+    t_eval = np.asarray(t_eval, dtype=np.float64)
+    t0, t1 = 0.0, float(t_eval[-1])
+    y = y0.astype(np.float64).copy()
+    u0 = prob.switch(y)
+    P = u0 > 0  # ReLU'(0) = 0: on the line counts as inactive
+    S = np.zeros_like(P)
+    out = np.empty((t_eval.size, y.size))
+    k_out = 0
+    while k_out < t_eval.size and t_eval[k_out] <= t0:
+        out[k_out] = y
+        k_out += 1
+    events: list[tuple[float, str, int, int]] = []
+    n_steps = 0
+    t = t0
+
+    def fun(_t, yy, P=None, S=None):
+        dy, _ = prob.rhs(yy, P)
+        return prob.project(yy, dy, S) if S.any() else dy
+
+    while t < t1 and k_out < t_eval.size:
+        Pc, Sc = P.copy(), S.copy()
+        solver = DOP853(lambda tt, yy: fun(tt, yy, Pc, Sc), t, y, t1, rtol=rtol, atol=atol)
+        restart = False
+        while solver.status == "running" and not restart:
+            t_old = solver.t
+            y_old = solver.y.copy()
+            msg = solver.step()
+            if solver.status == "failed":
+                raise RuntimeError(f"ODE solver failed at t={t_old:.6g}: {msg}")
+            n_steps += 1
+            if n_steps > max_steps:
+                raise RuntimeError(f"more than max_steps={max_steps} solver steps before t={t1:g} "
+                                   f"(stalled at t={solver.t:.6g}); the flow may be chattering")
+            if not np.all(np.isfinite(solver.y)):
+                raise FloatingPointError(f"gradient flow diverged at t={solver.t:.6g} (rtol={rtol:g})")
+            t_new, y_new = solver.t, solver.y
+            dense = solver.dense_output()
+            cand: list[tuple[float, str, int, int, int]] = []
+            # crossings of non-sliding pairs
+            u_new = prob.switch(y_new)
+            mism = ((u_new > 0) != Pc) & ~Sc
+            if mism.any():
+                u_old = prob.switch(y_old)
+                for i, j in zip(*np.nonzero(mism)):
+                    ua, ub = u_old[i, j], u_new[i, j]
+                    if (ua > 0) == (ub > 0) and ua != 0:
+                        # left the line on the "wrong" side right after a restart: accept
+                        Pc[i, j] = P[i, j] = ub > 0
+                        continue
+                    tc = t_old if ua == 0 else brentq(
+                        lambda tt, i=i, j=j: prob.switch(dense(tt))[i, j], t_old, t_new,
+                        xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
+                    cand.append((tc, "cross", int(i), int(j), 0))
+            # exits from sliding
+            if Sc.any():
+                def normal_rates(yy):
+                    _, du = prob.rhs(yy, Pc & ~Sc)
+                    return du, du + prob.jump(yy, Pc & ~Sc)
+                n_in, n_act = normal_rates(y_new)
+                leave = Sc & ((n_in < 0) | (n_act > 0))
+                for i, j in zip(*np.nonzero(leave)):
+                    side = 0 if n_in[i, j] < 0 else 1
+                    def g(tt, i=i, j=j, side=side):
+                        r = normal_rates(dense(tt))
+                        return r[side][i, j]
+                    ga, gb = g(t_old), g(t_new)
+                    tc = t_old if np.sign(ga) == np.sign(gb) else brentq(
+                        g, t_old, t_new, xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
+                    cand.append((tc, "unslide", int(i), int(j), side))
+            t_stop = min(cand)[0] if cand else t_new
+            while k_out < t_eval.size and t_eval[k_out] <= t_stop:
+                out[k_out] = dense(t_eval[k_out]) if t_eval[k_out] < t_new else y_new
+                k_out += 1
+            if cand:
+                tc, kind, i, j, side = min(cand)
+                y = dense(tc) if tc < t_new else y_new.copy()
+                t = tc
+                restart = True
+                if kind == "unslide":
+                    S[i, j] = False
+                    P[i, j] = bool(side)  # the side whose normal velocity changed sign
+                    events.append((t, "unslide", i, j))
+                else:
+                    Pn = P & ~S
+                    Pn[i, j] = False
+                    _, du = prob.rhs(y, Pn)
+                    n_in = du[i, j]
+                    n_act = n_in + prob.jump(y, Pn)[i, j]
+                    if n_in > 0 > n_act:  # both sides point at the line: Filippov sliding
+                        S[i, j] = True
+                        P[i, j] = False
+                        events.append((t, "slide", i, j))
+                    else:
+                        P[i, j] = not P[i, j]
+                        events.append((t, "cross", i, j))
+                if len(events) > max_events:
+                    raise RuntimeError(f"more than max_events={max_events} switching events "
+                                       f"before t={t1:g} (at t={t:.6g})")
+            else:
+                t, y = t_new, y_new.copy()
+    while k_out < t_eval.size:  # t reached t1
+        out[k_out] = y
+        k_out += 1
+    return FlowResult(t=t_eval, state=out, events=events, sliding=S, n_steps=n_steps)
+
+
+def _check_t_eval(t_eval: Any) -> np.ndarray:
+    t_eval = as_float_array(t_eval, "t_eval (output times)", ndim=1, allow_empty=False)
+    if t_eval[0] < 0 or np.any(np.diff(t_eval) < 0):
+        raise ValueError("t_eval must be non-negative and non-decreasing (the flow starts at t = 0)")
+    return t_eval
+
+
+def _check_tols(rtol: float, atol: float) -> tuple[float, float]:
+    rtol, atol = float(rtol), float(atol)
+    if not (1e-15 <= rtol < 1) or not (0 < atol):
+        raise ValueError(f"need 1e-15 <= rtol < 1 and atol > 0; got rtol={rtol!r}, atol={atol!r}")
+    return rtol, atol
+
+
+class _FullProblem(_Problem):
+    def __init__(self, x: np.ndarray, y: np.ndarray, alpha: float, m: int):
+        self.x, self.yd, self.al, self.m, self.s = x, y, alpha, m, x.size
+        self.xt2 = 1.0 + x * x  # |x~_j|^2
+
+    def split(self, y):
+        m = self.m
+        return y[:m], y[m:2 * m], y[2 * m:]
+
+    def switch(self, y):
+        a, b, _ = self.split(y)
+        return np.multiply.outer(a, self.x) - b[:, None]
+
+    def rhs(self, y, P):
+        a, b, c = self.split(y)
+        x, al = self.x, self.al
+        u = np.multiply.outer(a, x) - b[:, None]
+        relu = np.where(P, u, 0.0)
+        rho = c @ relu / al - self.yd
+        self._rho = rho
+        da = -c * (P @ (rho * x)) / al
+        db = c * (P @ rho) / al
+        dc = -(relu @ rho) / al
+        du = np.multiply.outer(da, x) - db[:, None]
+        return np.concatenate([da, db, dc]), du
+
+    def jump(self, y, P):
+        _, _, c = self.split(y)
+        self.rhs(y, P)
+        # activating (i, j) adds -(c_i/alpha) rho_j x~_j to (da_i, db_i): d(du_ij/dt) below
+        return -np.multiply.outer(c, self._rho * self.xt2) / self.al
+
+    def project(self, y, dy, S):
+        m = self.m
+        dy = dy.copy()
+        i, j = np.nonzero(S)
+        xj = self.x[j]
+        da, db = dy[i], dy[m + i]
+        coef = (da + xj * db) / (1.0 + xj * xj)  # projection on (1, x_j)
+        dy[i], dy[m + i] = coef, coef * xj
+        return dy
+
+
+def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_eval: Any, *,
+                  rtol: float = 1e-12, atol: float = 1e-14, max_events: int = 100_000,
+                  max_steps: int = 1_000_000) -> FlowResult:
+    """Gradient flow dz/dt = -grad L(z) from z(0) = (a, b, c), reported at ``t_eval``.
+
+    DOP853 (8th order, error-controlled, ``rtol``/``atol``) on segments of constant
+    activation pattern, with located switching events and Filippov sliding on attracting
+    sample lines (module docstring).  ``result.state[k] = (a, b, c)`` at ``t_eval[k]``."""
+    a, b, c = _params(a, b, c)
+    x, y = _data(x, y)
+    t_eval = _check_t_eval(t_eval)
+    rtol, atol = _check_tols(rtol, atol)
+    m = a.size
+    prob = _FullProblem(x, y, normalize_alpha(alpha, m), m)
+    res = _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events, max_steps)
+    res.state = res.state.reshape(t_eval.size, 3, m)
+    return res
+
+
+# --------------------------------------------------------------------------- canonical parametrization
+def _canon(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+    r = as_float_array(r, "r (signed radii)", ndim=1, allow_empty=False)
+    theta = as_float_array(theta, "theta (angles)", ndim=1)
+    require_same_shape(r=r, theta=theta)
+    return r, theta
+
+
+def canonical_forward(r: Any, theta: Any, x: Any) -> np.ndarray:
+    """f~_w(x) = (1/m) sum_i r_i <x~, d(theta_i)>_+ with x~ = (x, -1) (MATH.md W.2)."""
+    r, theta = _canon(r, theta)
+    x, _ = _data(x)
+    u = np.multiply.outer(x, np.cos(theta)) - np.sin(theta)
+    return np.maximum(u, 0.0) @ r / r.size
+
+
+def canonical_loss_and_grad(r: Any, theta: Any, x: Any, y: Any
+                            ) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+    """L~(w) and (dL~/dr_i, dL~/dtheta_i), computed directly (ReLU'(0) = 0).
+
+    Note grad_{w_i} L~ = (1/m) grad V(w_i; mu) (claim W2d)."""
+    r, theta = _canon(r, theta)
+    x, y = _data(x, y)
+    m = r.size
+    co, si = np.cos(theta), np.sin(theta)
+    u = np.multiply.outer(co, x) - si[:, None]  # (m, s) = <x~_j, d(theta_i)>
+    act = u > 0
+    relu = np.where(act, u, 0.0)
+    rho = r @ relu / m - y
+    du_dth = -np.multiply.outer(si, x) - co[:, None]  # <x~_j, t(theta_i)>
+    g_r = relu @ rho / m
+    g_th = r * ((act * du_dth) @ rho) / m
+    return 0.5 * float(rho @ rho), (g_r, g_th)
+
+
+InverseMetric = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _inverse_metric(spec: str | InverseMetric) -> InverseMetric:
+    if callable(spec):
+        return spec
+    if spec == "cylinder":  # flat metric dr^2 + dtheta^2 on R x S^1
+        return lambda r, d: (np.ones_like(r), np.ones_like(r))
+    if spec == "plane":  # Euclidean metric of the particle plane: dr^2 + r^2 dtheta^2
+        return lambda r, d: (np.ones_like(r), 1.0 / (r * r))
+    raise ValueError("inverse_metric must be 'cylinder', 'plane' or a callable "
+                     f"(r, delta) -> (g_rr, g_thth); got {spec!r}")
+
+
+class _ReducedProblem(_Problem):
+    def __init__(self, x, y, delta, ginv: InverseMetric, time_scale: float, m: int):
+        self.x, self.yd, self.delta, self.ginv, self.ts, self.m, self.s = x, y, delta, ginv, time_scale, m, x.size
+
+    def switch(self, y):
+        m = self.m
+        th = y[m:]
+        return np.multiply.outer(np.cos(th), self.x) - np.sin(th)[:, None]
+
+    def rhs(self, y, P):
+        m, x = self.m, self.x
+        r, th = y[:m], y[m:]
+        co, si = np.cos(th), np.sin(th)
+        u = np.multiply.outer(co, x) - si[:, None]
+        relu = np.where(P, u, 0.0)
+        rho = r @ relu / m - self.yd
+        w = -np.multiply.outer(si, x) - co[:, None]  # du/dtheta
+        g_rr, g_tt = self.ginv(r, self.delta)
+        g_rr = np.broadcast_to(np.asarray(g_rr, dtype=np.float64), r.shape)
+        g_tt = np.broadcast_to(np.asarray(g_tt, dtype=np.float64), r.shape)
+        dr = -self.ts * g_rr * (relu @ rho) / m
+        dth = -self.ts * g_tt * r * ((P * w) @ rho) / m
+        self._rho, self._w, self._gtt = rho, w, g_tt
+        return np.concatenate([dr, dth]), w * dth[:, None]
+
+    def jump(self, y, P):
+        m = self.m
+        r = y[:m]
+        self.rhs(y, P)
+        return -self.ts * (self._gtt * r / m)[:, None] * self._rho[None, :] * self._w ** 2
+
+    def project(self, y, dy, S):
+        dy = dy.copy()
+        dy[self.m + np.nonzero(S.any(axis=1))[0]] = 0.0
+        return dy
+
+
+def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
+                 inverse_metric: str | InverseMetric = "cylinder", time_scale: float = 1.0,
+                 rtol: float = 1e-12, atol: float = 1e-14, max_events: int = 100_000,
+                 max_steps: int = 1_000_000) -> FlowResult:
+    """Flow of the canonical particles w_i = (r_i, theta_i) (alpha = m):
+
+        dr_i/dt = -time_scale * g_rr(r_i, delta_i) dL~/dr_i,
+        dtheta_i/dt = -time_scale * g_thth(r_i, delta_i) dL~/dtheta_i,
+
+    with ``inverse_metric`` a callable ``(r, delta) -> (g_rr, g_thth)`` (e.g. the W2c
+    metric), ``"cylinder"`` (g = 1, 1) or ``"plane"`` (g = 1, 1/r^2).  ``time_scale = m``
+    gives the mean-field time dw/dt = -grad V(w; mu).  Same event/sliding treatment as
+    :func:`gradient_flow`.  ``result.state[k] = (r, theta)``."""
+    r, theta = _canon(r, theta)
+    delta = as_float_array(delta, "delta (invariants c^2 - a^2 - b^2)")
+    delta = np.broadcast_to(delta, r.shape).astype(np.float64) if delta.ndim == 0 else delta
+    require_same_shape(r=r, delta=delta)
+    x, y = _data(x, y)
+    t_eval = _check_t_eval(t_eval)
+    rtol, atol = _check_tols(rtol, atol)
+    m = r.size
+    prob = _ReducedProblem(x, y, delta, _inverse_metric(inverse_metric), float(time_scale), m)
+    res = _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events, max_steps)
+    res.state = res.state.reshape(t_eval.size, 2, m)
+    return res
