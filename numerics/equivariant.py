@@ -371,7 +371,8 @@ class HeuristicIterate:
 def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
                          config: SGDConfig, n_particles: int, rng: np.random.Generator, *,
                          rmd_threshold: float = 0.05, eigen_threshold: float = 0.01,
-                         max_iter: int = 8, std: float = STUDENT_STD
+                         max_iter: int = 8, std: float = STUDENT_STD,
+                         scheme: str = "vanilla"
                          ) -> tuple[np.ndarray, list[HeuristicIterate], bool]:
     """Data-driven discovery of E^G (MATH.md M1e): E_0 = {0}; initialize N particles SI on
     E_j (i.i.d. N(0, std^2) coordinates in an orthonormal basis of E_j), train freely
@@ -379,9 +380,15 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     and measure the escape RMD(nu_T, P_{E_j} # nu_T).  If it exceeds ``rmd_threshold``,
     enlarge E_j by the eigenvectors of the escape second-moment matrix
     (1/N) sum_i r_i r_i^T, r_i = (I - P_{E_j}) theta_i, whose eigenvalues exceed
-    ``eigen_threshold`` m_2(nu_T); stop when the particles stay.
+    ``eigen_threshold`` m_2(nu_T): E_{j+1} is the span of the top dim E_j + k principal
+    directions of the trained cloud (uncentered second moment; this re-fit corrects a tilt
+    of E_j).  Stop when the particles stay (escape RMD <= ``rmd_threshold``) or when no
+    escape direction is significant (a diffuse O(N^-1/2) fluctuation, not a drift).
 
-    ``group`` is used only for its dimensions (the heuristic never looks at M_g).
+    ``scheme`` is the free training scheme: ``vanilla`` (i.i.d. batches of the symmetric
+    data law) or ``da_orbit`` (every batch completed by its orbit: uses the action of G on
+    the DATA only).  ``group`` is used only for its dimensions and, with ``da_orbit``, its
+    data actions rho, rho^; the heuristic never looks at M_g.
     Returns ``(basis of the final E_j, iterates, converged)``."""
     from numerics.transport import rmd as _rmd
     n_particles = require_positive_int(n_particles, "n_particles")
@@ -392,7 +399,7 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     for _ in range(max_iter):
         coords = std * rng.standard_normal((n_particles, basis.shape[1]))
         theta0 = coords @ basis.T if basis.shape[1] else np.zeros((n_particles, D))
-        theta, _ = train(unit, group, theta0, teacher, "vanilla", config, data_rng, noise_rng)
+        theta, _ = train(unit, group, theta0, teacher, scheme, config, data_rng, noise_rng)
         Pj = basis @ basis.T
         proj = theta @ Pj
         resid = theta - proj
@@ -402,15 +409,18 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
         order = np.argsort(w)[::-1]
         w, V = w[order], V[:, order]
         rel = w / m2 if m2 > 0 else w
-        if r <= rmd_threshold:
+        k_new = int(np.count_nonzero(rel > eigen_threshold))
+        if r <= rmd_threshold or k_new == 0:
+            # the particles stay, or their escape is diffuse (no direction carries a
+            # fraction eigen_threshold of the second moment): a fluctuation, not a drift
             iterates.append(HeuristicIterate(basis.copy(), r, rel, 0))
             return basis, iterates, True
-        new = V[:, rel > eigen_threshold]
-        if new.shape[1] == 0:  # escape spread over many weak directions: take the largest
-            new = V[:, :1]
-        iterates.append(HeuristicIterate(basis.copy(), r, rel, new.shape[1]))
-        Q, _ = np.linalg.qr(np.concatenate([basis, new], axis=1))
-        basis = Q[:, :min(D, basis.shape[1] + new.shape[1])]
+        iterates.append(HeuristicIterate(basis.copy(), r, rel, k_new))
+        k = min(D, basis.shape[1] + k_new)
+        # re-fit: the top-k principal directions of the whole trained cloud (uncentered
+        # second moment), which corrects a tilt of E_j inherited from earlier fluctuations
+        w2, V2 = np.linalg.eigh(theta.T @ theta / n_particles)
+        basis = V2[:, np.argsort(w2)[::-1][:k]]
         if basis.shape[1] == D:
             break
     return basis, iterates, False
