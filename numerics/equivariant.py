@@ -321,6 +321,17 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
     if record_every:
         snaps.append((0, theta.copy()))
     k = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise,
+                         rng_group, noise, orbit_closed_data, record_every, P, s, amp,
+                         n_draw, n_noise, chunk, snaps)
+
+
+def _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise, rng_group,
+              noise, orbit_closed_data, record_every, P, s, amp, n_draw, n_noise, chunk, snaps):
+    """The step loop of :func:`train` (chunks of pre-drawn data and noise)."""
+    N, D = theta.shape
+    k = 0
     while k < config.steps:
         m = min(chunk, config.steps - k)
         Xc = config.x_std * rng_data.standard_normal((m, n_draw, unit.dim_x))
@@ -347,6 +358,8 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
             k += 1
             if record_every and k % record_every == 0:
                 snaps.append((k, theta.copy()))
+            if k % 64 == 0 and not np.isfinite(theta).all():
+                break
         if not np.all(np.isfinite(theta)):
             raise DivergenceError(f"noisy SGD ({scheme}) diverged before step {k}: step size "
                                   f"s = alpha/N = {s:.4g} is too large; reduce alpha")

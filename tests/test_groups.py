@@ -1,0 +1,187 @@
+"""Finite group actions, Haar averages, fixed spaces, symmetrized / projected measures and
+exact W_2 / RMD (numerics.groups, numerics.transport; claims M1a-M1e)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+
+from numerics.groups import (GroupAction, c2_swap, cyclic_network_action, cyclic_shift_matrices,
+                             cyclic_shifts, matrix_action, sign_flips, validate_measure)
+from numerics.transport import rmd, second_moment, w2_squared_uniform
+
+GROUPS = {
+    "c2": c2_swap,
+    "c3": lambda: cyclic_shifts(3),
+    "c5": lambda: cyclic_shifts(5),
+    "flips2": lambda: sign_flips(2),
+    "flips3_pm": lambda: sign_flips(3, all_coordinates=False),
+    "net2": lambda: cyclic_network_action(2),
+    "net3": lambda: cyclic_network_action(3),
+}
+_CACHE: dict[str, GroupAction] = {}
+
+
+def group(name: str) -> GroupAction:
+    if name not in _CACHE:
+        _CACHE[name] = GROUPS[name]()
+    return _CACHE[name]
+
+
+group_names = st.sampled_from(sorted(GROUPS))
+seeds = st.integers(0, 2**32 - 1)
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
+def test_projector_is_orthogonal_projection_onto_fixed_space(name):
+    G = group(name)
+    P = G.projector()
+    np.testing.assert_allclose(P @ P, P, atol=1e-14)
+    np.testing.assert_allclose(P, P.T, atol=1e-14)
+    for g in range(G.order):
+        np.testing.assert_allclose(G.M[g] @ P, P, atol=1e-14)   # range(P) is fixed
+    B = G.fixed_space_basis()
+    np.testing.assert_allclose(B.T @ B, np.eye(B.shape[1]), atol=1e-13)
+    np.testing.assert_allclose(B @ B.T, P, atol=1e-13)
+    assert B.shape[1] == round(np.trace(P))
+
+
+def test_known_fixed_space_dimensions():
+    assert c2_swap().fixed_space_basis().shape[1] == 2            # [[p, q], [q, p]]
+    assert cyclic_shifts(4).fixed_space_basis().shape[1] == 4     # circulants
+    assert sign_flips(3).fixed_space_basis().shape[1] == 3        # diagonal matrices
+    assert cyclic_network_action(3).fixed_space_basis().shape[1] == 7   # 3 + 3 + 1
+    z = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(c2_swap().project(z), [2.5, 2.5, 2.5, 2.5])
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
+def test_group_table_and_inverse(name):
+    G = group(name)
+    for g in range(G.order):
+        np.testing.assert_allclose(G.M[g] @ G.M[G.inverse[g]], np.eye(G.dim_z), atol=1e-14)
+        for h in range(G.order):
+            np.testing.assert_allclose(G.M[g] @ G.M[h], G.M[G.table[g, h]], atol=1e-14)
+            np.testing.assert_allclose(G.rho[g] @ G.rho[h], G.rho[G.table[g, h]], atol=1e-14)
+
+
+@given(group_names, seeds)
+def test_haar_average_is_translation_invariant(name, seed):
+    G = group(name)
+    vals = np.random.default_rng(seed).standard_normal((G.order, 3))
+    for h in range(G.order):
+        np.testing.assert_allclose(G.haar_average(vals[G.table[:, h]]), G.haar_average(vals),
+                                   atol=1e-14)
+
+
+@given(group_names, seeds, st.integers(1, 12))
+def test_symmetrized_measure_is_weakly_invariant(name, seed, N):
+    G = group(name)
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((N, G.dim_z))
+    w = rng.dirichlet(np.ones(N))
+    zs, ws = G.symmetrize_measure(z, w / w.sum())
+    assert zs.shape == (G.order * N, G.dim_z)
+    assert abs(ws.sum() - 1) < 1e-12
+    assert G.is_weakly_invariant(zs, ws, tol=1e-10)
+    # first moment of mu^G is P (first moment of mu)
+    np.testing.assert_allclose(ws @ zs, G.project((w / w.sum()) @ z), atol=1e-12)
+    # the projected measure lives in E^G
+    zp, wp = G.project_measure(z)
+    assert np.all(G.distance_to_fixed_space(zp) < 1e-12)
+
+
+@given(group_names, seeds)
+def test_feature_average_is_idempotent_and_equivariant(name, seed):
+    G = group(name)
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((G.dim_y, G.dim_x))
+
+    def f(x):                                   # an arbitrary non-equivariant map
+        return np.sin(x @ A.T) + (x @ A.T) ** 2
+
+    Qf = G.symmetrize_function(f)
+    QQf = G.symmetrize_function(Qf)
+    x = rng.standard_normal((5, G.dim_x))
+    np.testing.assert_allclose(QQf(x), Qf(x), atol=1e-12)
+    for g in range(G.order):
+        np.testing.assert_allclose(Qf(x @ G.rho[g].T), Qf(x) @ G.rho_hat[g].T, atol=1e-12)
+
+
+def test_validation_errors():
+    S = cyclic_shift_matrices(2)
+    with pytest.raises(ValueError, match="not an orthogonal representation"):
+        matrix_action(S * 1.1, S)
+    with pytest.raises(ValueError, match="same group elements"):
+        GroupAction(S, S, cyclic_shift_matrices(3))
+    with pytest.raises(ValueError, match="not closed under products"):
+        S3 = cyclic_shift_matrices(3)
+        matrix_action(S3[:2], S3[:2])          # identity and one generator only
+    G = c2_swap()
+    with pytest.raises(ValueError, match="empty"):
+        G.symmetrize_measure(np.zeros((0, 4)))
+    with pytest.raises(ValueError, match="mismatched dimensions"):
+        G.project_measure(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="sum to 1"):
+        validate_measure(np.zeros((2, 4)), [0.5, 0.6])
+    with pytest.raises(ValueError, match="finite"):
+        G.symmetrize_measure(np.full((2, 4), np.nan))
+    with pytest.raises(ValueError, match="too large"):
+        sign_flips(7)
+
+
+# ---------------------------------------------------------------------------- transport
+def _w2_brute(a: np.ndarray, b: np.ndarray) -> float:
+    n = len(a)
+    return min(np.mean(np.sum((a - b[list(p)]) ** 2, axis=1))
+               for p in itertools.permutations(range(n)))
+
+
+@given(st.integers(1, 6), st.integers(1, 4), seeds)
+@example(1, 1, 0)
+def test_w2_matches_brute_force_over_permutations(n, d, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((n, d)), 2 * rng.standard_normal((n, d)) + 1
+    assert abs(w2_squared_uniform(a, b) - _w2_brute(a, b)) <= 1e-12 * max(1.0, _w2_brute(a, b))
+
+
+@given(st.integers(1, 4), st.integers(1, 4), seeds)
+def test_w2_unequal_sizes_via_repetition(n, m, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((n, 2)), rng.standard_normal((m, 2))
+    # brute force on the lcm-replicated measures, small enough for permutations when lcm <= 6
+    from math import lcm
+    L = lcm(n, m)
+    if L <= 6:
+        ref = _w2_brute(np.repeat(a, L // n, 0), np.repeat(b, L // m, 0))
+        assert abs(w2_squared_uniform(a, b) - ref) <= 1e-12 * max(1.0, ref)
+    # W_2 between a point mass and any measure: mean squared distance
+    c = rng.standard_normal((1, 2))
+    np.testing.assert_allclose(w2_squared_uniform(c, b), np.mean(np.sum((b - c) ** 2, 1)),
+                               rtol=1e-12)
+
+
+@given(st.integers(1, 30), st.integers(1, 5), seeds, st.floats(-3, 3))
+@example(3, 2, 0, -1.0)        # nu = -mu: the extreme case, RMD = 1 for centered-free atoms
+def test_rmd_in_unit_interval_and_symmetric(n, d, seed, shift):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, d))
+    b = shift * a + rng.standard_normal((n, d)) * (shift == 0)
+    r = rmd(a, b)
+    assert 0.0 <= r <= 1.0
+    assert abs(r - rmd(b, a)) <= 1e-12
+    assert rmd(a, a[rng.permutation(n)]) <= 1e-7
+
+
+def test_rmd_known_values():
+    a = np.array([[1.0, 0.0]])
+    assert rmd(a, -a) == pytest.approx(1.0)
+    assert rmd(a, a) == 0.0
+    assert rmd(np.zeros((3, 2)), np.zeros((3, 2))) == 0.0
+    assert second_moment(np.array([[3.0, 4.0]])) == 25.0
+    with pytest.raises(ValueError, match="empty"):
+        rmd(np.zeros((0, 2)), a)
+    with pytest.raises(ValueError, match="different dimensions"):
+        rmd(np.zeros((1, 3)), a)
