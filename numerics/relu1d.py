@@ -238,6 +238,21 @@ class FlowResult:
     events: list[tuple[float, str, int, int]] = field(default_factory=list)
     sliding: np.ndarray | None = None
     n_steps: int = 0
+    segments: list[tuple[float, float, Any]] = field(default_factory=list, repr=False)
+
+    def dense(self, t: float) -> np.ndarray:
+        """The state at any time ``t`` in [0, t_eval[-1]] from the solver's dense output
+        (only when the flow was run with ``dense=True``); flat vector (a, b, c) / (r, theta)."""
+        if not self.segments:
+            raise ValueError("no dense output stored: run the flow with dense=True")
+        starts = [s[0] for s in self.segments]
+        k = max(0, min(len(starts) - 1, int(np.searchsorted(starts, t, side="right")) - 1))
+        t0, t1, interp = self.segments[k]
+        return interp(min(max(t, t0), t1))
+
+    @property
+    def event_times(self) -> np.ndarray:
+        return np.array([e[0] for e in self.events])
 
     @property
     def n_crossings(self) -> int:
@@ -270,7 +285,7 @@ class _Problem:
 
 
 def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, atol: float,
-               max_events: int, max_steps: int) -> FlowResult:
+               max_events: int, max_steps: int, keep_dense: bool = False) -> FlowResult:
     t_eval = np.asarray(t_eval, dtype=np.float64)
     t0, t1 = 0.0, float(t_eval[-1])
     y = y0.astype(np.float64).copy()
@@ -283,6 +298,7 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
         out[k_out] = y
         k_out += 1
     events: list[tuple[float, str, int, int]] = []
+    segments: list[tuple[float, float, Any]] = []
     n_steps = 0
     t = t0
 
@@ -341,6 +357,8 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                         g, t_old, t_new, xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
                     cand.append((tc, "unslide", int(i), int(j), side))
             t_stop = min(cand)[0] if cand else t_new
+            if keep_dense and t_stop > t_old:
+                segments.append((t_old, t_stop, dense))
             while k_out < t_eval.size and t_eval[k_out] <= t_stop:
                 out[k_out] = dense(t_eval[k_out]) if t_eval[k_out] < t_new else y_new
                 k_out += 1
@@ -374,7 +392,8 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
     while k_out < t_eval.size:  # t reached t1
         out[k_out] = y
         k_out += 1
-    return FlowResult(t=t_eval, state=out, events=events, sliding=S, n_steps=n_steps)
+    return FlowResult(t=t_eval, state=out, events=events, sliding=S, n_steps=n_steps,
+                      segments=segments)
 
 
 def _check_t_eval(t_eval: Any) -> np.ndarray:
@@ -436,19 +455,20 @@ class _FullProblem(_Problem):
 
 def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_eval: Any, *,
                   rtol: float = 1e-12, atol: float = 1e-14, max_events: int = 100_000,
-                  max_steps: int = 1_000_000) -> FlowResult:
+                  max_steps: int = 1_000_000, dense: bool = False) -> FlowResult:
     """Gradient flow dz/dt = -grad L(z) from z(0) = (a, b, c), reported at ``t_eval``.
 
     DOP853 (8th order, error-controlled, ``rtol``/``atol``) on segments of constant
     activation pattern, with located switching events and Filippov sliding on attracting
-    sample lines (module docstring).  ``result.state[k] = (a, b, c)`` at ``t_eval[k]``."""
+    sample lines (module docstring).  ``dense=True`` keeps the solver's dense output
+    (``result.dense(t)``).  ``result.state[k] = (a, b, c)`` at ``t_eval[k]``."""
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
     m = a.size
     prob = _FullProblem(x, y, normalize_alpha(alpha, m), m)
-    res = _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events, max_steps)
+    res = _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events, max_steps, dense)
     res.state = res.state.reshape(t_eval.size, 3, m)
     return res
 
@@ -542,7 +562,7 @@ class _ReducedProblem(_Problem):
 def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
                  inverse_metric: str | InverseMetric = "cylinder", time_scale: float = 1.0,
                  rtol: float = 1e-12, atol: float = 1e-14, max_events: int = 100_000,
-                 max_steps: int = 1_000_000) -> FlowResult:
+                 max_steps: int = 1_000_000, dense: bool = False) -> FlowResult:
     """Flow of the canonical particles w_i = (r_i, theta_i) (alpha = m):
 
         dr_i/dt = -time_scale * g_rr(r_i, delta_i) dL~/dr_i,
@@ -561,6 +581,6 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
     rtol, atol = _check_tols(rtol, atol)
     m = r.size
     prob = _ReducedProblem(x, y, delta, _inverse_metric(inverse_metric), float(time_scale), m)
-    res = _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events, max_steps)
+    res = _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events, max_steps, dense)
     res.state = res.state.reshape(t_eval.size, 2, m)
     return res
