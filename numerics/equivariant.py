@@ -60,10 +60,8 @@ class Unit(Protocol):
 
 
 @dataclass(frozen=True)
-class LogisticUnit:
-    """sigma_*(x, z) = logistic(z x) elementwise, z in R^{dY x dX} flattened row-major
-    (the reference unit of the paper's experiment, dX = dY = 2).  Jointly equivariant for
-    :func:`numerics.groups.matrix_action` with permutation representations on Y."""
+class _MatrixUnit:
+    """Shared part of the units sigma_*(x, z) = s(z x), z in R^{dY x dX} flattened row-major."""
     dim_x: int = 2
     dim_y: int = 2
 
@@ -71,52 +69,52 @@ class LogisticUnit:
     def dim_z(self) -> int:
         return self.dim_x * self.dim_y
 
-    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _pre(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         # (B, dX) @ (dX, N dY): one BLAS product, rows of z are the (N dY) output units
-        pre = x @ theta.reshape(-1, self.dim_x).T
-        return expit(pre).reshape(x.shape[0], -1, self.dim_y)
+        return (x @ theta.reshape(-1, self.dim_x).T).reshape(x.shape[0], -1, self.dim_y)
+
+    @staticmethod
+    def _pullback(x: np.ndarray, theta: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """(1/B) sum_b t_b x_b^T per particle, for t = s'(z x) * cotangent of shape (B, N, dY)."""
+        return (t.reshape(x.shape[0], -1).T @ x).reshape(theta.shape[0], -1) / x.shape[0]
+
+
+@dataclass(frozen=True)
+class LogisticUnit(_MatrixUnit):
+    """sigma_*(x, z) = logistic(z x) elementwise, z in R^{dY x dX} flattened row-major
+    (the reference unit of the paper's experiment, dX = dY = 2).  Jointly equivariant for
+    :func:`numerics.groups.matrix_action` with permutation representations on Y."""
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        return expit(self._pre(x, theta))
 
     def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
             value: np.ndarray | None = None) -> np.ndarray:
         s = self.value(x, theta) if value is None else value
-        t = (s * (1.0 - s) * cot[:, None, :]).reshape(x.shape[0], -1)
-        return (t.T @ x).reshape(theta.shape[0], -1) / x.shape[0]
+        return self._pullback(x, theta, s * (1.0 - s) * cot[:, None, :])
 
 
 @dataclass(frozen=True)
-class TanhUnit:
+class TanhUnit(_MatrixUnit):
     """sigma_*(x, z) = tanh(z x) elementwise, z in R^{dY x dX} flattened row-major.  The odd
     activation makes it jointly equivariant also for signed permutations (sign flips)."""
-    dim_x: int = 2
-    dim_y: int = 2
-
-    @property
-    def dim_z(self) -> int:
-        return self.dim_x * self.dim_y
 
     def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        return np.tanh(x @ theta.reshape(-1, self.dim_x).T).reshape(x.shape[0], -1, self.dim_y)
+        return np.tanh(self._pre(x, theta))
 
     def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
             value: np.ndarray | None = None) -> np.ndarray:
         a = self.value(x, theta) if value is None else value
-        t = ((1.0 - a * a) * cot[:, None, :]).reshape(x.shape[0], -1)
-        return (t.T @ x).reshape(theta.shape[0], -1) / x.shape[0]
+        return self._pullback(x, theta, (1.0 - a * a) * cot[:, None, :])
 
 
 @dataclass(frozen=True)
-class LinearUnit:
+class LinearUnit(_MatrixUnit):
     """sigma_*(x, z) = z x, z in R^{dY x dX} flattened row-major (linear in z: the case
     where projected and symmetrized models agree, claim M1b)."""
-    dim_x: int = 2
-    dim_y: int = 2
-
-    @property
-    def dim_z(self) -> int:
-        return self.dim_x * self.dim_y
 
     def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        return (x @ theta.reshape(-1, self.dim_x).T).reshape(x.shape[0], -1, self.dim_y)
+        return self._pre(x, theta)
 
     def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
             value: np.ndarray | None = None) -> np.ndarray:
