@@ -170,18 +170,18 @@ def derive_m1a() -> Derivation:
              "$M_g z = g z g^T$; the unit $\\sigma_*(x, z) = \\mathrm{logistic}(z x)$.",
              _Eq(sp.Symbol("P"), P)),
         Step("Joint equivariance, $\\sigma_*(Px, PzP) - P\\sigma_*(x, z)$ for symbolic "
-             "$x, z$, simplifies to", _Eq(sp.Symbol("residual"), d.equivariance.residual[1])),
+             "$x, z$, simplifies to", _Eq(sp.Symbol("r_P"), d.equivariance.residual[1])),
         Step("Feature average of $\\mu = w\\delta_a + (1-w)\\delta_b$, "
              "$(Q_G\\Phi_\\mu)(x) = \\frac12\\sum_g \\hat\\rho_g^T \\Phi_\\mu(\\rho_g x)$, "
-             "first entry:", _Eq(sp.Symbol("(Q_G Phi_mu)_1"), d.feature_averaged[0])),
+             "first entry $F_1$:", _Eq(sp.Symbol("F_1"), d.feature_averaged[0])),
         Step("Symmetrized measure $\\mu^G = \\frac12\\sum_g M_g\\#\\mu$: "
-             "$\\Phi_{\\mu^G}(x)$, first entry:",
-             _Eq(sp.Symbol("(Phi_{mu^G})_1"), d.symmetrized[0])),
-        Step("Their difference simplifies to zero (M1a):",
-             _Eq(sp.Symbol("Q_G Phi_mu - Phi_{mu^G}"), d.residual)),
+             "$\\Phi_{\\mu^G}(x)$, first entry $S_1$:",
+             _Eq(sp.Symbol("S_1"), d.symmetrized[0])),
+        Step("Their difference $\\Delta = Q_G\\Phi_\\mu - \\Phi_{\\mu^G}$ simplifies to "
+             "zero (M1a):", _Eq(sp.Symbol("Delta"), d.residual)),
         Step("Same computation for $C_3$ (cyclic shifts of $\\mathbb{R}^3$, "
              "$M_g z = S z S^T$) with symbolic $3\\times 3$ parameters:",
-             _Eq(sp.Symbol("Q_G Phi_mu - Phi_{mu^G} (C_3)"), d3.residual)),
+             _Eq(sp.Symbol("Delta_C3"), d3.residual)),
         Step("Why (general $G$): $\\sigma_*(\\rho_g x, z) = \\hat\\rho_g \\sigma_*(x, "
              "M_{g^{-1}} z)$, so $Q_G\\Phi_\\mu(x) = \\int\\int \\sigma_*(x, M_{g^{-1}}z)\\,"
              "d\\lambda_G\\, d\\mu = \\Phi_{\\mu^G}(x)$ by inversion invariance of Haar measure."),
@@ -299,20 +299,21 @@ PINNED_X = (0, 2)
 def derive_m1b() -> Derivation:
     d = dm.derive_projection_vs_symmetrization()
     steps = [
-        Step("Projection onto $E^G$ as the Haar average $P_{E^G} z = \\frac12(z + PzP)$:",
-             _Eq(sp.Symbol("P_{E^G} z"), d.projector)),
-        Step("Linear unit $\\sigma_*(x, z) = z x$: $\\Phi_{\\mu^G} - \\Phi_{\\mu^{E^G}}$ "
-             "for one symbolic atom (both sides are linear in $\\mu$):",
-             _Eq(sp.Symbol("Phi_{mu^G} - Phi_{mu^{E^G}}"), d.linear_residual)),
+        Step("Projection onto $E^G$ as the Haar average $P_{E^G} z = \\frac12(z + PzP)$ "
+             "(shown as a 2 x 2 matrix):",
+             _Eq(sp.MatMul(sp.MatrixSymbol("P_E", 4, 4), sp.MatrixSymbol("z", 4, 1)), d.projector)),
+        Step("Linear unit $\\sigma_*(x, z) = z x$: $\\Delta_{lin} = \\Phi_{\\mu^G} - "
+             "\\Phi_{\\mu^{E^G}}$ for one symbolic atom (both sides are linear in $\\mu$):",
+             _Eq(sp.Symbol("Delta_lin"), d.linear_residual)),
         Step("The same for $C_3$ acting on $3\\times 3$ parameters:",
-             _Eq(sp.Symbol("Phi_{mu^G} - Phi_{mu^{E^G}} (C_3)"), d.linear_residual_c3)),
+             _Eq(sp.Symbol("Delta_C3"), d.linear_residual_c3)),
         Step("Logistic unit: entrywise the difference is $\\frac12(s(u) + s(v)) - "
              "s(\\frac{u+v}2)$ with $u = (zx)_k$, $v = (PzPx)_k$ (checked symbolically):",
-             _Eq(sp.Symbol("D(u, v)"), d.difference_uv)),
+             _Eq(sp.Function("D")(d.u, d.v), d.difference_uv)),
         Step("Expanding $D(\\varepsilon u, \\varepsilon v)$: the orders "
              "$\\varepsilon^0, \\varepsilon^1, \\varepsilon^2$ vanish "
-             f"({[str(c) for c in d.low_order]}); the leading term is",
-             _Eq(sp.Symbol("[epsilon^3] D"), d.leading_term)),
+             f"({[str(c) for c in d.low_order]}); the leading coefficient $c_3$ "
+             "(of $\\varepsilon^3$) is", _Eq(sp.Symbol("c_3"), d.leading_term)),
         Step("So the models differ whenever $u \\ne \\pm v$ (a logistic Jensen gap): the "
              "projected model is not the feature-averaged one.  Pinned counterexample "
              f"(found by Hypothesis): $z = {sp.latex(sp.Matrix(PINNED_Z))}$, "
@@ -829,7 +830,7 @@ CLAIMS = [
           negative_control_description="independent (not orbit-coupled) noise in the exact "
                                        "part, and an arbitrary (non-symmetric) teacher in the "
                                        "N-trend",
-          figures=figures_m1c, kind="reconstructed"),
+          figures=figures_m1c),
     Claim(id="M1d", title="Strongly invariant laws are preserved",
           source=SOURCE + ", Section 4 (SI preserved by the free dynamics with symmetric data)",
           statement=(r"From an SI initialization ($\mu_0(E^G) = 1$) with symmetric data, FA, "
@@ -840,7 +841,7 @@ CLAIMS = [
           negative_control_description="vanilla SGD put among the exactly-preserving schemes, "
                                        "and the shrinking trend asserted for an arbitrary "
                                        "teacher",
-          figures=figures_m1d, kind="reconstructed"),
+          figures=figures_m1d),
     Claim(id="M1e", title="A data-driven heuristic discovers E^G",
           source=SOURCE + ", Section 5 / experiments (heuristic for E^G)",
           statement=(r"Starting from $E_0 = \{0\}$, initializing SI on $E_j$, training freely "
