@@ -1,0 +1,401 @@
+"""Numerics of the kernel regime of 1-D ReLU networks (Williams et al. 2019, Sec. 4, Fig. 4;
+claims W3a-W3f), independent of the SymPy derivations:
+
+- mpmath references at >= 30 digits of the DEFINING expectations
+  K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+], P(a x > b, a x' > b) and
+  omega(x) = int |a|^3 p_0(a, a x) da, by nested quadrature with every kink as a breakpoint;
+- weighted quadrature particles for each init (polar Gauss-Legendre rule on the uniform box,
+  polar Gauss-Laguerre x equispaced-angle rule for the gaussian) and i.i.d. particles;
+- empirical RF / NTK kernels (1/m) sum phi_i(x) phi_i(x') (chunked, vectorized);
+- training only the output layer c by GD (alpha(m) = 1, c(0) = 0), its closed form through
+  the s x s reduction, and the min-norm solution;
+- training all layers with alpha(m) = sqrt(m) (uses ``numerics.relu1d.loss_and_grad``).
+
+Inits (MATH.md W.3): "uniform": (a, b) ~ U([-1, 1]^2); "gaussian": (a, b) ~ N(0, I_2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import mpmath
+import numpy as np
+
+from numerics.validation import (as_float_array, require_choice, require_positive_int,
+                                 require_same_shape)
+
+__all__ = [
+    "INITS", "rf_kernel_quad_mp", "active_probability_quad_mp", "rkhs_weight_quad_mp",
+    "abs_moment_kernel_mp", "sample_init", "quadrature_particles", "features",
+    "empirical_rf_kernel", "empirical_ntk_kernel", "min_norm_output_layer",
+    "output_layer_gd", "output_layer_gd_closed_form", "OutputLayerFit",
+    "fit_output_layer", "AllLayerFit", "train_all_layers", "symmetric_init",
+]
+
+INITS = ("uniform", "gaussian")
+_CHUNK = 1 << 22  # max entries of one m x n feature block
+
+
+def _init(init: str) -> str:
+    return require_choice(init, "init", INITS)
+
+
+# =============================================================== mpmath references
+def _mp_points(*vals: float) -> list[mpmath.mpf]:
+    return [mpmath.mpf(float(v)) for v in vals]
+
+
+def _uniform_quad(integrand: Callable, x: mpmath.mpf, xp: mpmath.mpf) -> mpmath.mpf:
+    """(1/4) int_{-1}^1 da int_{-1}^1 db integrand(a, b); the b-kinks are b = a x, b = a x'
+    (clipped to [-1, 1]), the a-kinks where those lines leave the box (a = +-1/x, +-1/x')
+    and a = 0 (where min(a x, a x') switches).  Between breakpoints the integrands of this
+    module are polynomials, so Gauss-Legendre is exact up to the working precision."""
+    one = mpmath.mpf(1)
+
+    def inner(aa):
+        pts = sorted({-one, one, *[p for p in (aa * x, aa * xp) if -one < p < one]})
+        return mpmath.quad(lambda bb: integrand(aa, bb), pts, method="gauss-legendre")
+
+    apts = {-one, mpmath.mpf(0), one}
+    for v in (x, xp):
+        if abs(v) > 1:
+            apts |= {1 / v, -1 / v}
+    return mpmath.quad(inner, sorted(apts), method="gauss-legendre") / 4
+
+
+_GAUSS_CUT = 12  # |a|, |b| <= 12 keeps all but exp(-72) ~ 5e-32 of the mass (2-D nested rule)
+
+
+def _gaussian_quad(integrand: Callable, x: mpmath.mpf, xp: mpmath.mpf,
+                   inner_exact: Callable | None = None) -> mpmath.mpf:
+    """E over (a, b) ~ N(0, I_2) in Cartesian coordinates (no polar step, no symmetry used).
+
+    ``inner_exact is None``: true 2-D nested Gauss-Legendre on the truncated square
+    |a|, |b| <= 12 (truncation error < 1e-30 relative for these polynomially growing
+    integrands), the inner b-integral over [-12, min(a x, a x')] (its support; the kink
+    is the end point), the outer a-integral with a breakpoint at 0 where the order of
+    a x and a x' switches.  About 7 s per value at 30 digits.
+    Otherwise ``inner_exact(a)`` gives the inner b-integral (truncated-normal moments) and
+    only the outer integral is a quadrature (tanh-sinh on (-inf, 0] and [0, inf)): ~0.1 s."""
+    c = 1 / (2 * mpmath.pi)
+    if inner_exact is not None:
+        return mpmath.quad(lambda aa: inner_exact(aa) * mpmath.exp(-aa * aa / 2) / mpmath.sqrt(2 * mpmath.pi),
+                           [-mpmath.inf, 0, mpmath.inf])
+    B = mpmath.mpf(_GAUSS_CUT)
+
+    def inner(aa):
+        top = min(aa * x, aa * xp)
+        if top <= -B:
+            return mpmath.mpf(0)
+        return mpmath.quad(lambda bb: integrand(aa, bb) * mpmath.exp(-bb * bb / 2), [-B, min(top, B)],
+                           method="gauss-legendre")
+
+    return c * mpmath.quad(lambda aa: inner(aa) * mpmath.exp(-aa * aa / 2), [-B, 0, B],
+                           method="gauss-legendre")
+
+
+def _npdf(t: mpmath.mpf) -> mpmath.mpf:
+    return mpmath.exp(-t * t / 2) / mpmath.sqrt(2 * mpmath.pi)
+
+
+def _ncdf(t: mpmath.mpf) -> mpmath.mpf:
+    return mpmath.erfc(-t / mpmath.sqrt(2)) / 2
+
+
+def rf_kernel_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
+                      nested: bool = False) -> mpmath.mpf:
+    """K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+] by quadrature at ``dps`` digits (claims
+    W3a, W3c), kinks as breakpoints.  uniform: always 2-D nested Gauss-Legendre (exact on
+    the polynomial pieces).  gaussian: ``nested=True`` 2-D nested rule (slow, ~7 s);
+    default: the inner b-integral by the truncated-normal moments
+    int_{-inf}^t (p - b)(q - b) phi(b) db = (p q + 1) Phi(t) + max(p, q) phi(t),
+    t = min(p, q), p = a x, q = a x', and a 1-D quadrature over a."""
+    _init(init)
+    with mpmath.workdps(dps + 5):
+        X, XP = _mp_points(x, xp)
+
+        def g(aa, bb):
+            u, v = aa * X - bb, aa * XP - bb
+            return u * v if (u > 0 and v > 0) else mpmath.mpf(0)
+
+        def inner(aa):
+            p, q = aa * X, aa * XP
+            t = min(p, q)
+            return (p * q + 1) * _ncdf(t) + max(p, q) * _npdf(t)
+        if init == "uniform":
+            val = _uniform_quad(g, X, XP)
+        else:
+            val = _gaussian_quad(g, X, XP, None if nested else inner)
+    return +val
+
+
+def active_probability_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
+                               nested: bool = False) -> mpmath.mpf:
+    """P(a x > b, a x' > b) by quadrature (claim W3d); as :func:`rf_kernel_quad_mp`, the
+    gaussian default has the inner integral Phi(min(a x, a x')) in closed form."""
+    _init(init)
+    with mpmath.workdps(dps + 5):
+        X, XP = _mp_points(x, xp)
+
+        def g(aa, bb):
+            return mpmath.mpf(1) if (aa * X - bb > 0 and aa * XP - bb > 0) else mpmath.mpf(0)
+        if init == "uniform":
+            val = _uniform_quad(g, X, XP)
+        else:
+            val = _gaussian_quad(g, X, XP, None if nested else (lambda aa: _ncdf(min(aa * X, aa * XP))))
+    return +val
+
+
+def rkhs_weight_quad_mp(x: float, init: str = "uniform", exponent: int = 3, dps: int = 30) -> mpmath.mpf:
+    """omega(x) = int |a|^exponent p_0(a, a x) da by 1-D quadrature (claim W3e)."""
+    _init(init)
+    with mpmath.workdps(dps + 5):
+        X = mpmath.mpf(float(x))
+        if init == "uniform":
+            # p_0(a, a x) = 1/4 on {|a| <= 1, |a x| <= 1}
+            top = min(mpmath.mpf(1), 1 / abs(X)) if X != 0 else mpmath.mpf(1)
+            val = mpmath.quad(lambda aa: abs(aa) ** exponent / 4, [-top, 0, top], method="gauss-legendre")
+        else:
+            val = mpmath.quad(lambda aa: abs(aa) ** exponent * mpmath.exp(-(aa * aa) * (1 + X * X) / 2)
+                              / (2 * mpmath.pi), [-mpmath.inf, 0, mpmath.inf])
+    return +val
+
+
+def abs_moment_kernel_mp(z: float, zp: float, omega: Callable[[Any], Any], sigma2: Any,
+                         breakpoints: tuple[float, ...] = (), dps: int = 30) -> mpmath.mpf:
+    """(1/4) int_R omega(x) |x - z| |x - z'| dx + (sigma2/4)(1 + z z') by 1-D quadrature
+    (claim W3e: with omega the RKHS weight and sigma2 = E a^2 = E b^2 this equals K_RF)."""
+    with mpmath.workdps(dps + 5):
+        Z, ZP = _mp_points(z, zp)
+        pts = sorted({Z, ZP, *(mpmath.mpf(p) for p in breakpoints)})
+        val = mpmath.quad(lambda t: omega(t) * abs(t - Z) * abs(t - ZP), [-mpmath.inf, *pts, mpmath.inf]) / 4
+        val += mpmath.mpf(sigma2) * (1 + Z * ZP) / 4
+    return +val
+
+
+# ================================================================ particles
+def sample_init(rng: np.random.Generator, m: int, init: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
+    """m i.i.d. hidden-layer parameters (a, b) from the init."""
+    m = require_positive_int(m, "m")
+    if _init(init) == "uniform":
+        ab = rng.uniform(-1.0, 1.0, size=(2, m))
+    else:
+        ab = rng.standard_normal((2, m))
+    return ab[0], ab[1]
+
+
+def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Deterministic weighted particles (a, b, w), sum w = 1, discretizing the init.
+
+    The kinks of (a x - b)_+ lie on lines THROUGH THE ORIGIN of the (a, b) plane, so a
+    tensor rule in (a, b) converges only algebraically and slowly; in polar coordinates
+    (a, b) = r (cos t, sin t) the kinks sit at fixed angles and the integrands of K_RF
+    (degree 2 homogeneous) and P (degree 0) are polynomials in r, integrated exactly by
+    ``n_radial`` >= 2 radial nodes.  Only the angular rule errs (O(n_angle^-2), kinks).
+
+    - uniform: 4 angular panels between the box corners (+-pi/4, +-3pi/4), where the box
+      radius R(t) = 1/max(|cos t|, |sin t|) is smooth, Gauss-Legendre in each; radial
+      Gauss-Legendre on [0, R(t)] with the Jacobian r; weights times the density 1/4.
+    - gaussian: n_angle equispaced angles (offset half a step) with weights 1/n_angle;
+      radial Gauss-Laguerre in u = r^2/2 ~ Exp(1), r = sqrt(2 u).
+    """
+    n_angle = require_positive_int(n_angle, "n_angle", minimum=4)
+    n_radial = require_positive_int(n_radial, "n_radial", minimum=1)
+    if _init(init) == "uniform":
+        per = -(-n_angle // 4)
+        g, gw = np.polynomial.legendre.leggauss(per)
+        starts = -0.75 * np.pi + 0.5 * np.pi * np.arange(4)
+        th = (starts[:, None] + 0.25 * np.pi * (g[None, :] + 1)).ravel()
+        wth = np.tile(0.25 * np.pi * gw, 4)
+        R = 1.0 / np.maximum(np.abs(np.cos(th)), np.abs(np.sin(th)))
+        gr, gwr = np.polynomial.legendre.leggauss(n_radial)
+        r = 0.5 * R[:, None] * (gr[None, :] + 1)
+        w = 0.25 * wth[:, None] * 0.5 * R[:, None] * gwr[None, :] * r
+    else:
+        th = 2 * np.pi * (np.arange(n_angle) + 0.5) / n_angle
+        u, wu = np.polynomial.laguerre.laggauss(n_radial)
+        r = np.broadcast_to(np.sqrt(2 * u)[None, :], (n_angle, n_radial))
+        w = np.full((n_angle, 1), 1.0 / n_angle) * wu[None, :]
+    a = (r * np.cos(th)[:, None]).ravel()
+    b = (r * np.sin(th)[:, None]).ravel()
+    return a, b, w.ravel()
+
+
+def features(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """phi_i(x) = (a_i x - b_i)_+ as an (n_x, m) array."""
+    return np.maximum(np.multiply.outer(x, a) - b, 0.0)
+
+
+def _weights(a: np.ndarray, weights: Any) -> np.ndarray:
+    if weights is None:
+        return np.full(a.shape, 1.0 / a.size)
+    w = as_float_array(weights, "weights", ndim=1)
+    require_same_shape(a=a, weights=w)
+    return w
+
+
+def _ab(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    a = as_float_array(a, "a", ndim=1, allow_empty=False)
+    b = as_float_array(b, "b", ndim=1)
+    require_same_shape(a=a, b=b)
+    return a, b
+
+
+def empirical_rf_kernel(a: Any, b: Any, x: Any, xp: Any, weights: Any = None) -> np.ndarray:
+    """sum_i w_i phi_i(x) phi_i(x') for all pairs: an (n_x, n_x') matrix (w_i = 1/m by
+    default).  Chunked over particles."""
+    a, b = _ab(a, b)
+    w = _weights(a, weights)
+    x = as_float_array(x, "x", ndim=1)
+    xp = as_float_array(xp, "xp", ndim=1)
+    out = np.zeros((x.size, xp.size))
+    step = max(1, _CHUNK // max(1, x.size + xp.size))
+    for i in range(0, a.size, step):
+        sl = slice(i, i + step)
+        fx = features(a[sl], b[sl], x)
+        fxp = features(a[sl], b[sl], xp)
+        out += (fx * w[sl]) @ fxp.T
+    return out
+
+
+def empirical_ntk_kernel(a: Any, b: Any, x: Any, xp: Any, c2: Any = 1.0,
+                         weights: Any = None) -> np.ndarray:
+    """sum_i w_i [phi_i(x) phi_i(x') + c_i^2 (1 + x x') 1{a_i x > b_i} 1{a_i x' > b_i}]
+    (the tangent kernel of f = m^{-1/2} sum c_i (a_i x - b_i)_+, divided by nothing: with
+    w_i = 1/m it is the finite-width NTK; ``c2`` a scalar (E c^2 = sigma_c^2) or per particle)."""
+    a, b = _ab(a, b)
+    w = _weights(a, weights)
+    c2 = np.broadcast_to(as_float_array(c2, "c2"), a.shape)
+    x = as_float_array(x, "x", ndim=1)
+    xp = as_float_array(xp, "xp", ndim=1)
+    out = empirical_rf_kernel(a, b, x, xp, w)
+    step = max(1, _CHUNK // max(1, x.size + xp.size))
+    P = np.zeros_like(out)
+    for i in range(0, a.size, step):
+        sl = slice(i, i + step)
+        ix = (np.multiply.outer(x, a[sl]) - b[sl] > 0).astype(np.float64)
+        ixp = (np.multiply.outer(xp, a[sl]) - b[sl] > 0).astype(np.float64)
+        P += (ix * (w[sl] * c2[sl])) @ ixp.T
+    return out + (1.0 + np.multiply.outer(x, xp)) * P
+
+
+# ================================================================= output-layer training
+def min_norm_output_layer(a: Any, b: Any, x: Any, y: Any) -> np.ndarray:
+    """argmin |c| subject to Phi c = y (least squares if no exact solution), Phi_ji = phi_i(x_j)."""
+    a, b = _ab(a, b)
+    x = as_float_array(x, "x", ndim=1)
+    y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    return np.linalg.lstsq(features(a, b, x), y, rcond=None)[0]
+
+
+def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> np.ndarray:
+    """Plain GD on c only, alpha(m) = 1, c(0) = 0: c <- c - eta Phi^T (Phi c - y)."""
+    a, b = _ab(a, b)
+    Phi = features(a, b, as_float_array(x, "x", ndim=1))
+    y = as_float_array(y, "y", ndim=1)
+    steps = require_positive_int(steps, "steps", minimum=0)
+    c = np.zeros(a.size)
+    for k in range(steps):
+        c -= eta * (Phi.T @ (Phi @ c - y))
+        if k % 256 == 0 and not np.all(np.isfinite(c)):
+            raise FloatingPointError(f"output-layer GD diverged at step {k} with step size eta={eta:g}")
+    if not np.all(np.isfinite(c)):
+        raise FloatingPointError(f"output-layer GD diverged with step size eta={eta:g}")
+    return c
+
+
+def output_layer_gd_closed_form(Phi: np.ndarray, y: np.ndarray, eta: float, steps: float
+                                ) -> np.ndarray:
+    """The GD iterate c_T of :func:`output_layer_gd` without iterating: from c(0) = 0 every
+    iterate is c_t = Phi^T beta_t with beta_{t+1} = beta_t + eta (y - G beta_t),
+    G = Phi Phi^T (s x s), so beta_T = V diag((1 - (1 - eta l)^T) / l) V^T y."""
+    G = Phi @ Phi.T
+    lam, V = np.linalg.eigh(G)
+    if eta * lam.max() >= 2:
+        raise FloatingPointError(f"output-layer GD diverges: step size eta={eta:g} exceeds "
+                                 f"2 / lambda_max = {2 / lam.max():.3g}")
+    keep = lam > lam.max() * 1e-15
+    coef = np.zeros_like(lam)
+    coef[keep] = -np.expm1(steps * np.log1p(-eta * lam[keep])) / lam[keep]
+    coef[~keep] = eta * steps  # (1 - (1 - eta l)^T)/l -> eta T as l -> 0
+    return Phi.T @ (V @ (coef * (V.T @ y)))
+
+
+@dataclass
+class OutputLayerFit:
+    """Result of :func:`fit_output_layer`."""
+    c: np.ndarray
+    steps: float          # number of GD steps T to convergence
+    eta: float
+    train_residual: float  # max_j |f(x_j) - y_j| after T steps
+    condition: float      # lambda_max / lambda_min of Phi Phi^T
+
+
+def fit_output_layer(a: Any, b: Any, x: Any, y: Any, tol: float = 1e-12) -> OutputLayerFit:
+    """GD on c only (alpha(m) = 1, c(0) = 0, eta = 1/lambda_max(Phi Phi^T)) run until every
+    eigen-component of the residual has shrunk by ``tol``; evaluated exactly through
+    :func:`output_layer_gd_closed_form` (the number of steps T is returned)."""
+    a, b = _ab(a, b)
+    x = as_float_array(x, "x", ndim=1)
+    y = as_float_array(y, "y", ndim=1)
+    Phi = features(a, b, x)
+    lam = np.linalg.eigvalsh(Phi @ Phi.T)
+    eta = 1.0 / lam.max()
+    lmin = max(lam.min(), lam.max() * 1e-15)
+    steps = float(np.ceil(np.log(tol) / np.log1p(-eta * lmin)))
+    c = output_layer_gd_closed_form(Phi, y, eta, steps)
+    res = float(np.max(np.abs(Phi @ c - y)))
+    return OutputLayerFit(c, steps, eta, res, float(lam.max() / lmin))
+
+
+# ==================================================================== all-layer training
+def symmetric_init(rng: np.random.Generator, m: int, init: str = "uniform", sigma_c: float = 1.0
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """m (even) neurons in m/2 mirrored pairs (a_i, b_i, c_i), (a_i, b_i, -c_i) with
+    c ~ N(0, sigma_c^2): f_z = 0 at init exactly, so the NTK limit is the NTK interpolant
+    of the data itself (no random initial function)."""
+    m = require_positive_int(m, "m", minimum=2)
+    if m % 2:
+        raise ValueError(f"m must be even for the mirrored init; got {m}")
+    a, b = sample_init(rng, m // 2, init)
+    c = sigma_c * rng.standard_normal(m // 2)
+    return np.concatenate([a, a]), np.concatenate([b, b]), np.concatenate([c, -c])
+
+
+@dataclass
+class AllLayerFit:
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    steps: int
+    loss: float
+    eta: float
+
+
+def train_all_layers(a: Any, b: Any, c: Any, x: Any, y: Any, eta: float, *, max_steps: int,
+                     loss_tol: float = 1e-12, alpha: str | float = "sqrt") -> AllLayerFit:
+    """GD on all layers, f = (1/alpha) sum c_i (a_i x - b_i)_+ (default alpha = sqrt(m)),
+    until L < ``loss_tol`` or ``max_steps``.  Gradients from ``numerics.relu1d``.
+    Raises ``FloatingPointError`` naming ``eta`` on divergence."""
+    from numerics.relu1d import loss_and_grad
+    a, b = _ab(a, b)
+    a, b = a.copy(), b.copy()
+    c = as_float_array(c, "c", ndim=1).copy()
+    x = as_float_array(x, "x", ndim=1)
+    y = as_float_array(y, "y", ndim=1)
+    max_steps = require_positive_int(max_steps, "max_steps")
+    loss0, loss, k = None, np.inf, 0
+    for k in range(max_steps + 1):
+        loss, (ga, gb, gc) = loss_and_grad(a, b, c, x, y, alpha)
+        loss0 = loss if loss0 is None else loss0
+        if not np.isfinite(loss) or loss > 1e6 * max(loss0, 1.0):
+            raise FloatingPointError(f"all-layer GD diverged at step {k} with step size eta={eta:g}; "
+                                     "reduce eta")
+        if loss < loss_tol or k == max_steps:
+            break
+        a -= eta * ga
+        b -= eta * gb
+        c -= eta * gc
+    return AllLayerFit(a, b, c, k, float(loss), eta)
