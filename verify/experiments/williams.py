@@ -1,0 +1,119 @@
+"""Experiments for Williams et al. (2019), Figures 1 and 2 (claims W2a, W2c, W2h).
+
+- ``williams-fig1``: a network function with its knots, and the particle picture
+  |r| d(theta) coloured by sign(r) with the sample lines (u x_j - v = 0).
+- ``williams-fig2``: trajectories of the particles for several delta (kernel -> adaptive
+  regime), full gradient flow with alpha(m) = m; knots cluster at samples as delta grows.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numerics import relu1d as N
+from numerics.rng import make_rng
+from verify.experiments import Experiment
+from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
+
+__all__ = ["EXPERIMENTS"]
+
+
+def _data(rng, s):
+    x = np.sort(rng.uniform(-1.0, 1.0, s))
+    y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
+    return x, y
+
+
+def _sample_lines(ax, x, R):
+    for xj in x:
+        v = np.array([np.cos(np.arctan(xj)), np.sin(np.arctan(xj))]) * R
+        ax.plot([-v[0], v[0]], [-v[1], v[1]], color="0.75", lw=0.8, zorder=0)
+
+
+def fig1(params: dict[str, Any], profile: str, seed: int):
+    from verify.plotting import new_figure
+    rng = make_rng(seed, "williams-fig1")
+    m, s = int(params["m"]), int(params["s"])
+    x, y = _data(rng, s)
+    # |r| bounded away from 0: for delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta
+    # and rotates at rate ~ delta / r^2, which makes the (explicit) flow stiff
+    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
+    t0 = rng.uniform(-np.pi, np.pi, m)
+    a, b, c = full_from_canonical(r0, t0, np.full(m, float(params["delta"])))
+    T = float(params["T"])
+    fl = N.gradient_flow(a, b, c, x, y, "m", [0.0, T])
+    A, B, C = fl.state[-1]
+    xs = np.linspace(-1.5, 1.5, 601)
+    f = N.forward(A, B, C, xs, "m")
+    e = N.knots(A, B)
+    r, th, dl = canonical_from_full(A, B, C)
+    fig, (ax1, ax2) = new_figure(2, 1, width=4.3, height=3.8)
+    ax1.plot(xs, f, "-", label="$f_z$")
+    ax1.plot(x, y, "ko", ms=4, label="samples")
+    ins = np.abs(e) < 1.5
+    ax1.plot(e[ins], N.forward(A, B, C, e[ins], "m"), "x", color="tab:green", label="knots")
+    ax1.set_xlabel("x"), ax1.legend(fontsize=7)
+    R = 1.1 * np.max(np.abs(r))
+    _sample_lines(ax2, x, R)
+    col = np.where(r > 0, "tab:red", "tab:blue")
+    ax2.scatter(np.abs(r) * np.cos(th), np.abs(r) * np.sin(th), c=col, s=12)
+    ax2.set_aspect("equal"), ax2.set_xlabel("u"), ax2.set_ylabel("v")
+    ax2.set_title("particles |r| d(theta) (red r>0, blue r<0); lines u x_j - v = 0", fontsize=7)
+    dist = np.min(np.abs(e[:, None] - x[None, :]), axis=1)
+    data = {"x": x, "y": y, "knots": e, "r": r, "theta": th, "delta": dl, "T": T,
+            "loss": N.loss_and_grad_dense(A, B, C, x, y, "m")[0],
+            "fraction_knots_within_1e-3": float(np.mean(dist < 1e-3)),
+            "events": len(fl.events), "sliding_pairs": int(fl.sliding.sum())}
+    return data, fig
+
+
+def fig2(params: dict[str, Any], profile: str, seed: int):
+    from verify.plotting import new_figure
+    rng = make_rng(seed, "williams-fig2")
+    m, s = int(params["m"]), int(params["s"])
+    x, y = _data(rng, s)
+    # |r| bounded away from 0: for delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta
+    # and rotates at rate ~ delta / r^2, which makes the (explicit) flow stiff
+    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
+    t0 = rng.uniform(-np.pi, np.pi, m)
+    deltas = [float(d) for d in params["deltas"]]
+    T0, n_t = float(params["T0"]), int(params["frames"])
+    fig, axes = new_figure(len(deltas), 1, width=3.0, height=3.2)
+    axes = np.atleast_1d(axes)
+    rows = []
+    for ax, dl in zip(axes, deltas):
+        a, b, c = full_from_canonical(r0, t0, np.full(m, dl))
+        # time unit: the radial rate sqrt(delta^2 + 4 r^2) grows with |delta|
+        T = T0 / max(1.0, abs(dl))
+        fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, n_t))
+        r, th, _ = canonical_from_full(fl.state[:, 0], fl.state[:, 1], fl.state[:, 2])
+        R = 1.1 * np.max(np.abs(r))
+        _sample_lines(ax, x, R)
+        U, V = np.abs(r) * np.cos(th), np.abs(r) * np.sin(th)
+        for i in range(m):
+            ax.plot(U[:, i], V[:, i], "-", color="tab:red" if r[-1, i] > 0 else "tab:blue", lw=0.6)
+        ax.plot(U[-1], V[-1], "k.", ms=3)
+        e = N.knots(fl.state[-1, 0], fl.state[-1, 1])
+        frac = float(np.mean(np.min(np.abs(e[:, None] - x[None, :]), axis=1) < 1e-3))
+        loss = N.loss_and_grad_dense(*fl.state[-1], x, y, "m")[0]
+        ax.set_aspect("equal"), ax.set_title(f"delta = {dl:g}: {frac:.2f} knots at samples", fontsize=7)
+        rows.append({"delta": dl, "T": T, "fraction_knots_within_1e-3": frac, "loss": loss,
+                     "events": len(fl.events), "sliding_pairs": int(fl.sliding.sum()),
+                     "max_dtheta": float(np.max(np.abs(np.angle(np.exp(1j * (th[-1] - th[0])))))),
+                     "r": r[-1], "theta": th[-1]})
+    return {"x": x, "y": y, "runs": rows}, fig
+
+
+EXPERIMENTS = [
+    Experiment("williams-fig1", "Williams et al. Fig. 1: network function with knots and the "
+               "particle picture |r| d(theta) with sample lines (full flow, alpha = m)",
+               fig1, defaults={"m": 40, "s": 6, "delta": 20.0, "T": 1.0},
+               quick={"m": 40}, full={"m": 200, "T": 4.0}, claims=("W2a", "W2h")),
+    Experiment("williams-fig2", "Williams et al. Fig. 2: particle trajectories for several delta, "
+               "from the kernel (delta << 0) to the adaptive (delta >> 0) regime",
+               fig2, defaults={"m": 30, "s": 6, "deltas": [-20.0, -1.0, 0.0, 1.0, 20.0],
+                               "T0": 20.0, "frames": 60},
+               quick={"m": 30}, full={"m": 100, "T0": 60.0, "frames": 200},
+               claims=("W2c", "W2h")),
+]
