@@ -314,8 +314,9 @@ def derive_m1b() -> Derivation:
              "$\\varepsilon^0, \\varepsilon^1, \\varepsilon^2$ vanish "
              f"({[str(c) for c in d.low_order]}); the leading coefficient $c_3$ "
              "(of $\\varepsilon^3$) is", _Eq(sp.Symbol("c_3"), d.leading_term)),
-        Step("So the models differ whenever $u \\ne \\pm v$ (a logistic Jensen gap): the "
-             "projected model is not the feature-averaged one.  Pinned counterexample "
+        Step("So the models differ for generic $(u, v)$ (a logistic Jensen gap whose leading "
+             "term vanishes only on $u = v$ and $u = -v$): the projected model is not the "
+             "feature-averaged one.  Pinned counterexample "
              f"(found by Hypothesis): $z = {sp.latex(sp.Matrix(PINNED_Z))}$, "
              f"$x = {sp.latex(sp.Matrix(PINNED_X))}$:",
              _Eq(sp.Symbol("D_pinned"), sp.simplify(d.logistic_difference.subs(
