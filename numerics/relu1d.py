@@ -279,6 +279,10 @@ class _Problem:
         """Change of du_ij/dt when pair (i, j) is switched from inactive to active."""
         raise NotImplementedError
 
+    def switch_scale(self, y: np.ndarray) -> np.ndarray:
+        """Magnitude of the terms of u_ij (for the rounding tolerance of a sign test)."""
+        raise NotImplementedError
+
     def project(self, y: np.ndarray, dy: np.ndarray, S: np.ndarray) -> np.ndarray:
         """Remove the normal component of the sliding neurons' velocity."""
         raise NotImplementedError
@@ -327,7 +331,9 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
             cand: list[tuple[float, str, int, int, int]] = []
             # crossings of non-sliding pairs
             u_new = prob.switch(y_new)
-            mism = ((u_new > 0) != Pc) & ~Sc
+            # a pair within rounding of its line keeps its side (no spurious re-detection of
+            # a neuron resting on the line, e.g. a dead neuron whose inactive side is static)
+            mism = ((u_new > 0) != Pc) & ~Sc & (np.abs(u_new) > 1e-13 * prob.switch_scale(y_new))
             if mism.any():
                 u_old = prob.switch(y_old)
                 for i, j in zip(*np.nonzero(mism)):
@@ -381,9 +387,11 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                         S[i, j] = True
                         P[i, j] = False
                         events.append((t, "slide", i, j))
-                    else:
-                        P[i, j] = not P[i, j]
+                    elif (not P[i, j] and n_act > 0) or (P[i, j] and n_in <= 0):
+                        P[i, j] = not P[i, j]  # the new side accepts the trajectory
                         events.append((t, "cross", i, j))
+                    # otherwise the side being left keeps the neuron on the line (its normal
+                    # rate is 0 there, e.g. a neuron inactive on all samples): no switch
                 if len(events) > max_events:
                     raise RuntimeError(f"more than max_events={max_events} switching events "
                                        f"before t={t1:g} (at t={t:.6g})")
@@ -435,6 +443,10 @@ class _FullProblem(_Problem):
         dc = -(relu @ rho) / al
         du = np.multiply.outer(da, x) - db[:, None]
         return np.concatenate([da, db, dc]), du
+
+    def switch_scale(self, y):
+        a, b, _ = self.split(y)
+        return np.multiply.outer(np.abs(a), np.abs(self.x)) + np.abs(b)[:, None]
 
     def jump(self, y, P):
         _, _, c = self.split(y)
@@ -546,6 +558,10 @@ class _ReducedProblem(_Problem):
         dth = -self.ts * g_tt * r * ((P * w) @ rho) / m
         self._rho, self._w, self._gtt = rho, w, g_tt
         return np.concatenate([dr, dth]), w * dth[:, None]
+
+    def switch_scale(self, y):
+        th = y[self.m:]
+        return np.multiply.outer(np.abs(np.cos(th)), np.abs(self.x)) + np.abs(np.sin(th))[:, None]
 
     def jump(self, y, P):
         m = self.m

@@ -21,7 +21,7 @@ __all__ = ["EXPERIMENTS"]
 
 def _data(rng, s):
     x = np.sort(rng.uniform(-1.0, 1.0, s))
-    y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
+    y = 3.0 * (np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x))  # targets larger than the initial f
     return x, y
 
 
@@ -38,7 +38,7 @@ def fig1(params: dict[str, Any], profile: str, seed: int):
     x, y = _data(rng, s)
     # |r| bounded away from 0: for delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta
     # and rotates at rate ~ delta / r^2, which makes the (explicit) flow stiff
-    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
+    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.3, 0.8, m)
     t0 = rng.uniform(-np.pi, np.pi, m)
     a, b, c = full_from_canonical(r0, t0, np.full(m, float(params["delta"])))
     T = float(params["T"])
@@ -75,7 +75,7 @@ def fig2(params: dict[str, Any], profile: str, seed: int):
     x, y = _data(rng, s)
     # |r| bounded away from 0: for delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta
     # and rotates at rate ~ delta / r^2, which makes the (explicit) flow stiff
-    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
+    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.3, 0.8, m)
     t0 = rng.uniform(-np.pi, np.pi, m)
     deltas = [float(d) for d in params["deltas"]]
     T0, n_t = float(params["T0"]), int(params["frames"])
