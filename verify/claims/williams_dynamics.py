@@ -161,6 +161,22 @@ def _w2b(ctx: RunContext, wrong: bool) -> Outcome:
         artifacts={"t": res.t, "inv": inv})
 
 
+def _fig_w2b(ev: Evidence, outdir: Path):
+    from verify.plotting import new_figure, save_figure
+    if "inv" not in ev.artifacts:
+        return []
+    t, inv = ev.artifacts["t"], ev.artifacts["inv"]
+    fig, ax = new_figure(1, 1, width=4.6)
+    drift = np.max(np.abs(inv - inv[0]), axis=1) / np.max(np.abs(inv[0]))
+    ax.semilogy(t[1:], drift[1:] + 1e-18, "o-", ms=3, label="gradient flow (DOP853, rtol 1e-12)")
+    ax.set_xlabel("t"), ax.set_ylabel(r"max$_i|\delta_i(t) - \delta_i(0)|$ / max$|\delta(0)|$")
+    ax.legend(fontsize=7)
+    name = "W2b_delta_drift.png"
+    save_figure(fig, outdir / name)
+    return [(name, "Relative drift of the invariants delta_i along the integrated flow (with "
+                   "located knot/sample crossings and sliding): rounding level.")]
+
+
 # ====================================================================== W2c
 def derive_w2c() -> Derivation:
     w = D.derive_W2c()
@@ -213,6 +229,9 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
     rf, tf, _ = canonical_from_full(full.state[:, 0], full.state[:, 1], full.state[:, 2])
     err = float(max(np.max(np.abs(rf - red.state[:, 0])) / np.max(np.abs(rf)),
                     np.max(np.abs(np.angle(np.exp(1j * (tf - red.state[:, 1])))))))
+    same_seq = [e[1:] for e in full.events] == [e[1:] for e in red.events]
+    ev_dt = (float(np.max(np.abs(full.event_times - red.event_times))) if same_seq and full.events
+             else (0.0 if same_seq else float("inf")))
     # regimes: a common initial (r, theta), all delta_i = delta
     m2, s2 = (8, 4) if ctx.quick else (20, 6)
     rng2 = ctx.rng("w2c-regimes")
@@ -244,6 +263,10 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
         SubCheck(f"max deviation (relative r, absolute theta) over t in [0, {T:g}], m = {m}, s = {s}",
                  err, 1e-8, "both flows DOP853 at rtol 1e-12 with located events; "
                  "error accumulation over ~1e3 steps and ~10 events stays < 1e-9"),
+        SubCheck(f"switching events (crossings/slides) of both flows: same sequence "
+                 f"({len(full.events)} events), max time difference", ev_dt, 1e-8,
+                 "event times located by brentq on dense outputs of rtol-1e-12 solutions",
+                 passed=same_seq and ev_dt <= 1e-8),
         SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
                  abs(sk + 2.0), 0.15, "G^-1_thth / G^-1_rr = 1/delta^2 + O(delta^-4); "
                  "at fixed radial progress (T0/|delta|) angles move O(delta^-2)"),
@@ -271,7 +294,7 @@ def _fig_w2c(ev: Evidence, outdir: Path):
     name = "W2c_regimes.png"
     save_figure(fig, outdir / name)
     return [(name, "Kernel regime: knots frozen as delta^-2; adaptive regime: the full flow "
-                   "approaches the particle-plane reduced flow as 1/delta.")]
+                   "approaches the particle-plane reduced flow as delta^-2.")]
 
 
 # ====================================================================== W2d / W2e
@@ -466,13 +489,14 @@ def _h_fn(wrong: bool):
     return _lam((D.a, D.b, D.c, D.x, w["xk"], w["sj"], w["sk"], D.alpha), expr)
 
 
-def _H(z, x, m, wrong):
+def _H(z, x, m, wrong, pattern=None):
+    """Tangent kernel H(z) (s x s) from the derived per-neuron h; ``pattern`` (m, s) fixes
+    the activation indicators (default: [a x - b > 0])."""
     a, b, c = z[:m], z[m:2 * m], z[2 * m:]
-    s_ = (np.multiply.outer(a, x) - b[:, None]) > 0
-    h = _h_fn(wrong)
+    s_ = (np.multiply.outer(a, x) - b[:, None]) > 0 if pattern is None else pattern
     A = lambda v: v[:, None, None]  # noqa: E731
-    vals = h(A(a), A(b), A(c), x[None, :, None], x[None, None, :], s_[:, :, None].astype(float),
-             s_[:, None, :].astype(float), float(m))
+    vals = _h_fn(wrong)(A(a), A(b), A(c), x[None, :, None], x[None, None, :],
+                        s_[:, :, None].astype(float), s_[:, None, :].astype(float), float(m))
     return np.broadcast_to(vals, (m, x.size, x.size)).sum(axis=0)
 
 
@@ -497,13 +521,7 @@ def _w2g(ctx: RunContext, wrong: bool) -> Outcome:
         sm = (np.multiply.outer(zm[:m], x) - zm[m:2 * m, None]) > 0
 
         def rhs(t, q, sm=sm):
-            z = fl.dense(t)
-            a_, b_, c_ = z[:m], z[m:2 * m], z[2 * m:]
-            h = _h_fn(wrong)
-            A = lambda v: v[:, None, None]  # noqa: E731
-            vals = h(A(a_), A(b_), A(c_), x[None, :, None], x[None, None, :], sm[:, :, None].astype(float),
-                     sm[:, None, :].astype(float), float(m))
-            return -np.broadcast_to(vals, (m, s, s)).sum(axis=0) @ q
+            return -_H(fl.dense(t), x, m, wrong, sm) @ q
         sol = solve_ivp(rhs, (t0, t1), rho, method="DOP853", rtol=1e-12, atol=1e-14)
         rho = sol.y[:, -1]
         z1 = fl.dense(t1)
@@ -615,8 +633,8 @@ def _w2h(ctx: RunContext, wrong: bool) -> Outcome:
         SubCheck(f"fraction of {n_cases} random boundary configurations classified differently",
                  frac_bad, 0.0, "the classification is exact; eps = 1e-6 offsets change rates by "
                  "O(eps) only, far below the typical margins"),
-        SubCheck("adaptive regime: fraction of knots within 1e-3 of a sample (must exceed 0.15)",
-                 sim["adaptive"], 1.0, "observation", passed=sim["adaptive"] > 0.15),
+        SubCheck("adaptive regime: fraction of knots within 1e-3 of a sample (must exceed 0.25)",
+                 sim["adaptive"], 1.0, "observation", passed=sim["adaptive"] > 0.25),
         SubCheck("kernel regime: same fraction (must stay below 0.05)", sim["kernel"], 0.05,
                  "knots frozen at their initial positions: chance level ~ s 2e-3 / 2"),
         SubCheck("every sliding pair at the end satisfies the derived attractor inequality",
@@ -635,7 +653,9 @@ def _w2h_sim(quick: bool, seed: int) -> dict:
     m, s = (40, 6) if quick else (200, 10)
     x = np.sort(rng.uniform(-1.0, 1.0, s))
     y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
-    r0 = rng.standard_normal(m)
+    # |r| bounded away from 0 (a neuron with small |r| and delta > 0 rotates at rate
+    # ~ delta / r^2, which makes the explicit integration stiff)
+    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
     t0 = rng.uniform(-np.pi, np.pi, m)
     dlt = 50.0
     T = 40.0 if quick else 200.0
@@ -669,17 +689,13 @@ def _fig_w2h(ev: Evidence, outdir: Path):
     sim = ev.artifacts.get("sim")
     if sim is None:
         return []
+    from verify.experiments.williams import particle_picture
     fig, axes = new_figure(2, 1, width=4.0, height=3.8)
     for ax, name in zip(axes, ("kernel", "adaptive")):
         A, B, C = sim[name + "_state"][-1]
         r, th, _ = canonical_from_full(A, B, C)
-        R = np.max(np.abs(r)) * 1.1
-        for xj in sim["x"]:
-            v = np.array([np.cos(np.arctan(xj)), np.sin(np.arctan(xj))]) * R
-            ax.plot([-v[0], v[0]], [-v[1], v[1]], color="0.7", lw=0.8)
-        col = np.where(r > 0, "tab:red", "tab:blue")
-        ax.scatter(np.abs(r) * np.cos(th), np.abs(r) * np.sin(th), c=col, s=10)
-        ax.set_aspect("equal"), ax.set_title(f"{name}: {sim[name]:.2f} of knots at samples", fontsize=8)
+        particle_picture(ax, r, th, sim["x"])
+        ax.set_title(f"{name}: {sim[name]:.2f} of knots at samples", fontsize=8)
     name = "W2h_particles.png"
     save_figure(fig, outdir / name)
     return [(name, "Particle picture |r| d(theta) at the end (red r > 0, blue r < 0) with the "
@@ -702,7 +718,7 @@ CLAIMS = [
     _mk("W2b", "delta_i = c_i^2 - a_i^2 - b_i^2 is conserved by the gradient flow",
         r"$\frac{d}{dt}\delta_i = 0$ along $\dot z = -\nabla L(z)$; one GD step changes $\delta_i$ by "
         r"$\eta^2(g_c^2 - g_a^2 - g_b^2)$.", derive_w2b, _w2b,
-        "the non-invariant c^2 + a^2 + b^2 in place of delta"),
+        "the non-invariant c^2 + a^2 + b^2 in place of delta", figures=_fig_w2b),
     _mk("W2c", "Full flow = reduced flow under the metric G(r, delta); kernel and adaptive regimes",
         r"$\pi(z(t))$ solves $\dot w_i = -G(r_i,\delta_i)^{-1}\nabla_{w_i}\tilde L$ with "
         r"$G^{-1} = \mathrm{diag}\big(\sqrt{\delta^2+4r^2},\ 2/(\sqrt{\delta^2+4r^2}-\delta)\big)$; "

@@ -16,7 +16,7 @@ from numerics.rng import make_rng
 from verify.experiments import Experiment
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
 
-__all__ = ["EXPERIMENTS"]
+__all__ = ["EXPERIMENTS", "particle_picture"]
 
 
 def _data(rng, s):
@@ -26,9 +26,19 @@ def _data(rng, s):
 
 
 def _sample_lines(ax, x, R):
+    """The sample lines u x_j - v = 0 (theta = atan(x_j) mod pi) of the particle plane."""
     for xj in x:
         v = np.array([np.cos(np.arctan(xj)), np.sin(np.arctan(xj))]) * R
         ax.plot([-v[0], v[0]], [-v[1], v[1]], color="0.75", lw=0.8, zorder=0)
+
+
+def particle_picture(ax, r: np.ndarray, theta: np.ndarray, x: np.ndarray) -> None:
+    """Neurons drawn at |r| d(theta), red for r > 0 and blue for r < 0, with the sample
+    lines (MATH.md W.2 particle picture)."""
+    _sample_lines(ax, x, 1.1 * np.max(np.abs(r)))
+    col = np.where(r > 0, "tab:red", "tab:blue")
+    ax.scatter(np.abs(r) * np.cos(theta), np.abs(r) * np.sin(theta), c=col, s=12)
+    ax.set_aspect("equal"), ax.set_xlabel("u"), ax.set_ylabel("v")
 
 
 def fig1(params: dict[str, Any], profile: str, seed: int):
@@ -54,11 +64,7 @@ def fig1(params: dict[str, Any], profile: str, seed: int):
     ins = np.abs(e) < 1.5
     ax1.plot(e[ins], N.forward(A, B, C, e[ins], "m"), "x", color="tab:green", label="knots")
     ax1.set_xlabel("x"), ax1.legend(fontsize=7)
-    R = 1.1 * np.max(np.abs(r))
-    _sample_lines(ax2, x, R)
-    col = np.where(r > 0, "tab:red", "tab:blue")
-    ax2.scatter(np.abs(r) * np.cos(th), np.abs(r) * np.sin(th), c=col, s=12)
-    ax2.set_aspect("equal"), ax2.set_xlabel("u"), ax2.set_ylabel("v")
+    particle_picture(ax2, r, th, x)
     ax2.set_title("particles |r| d(theta) (red r>0, blue r<0); lines u x_j - v = 0", fontsize=7)
     dist = np.min(np.abs(e[:, None] - x[None, :]), axis=1)
     data = {"x": x, "y": y, "knots": e, "r": r, "theta": th, "delta": dl, "T": T,
