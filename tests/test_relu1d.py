@@ -128,3 +128,15 @@ def test_reduced_flow_plane_equals_cylinder_for_unit_radius_rate():
     assert np.allclose(f1.state[-1, 0], f2.state[-1, 0], rtol=1e-5)
     with pytest.raises(ValueError, match="inverse_metric"):
         N.reduced_flow(r, th, 0.0, x, y, [0, 1.0], inverse_metric="flat")
+
+
+def test_gd_divergence_names_step_size():
+    a = [-1.58387323, -0.24555111, -0.77660862, 0.75748306]
+    b = [-0.91847482, -0.28234513, -0.23294793, 0.56757142]
+    c = [-2.5459046, -0.34062494, 0.75961515, -0.36168824]
+    y = [-1.52693697, 0.32659817, 0.33668691, -0.27048939, -1.15979571]
+    with pytest.raises(FloatingPointError, match="eta=3"):
+        N.gradient_descent(a, b, c, np.linspace(-1, 1, 5), y, 1, eta=3.0, steps=60)
+    # a small step size converges
+    g = N.gradient_descent(a, b, c, np.linspace(-1, 1, 5), y, 1, eta=0.01, steps=60)
+    assert g.loss[-1] < g.loss[0]

@@ -217,6 +217,22 @@ def _metric_fn(wrong: bool = False):
     return ginv
 
 
+def _match_events(e1, e2) -> tuple[bool, float]:
+    """Same events (kind, neuron, sample) with the same multiplicities?  And the largest
+    time difference between corresponding occurrences (simultaneous events may be
+    recorded in either order)."""
+    def by_key(ev):
+        d: dict = {}
+        for t, *key in ev:
+            d.setdefault(tuple(key), []).append(t)
+        return d
+    d1, d2 = by_key(e1), by_key(e2)
+    if d1.keys() != d2.keys() or any(len(d1[k]) != len(d2[k]) for k in d1):
+        return False, float("inf")
+    dt = max((abs(u - v) for k in d1 for u, v in zip(d1[k], d2[k])), default=0.0)
+    return True, float(dt)
+
+
 def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
     rng = ctx.rng("w2c")
     m, s, T = (12, 5, 40.0) if ctx.quick else (40, 8, 200.0)
@@ -229,9 +245,7 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
     rf, tf, _ = canonical_from_full(full.state[:, 0], full.state[:, 1], full.state[:, 2])
     err = float(max(np.max(np.abs(rf - red.state[:, 0])) / np.max(np.abs(rf)),
                     np.max(np.abs(np.angle(np.exp(1j * (tf - red.state[:, 1])))))))
-    same_seq = [e[1:] for e in full.events] == [e[1:] for e in red.events]
-    ev_dt = (float(np.max(np.abs(full.event_times - red.event_times))) if same_seq and full.events
-             else (0.0 if same_seq else float("inf")))
+    same_seq, ev_dt = _match_events(full.events, red.events)
     # regimes: a common initial (r, theta), all delta_i = delta
     m2, s2 = (8, 4) if ctx.quick else (20, 6)
     rng2 = ctx.rng("w2c-regimes")
@@ -263,10 +277,10 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
         SubCheck(f"max deviation (relative r, absolute theta) over t in [0, {T:g}], m = {m}, s = {s}",
                  err, 1e-8, "both flows DOP853 at rtol 1e-12 with located events; "
                  "error accumulation over ~1e3 steps and ~10 events stays < 1e-9"),
-        SubCheck(f"switching events (crossings/slides) of both flows: same sequence "
-                 f"({len(full.events)} events), max time difference", ev_dt, 1e-8,
-                 "event times located by brentq on dense outputs of rtol-1e-12 solutions",
-                 passed=same_seq and ev_dt <= 1e-8),
+        SubCheck(f"switching events (crossings/slides) of both flows: same events "
+                 f"({len(full.events)} events), max time difference", ev_dt, 1e-7,
+                 "an event time moves by (state error ~1e-11) / (normal speed |du/dt|, down "
+                 "to ~1e-3 at grazing crossings)", passed=same_seq and ev_dt <= 1e-7),
         SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
                  abs(sk + 2.0), 0.15, "G^-1_thth / G^-1_rr = 1/delta^2 + O(delta^-4); "
                  "at fixed radial progress (T0/|delta|) angles move O(delta^-2)"),
