@@ -149,11 +149,11 @@ def derive_gaussian() -> GaussianKernels:
     dens_r = sp.exp(-_r**2 / 2) / (2 * sp.pi)
     radial_rf = sp.integrate(_r**3 * dens_r, (_r, 0, sp.oo))
     radial_p = sp.integrate(_r * dens_r, (_r, 0, sp.oo))
-    ang_rf = sp.simplify(sp.integrate(sp.cos(_th) * sp.cos(_th - phi), (_th, phi - sp.pi / 2, sp.pi / 2)))
+    ang_rf = sp.expand(sp.integrate(sp.cos(_th) * sp.cos(_th - phi), (_th, phi - sp.pi / 2, sp.pi / 2)))
     ang_p = sp.integrate(sp.Integer(1), (_th, phi - sp.pi / 2, sp.pi / 2))
     nx, nxp = sp.symbols("|x~| |x~'|", positive=True)
-    rf_angle = sp.simplify(nx * nxp * radial_rf * ang_rf)
-    prob_angle = sp.simplify(radial_p * ang_p)
+    rf_angle = sp.factor(nx * nxp * radial_rf * ang_rf)
+    prob_angle = sp.factor(radial_p * ang_p)
     # coordinates: |x~||x~'| cos(phi) = 1 + x x', |x~||x~'| sin(phi) = |x - x'| (2-D cross product)
     phi_xy = sp.atan2(sp.Abs(x - xp), 1 + x * xp)
     rf_expanded = sp.expand(sp.expand_trig(rf_angle))
@@ -192,7 +192,7 @@ def rkhs_weight(init: str, exponent: int = 3) -> sp.Expr:
         return sp.Piecewise((inside, sp.Abs(x) <= 1), (sp.simplify(outside.subs(xa, sp.Abs(x))), True))
     ap = sp.Symbol("A", positive=True)
     dens = sp.exp(-(ap**2 + ap**2 * x**2) / 2) / (2 * sp.pi)
-    return sp.simplify(2 * sp.integrate(ap**k * dens, (ap, 0, sp.oo), conds="none"))
+    return sp.factor(2 * sp.integrate(ap**k * dens, (ap, 0, sp.oo), conds="none"))
 
 
 def second_derivative_identity(init: str) -> dict[str, sp.Expr]:

@@ -28,7 +28,7 @@ __all__ = [
     "INITS", "rf_kernel_quad_mp", "active_probability_quad_mp", "rkhs_weight_quad_mp",
     "abs_moment_kernel_mp", "sample_init", "quadrature_particles", "features",
     "empirical_rf_kernel", "empirical_ntk_kernel", "min_norm_output_layer",
-    "output_layer_gd", "output_layer_gd_closed_form", "OutputLayerFit",
+    "output_layer_gd", "output_layer_gd_closed_form", "kernel_gd_coefficients", "OutputLayerFit",
     "fit_output_layer", "AllLayerFit", "train_all_layers", "symmetric_init",
 ]
 
@@ -311,16 +311,24 @@ def output_layer_gd_closed_form(Phi: np.ndarray, y: np.ndarray, eta: float, step
     """The GD iterate c_T of :func:`output_layer_gd` without iterating: from c(0) = 0 every
     iterate is c_t = Phi^T beta_t with beta_{t+1} = beta_t + eta (y - G beta_t),
     G = Phi Phi^T (s x s), so beta_T = V diag((1 - (1 - eta l)^T) / l) V^T y."""
-    G = Phi @ Phi.T
+    return Phi.T @ kernel_gd_coefficients(Phi @ Phi.T, y, eta, steps)
+
+
+def kernel_gd_coefficients(G: np.ndarray, y: np.ndarray, eta: float, steps: float) -> np.ndarray:
+    """beta_T of kernel GD beta_{t+1} = beta_t + eta (y - G beta_t), beta_0 = 0, in closed
+    form: beta_T = V diag((1 - (1 - eta l)^T) / l) V^T y (G = V diag(l) V^T, symmetric PSD).
+    Requires 0 < eta l <= 1 for the top eigenvalue (monotone, non-oscillating GD)."""
     lam, V = np.linalg.eigh(G)
-    if eta * lam.max() >= 2:
-        raise FloatingPointError(f"output-layer GD diverges: step size eta={eta:g} exceeds "
-                                 f"2 / lambda_max = {2 / lam.max():.3g}")
+    if eta * lam.max() > 1 + 1e-9:
+        raise FloatingPointError(f"GD step size eta={eta:g} exceeds 1 / lambda_max = "
+                                 f"{1 / lam.max():.3g} (use eta <= 1/lambda_max)")
     keep = lam > lam.max() * 1e-15
     coef = np.zeros_like(lam)
-    coef[keep] = -np.expm1(steps * np.log1p(-eta * lam[keep])) / lam[keep]
+    z = np.clip(eta * lam[keep], 0.0, 1.0)  # eta l <= 1 up to rounding when eta = 1/lambda_max
+    with np.errstate(divide="ignore"):
+        coef[keep] = -np.expm1(steps * np.log1p(-z)) / lam[keep]
     coef[~keep] = eta * steps  # (1 - (1 - eta l)^T)/l -> eta T as l -> 0
-    return Phi.T @ (V @ (coef * (V.T @ y)))
+    return V @ (coef * (V.T @ y))
 
 
 @dataclass

@@ -164,8 +164,7 @@ class _PerInit:
 
 def _kernel_formula(which: str, init: str, claim: str) -> VerifiedFormula:
     def expr() -> sp.Expr:
-        u, g = dk.derive_uniform(), dk.derive_gaussian()
-        src = u if init == "uniform" else g
+        src = dk.derive_uniform() if init == "uniform" else dk.derive_gaussian()
         return src.rf if which == "rf" else src.prob
     return VerifiedFormula(
         name=f"{'rf_kernel' if which == 'rf' else 'active_probability'}[{init}]", claim=claim,
