@@ -1,0 +1,210 @@
+"""Tests of the kernel-regime formulas and numerics (claims W3a-W3f): closed forms vs
+mpmath quadrature of the defining expectations on exact float64 inputs, symmetry, PSD
+Gram matrices, interpolation, quadrature particles, output-layer GD, input validation."""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, settings, target
+from hypothesis import strategies as st
+
+from numerics import kernels as nk
+from verify import formulas as F
+
+INITS = ("uniform", "gaussian")
+coord = st.floats(-5, 5, allow_nan=False, allow_infinity=False)
+
+
+def _rel(val: float, ref: mpmath.mpf) -> float:
+    return float(abs(mpmath.mpf(float(val)) / ref - 1))
+
+
+# ---------------------------------------------------------------- closed forms vs quadrature
+@settings(max_examples=10)
+@given(coord, coord)
+@example(0.5, 1 / 3).via("MATH.md pitfall point")
+@example(1.0, -1.0).via("both on the breakpoints")
+@example(-4.0, 2.5).via("s < -1 < 1 < L")
+@example(3.0, 3.0).via("diagonal outside [-1, 1]")
+def test_uniform_rf_and_probability_vs_2d_quadrature(x, xp):
+    e1 = _rel(F.rf_kernel(x, xp, init="uniform"), nk.rf_kernel_quad_mp(x, xp, "uniform"))
+    e2 = _rel(F.active_probability(x, xp, init="uniform"), nk.active_probability_quad_mp(x, xp, "uniform"))
+    target(max(e1, e2))
+    assert e1 <= 1e-12 and e2 <= 1e-12, (x, xp, e1, e2)
+
+
+@settings(max_examples=6)
+@given(coord, coord)
+@example(0.5, 1 / 3).via("MATH.md pitfall point: 0.5835, not 0.5771")
+@example(-5.0, 5.0).via("1 + x x' < 0: cancelling terms")
+def test_gaussian_rf_and_probability_vs_quadrature(x, xp):
+    e1 = _rel(F.rf_kernel(x, xp, init="gaussian"), nk.rf_kernel_quad_mp(x, xp, "gaussian"))
+    e2 = _rel(F.active_probability(x, xp, init="gaussian"), nk.active_probability_quad_mp(x, xp, "gaussian"))
+    target(max(e1, e2))
+    assert e1 <= 1e-12 and e2 <= 1e-12, (x, xp, e1, e2)
+
+
+def test_pitfall_value():
+    assert abs(float(F.rf_kernel(0.5, 1 / 3, init="gaussian")) - 0.58351160325647) < 1e-13
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("x, xp", [(0.5, 1 / 3), (-3.0, 4.0), (2.5, 1.5)])
+def test_gaussian_rf_vs_nested_2d_quadrature(x, xp):
+    ref = nk.rf_kernel_quad_mp(x, xp, "gaussian", nested=True)
+    assert _rel(F.rf_kernel(x, xp, init="gaussian"), ref) <= 1e-12
+
+
+@settings(max_examples=15)
+@given(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.sampled_from(INITS))
+@example(1000.0, -1000.0, "gaussian").via("phi -> pi: t - atan t series branch")
+@example(0.999, -1.001, "gaussian")
+def test_float64_matches_mpmath_of_derived_expression(x, xp, init):
+    """The numerically careful float64 evaluators equal the lambdified derived expression
+    evaluated at 50 digits (wide range, where cancellation would show)."""
+    ref = F.rf_kernel.mpmath(x, xp, init=init, dps=50)
+    if ref == 0:
+        return
+    err = _rel(F.rf_kernel(x, xp, init=init), ref)
+    target(err)
+    assert err <= 1e-12, (x, xp, err)
+    refn = F.ntk_kernel.mpmath(x, xp, 2.0, init=init, dps=50)
+    assert _rel(F.ntk_kernel(x, xp, init=init, sigma_c=2.0), refn) <= 1e-12
+
+
+@pytest.mark.parametrize("init", INITS)
+@pytest.mark.parametrize("x", [0.0, 0.4, -1.0, 2.5, -4.0])
+def test_rkhs_weight_vs_quadrature(init, x):
+    assert _rel(F.rkhs_weight(x, init=init), nk.rkhs_weight_quad_mp(x, init)) <= 1e-12
+
+
+def test_perturbed_kernel_fails_the_quadrature_comparison():
+    """Negative control: a relative perturbation of 1e-9 is detected."""
+    ref = nk.rf_kernel_quad_mp(0.7, -2.2, "uniform")
+    assert _rel(F.rf_kernel(0.7, -2.2) * (1 + 1e-9), ref) > 1e-12
+
+
+# ---------------------------------------------------------------- structure
+@given(st.lists(coord, min_size=1, max_size=8), st.sampled_from(INITS))
+def test_symmetry_and_psd(points, init):
+    x = np.array(points)
+    for f in (lambda u, v: F.rf_kernel(u, v, init=init),
+              lambda u, v: F.ntk_kernel(u, v, init=init, sigma_c=1.3)):
+        G = f(x[:, None], x[None, :])
+        assert np.allclose(G, G.T, rtol=1e-14, atol=0)
+        lam = np.linalg.eigvalsh((G + G.T) / 2)
+        assert lam.min() >= -1e-12 * max(1.0, lam.max())
+
+
+@st.composite
+def data_sets(draw):
+    n = draw(st.integers(2, 9))
+    gaps = draw(st.lists(st.floats(0.1, 0.6), min_size=n - 1, max_size=n - 1))
+    x0 = draw(st.floats(-2, 0))
+    x = x0 + np.concatenate([[0.0], np.cumsum(gaps)])
+    y = np.array(draw(st.lists(st.floats(-3, 3), min_size=n, max_size=n)))
+    return x, y
+
+
+@given(data_sets(), st.sampled_from(INITS), st.sampled_from(("rf", "ntk")))
+def test_interpolants_interpolate(data, init, kernel):
+    x, y = data
+    f = F.kernel_interpolant(x, y, kernel=kernel, init=init)
+    assert np.allclose(f(x), y, rtol=0, atol=1e-7 * max(1.0, np.abs(y).max()))
+    assert f(np.float64(x[0])) == pytest.approx(y[0], abs=1e-7 * max(1.0, np.abs(y).max()))
+
+
+def test_uniform_end_condition_relations_hold_for_sections():
+    """The derived W3b relations annihilate every K(., x'), x' in [-1, 1] (numerically, from
+    the float64 formula by one-sided polynomial fits near +-1)."""
+    from derivations import kernels as dk
+    M = np.array(dk.derive_spline_end_conditions().matrix.tolist(), dtype=float)
+    for xp in (-0.8, 0.1, 0.65):
+        tl = np.linspace(-1, xp - 0.05, 8)
+        tr = np.linspace(xp + 0.05, 1, 8)
+        pl = np.polynomial.Polynomial.fit(tl, F.rf_kernel(tl, xp), 3)
+        pr = np.polynomial.Polynomial.fit(tr, F.rf_kernel(tr, xp), 3)
+        v = [pl.deriv(k)(-1.0) if k else pl(-1.0) for k in range(4)] + \
+            [pr.deriv(k)(1.0) if k else pr(1.0) for k in range(4)]
+        assert np.max(np.abs(M @ np.array(v))) < 1e-8
+
+
+# ---------------------------------------------------------------- numerics
+@pytest.mark.parametrize("init, m2", [("uniform", 1 / 3), ("gaussian", 1.0)])
+def test_quadrature_particles_moments(init, m2):
+    a, b, w = nk.quadrature_particles(init, 64)
+    assert w.sum() == pytest.approx(1.0, abs=1e-14)
+    assert np.sum(w * a * a) == pytest.approx(m2, rel=1e-13)
+    assert np.sum(w * b * b) == pytest.approx(m2, rel=1e-13)
+    assert abs(np.sum(w * a * b)) < 1e-14
+
+
+def test_quadrature_particles_beat_iid():
+    xs = np.linspace(-2, 2, 5)
+    Kt = F.rf_kernel(xs[:, None], xs[None, :])
+    a, b, w = nk.quadrature_particles("uniform", 256)
+    eq = np.abs(nk.empirical_rf_kernel(a, b, xs, xs, w) - Kt).max()
+    ai, bi = nk.sample_init(np.random.default_rng(1), a.size, "uniform")
+    ei = np.abs(nk.empirical_rf_kernel(ai, bi, xs, xs) - Kt).max()
+    assert ei / eq > 100
+
+
+def test_output_layer_gd_closed_form_matches_explicit_gd_and_min_norm():
+    rng = np.random.default_rng(3)
+    a, b = nk.sample_init(rng, 60, "uniform")
+    x = np.linspace(-0.9, 0.9, 6)
+    y = np.sin(3 * x)
+    Phi = nk.features(a, b, x)
+    eta = 1.0 / np.linalg.eigvalsh(Phi @ Phi.T).max()
+    c_gd = nk.output_layer_gd(a, b, x, y, eta, 400)
+    c_cf = nk.output_layer_gd_closed_form(Phi, y, eta, 400)
+    assert np.allclose(c_gd, c_cf, rtol=0, atol=1e-11 * np.abs(c_cf).max())
+    fit = nk.fit_output_layer(a, b, x, y)
+    assert np.allclose(fit.c, nk.min_norm_output_layer(a, b, x, y), atol=1e-6 * np.abs(fit.c).max())
+    with pytest.raises(FloatingPointError, match="eta"):
+        nk.output_layer_gd_closed_form(Phi, y, 3 * eta, 10)
+
+
+def test_all_layer_training_divergence_names_step_size():
+    rng = np.random.default_rng(0)
+    a, b, c = nk.symmetric_init(rng, 20, "uniform")
+    with pytest.raises(FloatingPointError, match="eta"):
+        nk.train_all_layers(a, b, c, np.linspace(-1, 1, 5), np.ones(5), eta=1e4, max_steps=200)
+
+
+def test_empirical_ntk_with_particles_approaches_formula():
+    xs = np.array([-0.5, 0.2, 1.5])
+    a, b, w = nk.quadrature_particles("gaussian", 4096)
+    G = nk.empirical_ntk_kernel(a, b, xs, xs, 1.0, w)
+    assert np.abs(G - F.ntk_kernel(xs[:, None], xs[None, :], init="gaussian")).max() < 1e-3
+
+
+# ---------------------------------------------------------------- input validation
+@pytest.mark.parametrize("call, match", [
+    (lambda: F.rf_kernel(np.nan, 0.0), "finite"),
+    (lambda: F.rf_kernel(0.0, np.inf, init="gaussian"), "finite"),
+    (lambda: F.rf_kernel(np.zeros(3), np.zeros(4)), "broadcastable"),
+    (lambda: F.rf_kernel(0.0, 0.0, init="normal"), "init"),
+    (lambda: F.ntk_kernel(0.0, 0.0, sigma_c=-1.0), "sigma_c"),
+    (lambda: F.rkhs_weight(np.nan, init="uniform"), "finite"),
+    (lambda: F.kernel_interpolant([0.0, 0.5, 0.5], [1.0, 2.0, 3.0]), "distinct"),
+    (lambda: F.kernel_interpolant([0.0, 0.5], [1.0]), "same shape"),
+    (lambda: F.kernel_interpolant([0.0, 0.5], [1.0, 2.0], kernel="rbf"), "kernel"),
+    (lambda: F.kernel_interpolant([0.0, 0.5], [1.0, 2.0], init="xavier"), "init"),
+    (lambda: F.kernel_interpolant([0.0, np.nan], [1.0, 2.0]), "finite"),
+    (lambda: F.kernel_interpolant([0.0, 0.5], [1.0, 2.0])(np.inf), "finite"),
+    (lambda: nk.quadrature_particles("cauchy", 8), "init"),
+])
+def test_input_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_formula_metadata():
+    assert F.rf_kernel.claim == "W3a, W3c"
+    assert F.ntk_kernel.uniform.claim == "W3d"
+    assert set(F.rf_kernel.expr) == set(INITS)
+    assert "atan" in F.rf_kernel.latex["gaussian"] or "operatorname" in F.rf_kernel.latex["gaussian"]
+    out = F.rf_kernel(np.linspace(-2, 2, 4)[:, None], np.linspace(-1, 1, 3)[None, :])
+    assert out.shape == (4, 3)
