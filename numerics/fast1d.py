@@ -171,16 +171,30 @@ def _prefix_suffix(v: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # the sorted kernels
 # ---------------------------------------------------------------------------------------
-def _validate(a, b, c, x, alpha_value) -> tuple[np.ndarray, ...]:
+def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
+    """Arrays as validated float64; a cheap pre-check (all inputs already 1-D float64
+    arrays of matching shapes with a finite sum) skips the per-array checks of
+    ``numerics.validation``, which run otherwise and produce the error messages."""
+    alpha = float(alpha_value)
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}")
+    arrs = (a, b, c, x) if y is None else (a, b, c, x, y)
+    if (all(type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1 for v in arrs)
+            and a.shape == b.shape == c.shape and (y is None or x.shape == y.shape)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = a.sum() + b.sum() + c.sum() + x.sum() + (0.0 if y is None else y.sum())
+        if np.isfinite(total):  # NaN/inf in any input makes the sum non-finite
+            return (*arrs, alpha)
     a = as_float_array(a, "a", ndim=1)
     b = as_float_array(b, "b", ndim=1)
     c = as_float_array(c, "c", ndim=1)
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b, c=c)
-    alpha = float(alpha_value)
-    if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}")
-    return a, b, c, x, alpha
+    if y is None:
+        return a, b, c, x, alpha
+    y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    return a, b, c, x, y, alpha
 
 
 def _sort_samples(x: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
@@ -226,9 +240,7 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
                          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(L, (dL/da, dL/db, dL/dc))`` for L = 1/2 sum_j (f_z(x_j) - y_j)^2 (MATH.md W.1)
     in O((m + s) log(m + s)); ReLU'(0) = 0 at a kink (exact sign of a_i x_j - b_i)."""
-    a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
-    y = as_float_array(y, "y", ndim=1)
-    require_same_shape(x=x, y=y)
+    a, b, c, x, y, alpha = _validate(a, b, c, x, alpha_value, y)
     order, xs = _sort_samples(x)
     ys = y if order is None else y[order]
     f_sorted, idx = _forward_sorted_xs(a, b, c, xs, alpha)
@@ -236,10 +248,12 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
     loss = 0.5 * float(rho @ rho)
     R = _prefix_suffix(np.stack((rho, rho * xs)))[:, idx]  # R[0] = R0_i, R[1] = R1_i
     R0, R1 = R[0], R[1]
-    inv = 1.0 / alpha
-    grad_a = c * R1 * inv
-    grad_b = -c * R0 * inv
-    grad_c = (a * R1 - b * R0) * inv
+    R *= 1.0 / alpha
+    grad_a = c * R1
+    grad_b = c * R0
+    np.negative(grad_b, out=grad_b)
+    grad_c = a * R1
+    grad_c -= b * R0
     return loss, (grad_a, grad_b, grad_c)
 
 

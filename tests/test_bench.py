@@ -1,0 +1,89 @@
+"""The benchmark code (verify.bench, issue 7) runs on tiny sizes and produces a
+well-formed results dict, CLI output, JSON file and Performance section.  No timing
+assertions: timings are nondeterministic."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from numerics import fast_twolayer, twolayer
+from verify import bench
+
+
+@pytest.fixture(scope="module")
+def tiny_results():
+    return bench.run_bench(bench.TINY_CASES, seed=3, log=lambda _s: None)
+
+
+def test_results_structure(tiny_results):
+    assert tiny_results["schema"] == bench.SCHEMA
+    assert [c["problem"] for c in tiny_results["cases"]] == ["relu1d", "twolayer"]
+    for case in tiny_results["cases"]:
+        assert {"engine", "dense"} <= set(case["engines"])
+        for name, rec in case["engines"].items():
+            reps = case["repeats"] if name in ("engine", "prototype") else case["slow_repeats"]
+            assert len(rec["times"]) == reps
+            assert rec["min"] <= rec["median"]
+            # every engine computes the same step (float64 rounding only)
+            assert rec["agreement"] < 1e-10, (case["problem"], name, rec["agreement"])
+        assert set(case["ratios"]) == set(case["engines"]) - {"engine"}
+    json.dumps(tiny_results)  # JSON-able
+
+
+def test_torch_is_optional(monkeypatch):
+    monkeypatch.setattr(bench, "_import_torch", lambda threads: None)
+    data = bench.run_bench(bench.TINY_CASES[:1], log=lambda _s: None)
+    assert "torch" not in data["cases"][0]["engines"]
+    assert data["machine"]["torch"] is None
+
+
+def test_cli_run_writes_json(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "QUICK_CASES", bench.TINY_CASES)
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    out = tmp_path / "res.json"
+    args = parser.parse_args(["--quick", "--json", str(out), "--no-torch"])
+    assert bench.run(args) == 0
+    data = json.loads(out.read_text())
+    assert data["profile"] == "quick"
+    text = capsys.readouterr().out
+    assert "x engine" in text and "targets" in text
+
+
+def test_performance_section(tiny_results, tmp_path):
+    data = dict(tiny_results, profile="quick")
+    text, figs = bench.performance_section(data, tmp_path)
+    assert text.startswith("## Performance")
+    assert "| problem | scale |" in text
+    assert figs and (tmp_path / figs[0][0]).is_file()
+    # deterministic output for a given results dict (the report must be byte-identical)
+    text2, figs2 = bench.performance_section(data, tmp_path / "again")
+    assert text2 == text
+    assert (tmp_path / figs[0][0]).read_bytes() == (tmp_path / "again" / figs2[0][0]).read_bytes()
+
+
+def test_targets_judged_on_minima():
+    case = {"problem": "relu1d", "scale": "large", "note": "",
+            "engines": {"engine": {"min": 1.0}, "torch": {"min": 60.0}},
+            "ratios": {"torch": {"min": 60.0, "median": 40.0}}}
+    (t,) = bench._targets([case])
+    assert t["met"] and t["measured"] == 60.0
+
+
+def test_fast_twolayer_matches_twolayer():
+    """The prototype step equals numerics.twolayer's (same normalization) up to rounding,
+    for any chunking, with and without sample weights."""
+    rng = np.random.default_rng(5)
+    m, n, d = 37, 211, 4
+    a, B = rng.normal(size=m), rng.normal(size=(m, d))
+    X, Y, w = rng.normal(size=(n, d)), rng.normal(size=n), rng.uniform(size=n)
+    for weights in (None, w):
+        ref = twolayer.loss_and_grad(a, B, X, Y, weights=weights)
+        for chunk in (1, 50, 10 ** 6):
+            got = fast_twolayer.loss_and_grad(a, B, X, Y, weights=weights, chunk_elements=chunk)
+            assert bench._discrepancy(got, ref) < 1e-13
+    dense = fast_twolayer.loss_and_grad_dense_reference(a, B, X, Y, chunk_elements=100)
+    assert bench._discrepancy(dense, twolayer.loss_and_grad(a, B, X, Y)) < 1e-13

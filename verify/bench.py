@@ -1,0 +1,495 @@
+"""``python -m verify bench [--quick] [--json FILE]``: time one loss-and-gradient step of
+the particle engines against the dense NumPy references and PyTorch (issue 7).
+
+Protocol (one run, same inputs for every engine of a case):
+
+- inputs from one seed (``numerics.rng.make_rng``); 1-D (MATH.md W.1): (a, b) ~ U([-1, 1]^2),
+  c ~ N(0, 1), x ~ U(-1, 1) (unsorted: the engine pays for its sort), y = sin(pi x),
+  alpha = m; d-dim (MATH.md H.1): a = +-1, b ~ Unif(S^{d-1}), x ~ N(0, I_d / d),
+  y = |x_H| (d_H = 5), L = 1/2 mean_i (f(x_i) - y_i)^2;
+- engines: "engine" = the public API the simulations use (``numerics.relu1d.loss_and_grad``
+  -> ``numerics.fast1d`` sorted kernels; ``numerics.twolayer.loss_and_grad``), for d-dim also
+  "prototype" (``numerics.fast_twolayer``); "dense" = the dense NumPy reference
+  (``relu1d.loss_and_grad_dense``, ``fast_twolayer.loss_and_grad_dense_reference``); "torch" =
+  the same float64 computation with PyTorch autograd on the CPU, if ``import torch`` works
+  (optional, never a run-time dependency).  Dense and torch are chunked over samples
+  (2^22 entries per m x chunk block; sums over samples split exactly), which only bounds
+  their memory;
+- fairness: ``torch.set_num_threads`` is set to NumPy's BLAS thread count (read from the
+  OpenBLAS library NumPy loads);
+- one untimed warm-up call per engine, which also measures the agreement with "engine"
+  (max over loss and gradients of max|u - v| / max|v|) and the peak resident memory of
+  the process during the call (VmHWM after resetting it via /proc/self/clear_refs; also
+  the increment over the RSS before the call); for seconds-long steps the warm-up call is
+  also the first timed repeat;
+- timed calls interleaved round-robin over the engines (so load changes hit all engines
+  alike), min and median over the repeats; ratios = time(other) / time(engine), of the
+  minima and of the medians, and the targets of issue 7 judged on the ratio of minima.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import glob
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from numerics import fast_twolayer, relu1d, twolayer
+from numerics.rng import make_rng
+from verify._atomic import atomic_write_bytes
+
+__all__ = ["add_arguments", "run", "run_bench", "performance_section", "Case",
+           "QUICK_CASES", "FULL_CASES"]
+
+SCHEMA = 1
+CHUNK_ELEMENTS = 2 ** 22  # entries of one m x chunk block in the dense / torch steps
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark size: ``problem`` in {"relu1d", "twolayer"}; ``sizes`` m, s (1-D)
+    or d, m, n; repeats of the fast engines and of the slow ones (dense, torch)."""
+    problem: str
+    scale: str
+    sizes: tuple[tuple[str, int], ...]
+    repeats: int
+    slow_repeats: int
+    note: str = ""
+    time_warmup: bool = False  # count the warm-up call as a repeat (seconds-long steps)
+
+    @property
+    def size_dict(self) -> dict[str, int]:
+        return dict(self.sizes)
+
+
+def _c1(scale, m, s, r, rs, note="", warm=False):
+    return Case("relu1d", scale, (("m", m), ("s", s)), r, rs, note, warm)
+
+
+def _c2(scale, d, m, n, r, rs, note="", warm=False):
+    return Case("twolayer", scale, (("d", d), ("m", m), ("n", n)), r, rs, note, warm)
+
+
+QUICK_CASES = (
+    _c1("paper", 1000, 10, 200, 200),
+    _c1("large (s reduced)", 100_000, 1_000, 5, 1,
+        "quick profile: 1-D large scale with s = 1e3 instead of 1e4 (dense and PyTorch cost "
+        "O(m s), the engine O((m + s) log(m + s)): the full-size ratio is larger)", True),
+    _c2("paper", 30, 1024, 1000, 10, 10),
+    _c2("large (n reduced)", 30, 10_000, 10_000, 2, 1,
+        "quick profile: d-dim large scale with n = 1e4 instead of 1e5 (same m, d; every "
+        "engine's cost is linear in n)", True),
+)
+FULL_CASES = (
+    _c1("paper", 1000, 10, 500, 500),
+    _c1("mid", 10_000, 1_000, 50, 5),
+    _c1("large", 100_000, 10_000, 10, 2, "", True),
+    _c2("paper", 30, 1024, 1000, 20, 20),
+    _c2("mid", 30, 4096, 10_000, 5, 3, "", True),
+    _c2("large", 30, 10_000, 100_000, 3, 2, "", True),
+)
+TINY_CASES = (  # for the unit tests
+    _c1("tiny", 50, 7, 2, 2),
+    _c2("tiny", 3, 16, 20, 2, 2),
+)
+
+
+# --------------------------------------------------------------------------- machine
+def blas_threads() -> int | None:
+    """Threads of the OpenBLAS that NumPy loaded (None if it cannot be queried)."""
+    libdir = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    names = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+             "openblas_get_num_threads64_", "openblas_get_num_threads")
+    for lib in sorted(glob.glob(str(libdir / "*openblas*"))):
+        try:
+            handle = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for name in names:
+            fn = getattr(handle, name, None)
+            if fn is not None:
+                return int(fn())
+    return None
+
+
+def _import_torch(threads: int | None):
+    try:
+        import torch  # noqa: PLC0415  (optional benchmark extra)
+    except Exception:  # noqa: BLE001  (any failure to import means "not available")
+        return None
+    if threads:
+        torch.set_num_threads(int(threads))
+    return torch
+
+
+def _machine(torch, threads) -> dict[str, Any]:
+    info = {"python": platform.python_version(), "numpy": np.__version__,
+            "platform": platform.platform(), "cpu_count": os.cpu_count(),
+            "blas_threads": threads, "torch": None, "torch_threads": None,
+            "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
+    if torch is not None:
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+    return info
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+# --------------------------------------------------------------------------- memory
+def _status_kib(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _measure_peak(fn: Callable[[], Any]) -> tuple[Any, float, float | None, float | None]:
+    """``(fn(), seconds, peak RSS MiB of the process during the call, that peak minus the
+    RSS before the call)`` via VmHWM, reset through /proc/self/clear_refs (Linux >= 4.0).
+    The increment can undercount memory reused from the allocator's retained heap; the
+    absolute peak (inputs, libraries and all) is the conservative figure."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # reset the peak-RSS high-water mark
+        ok = True
+    except OSError:
+        ok = False
+    before = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    out = fn()
+    dt = time.perf_counter() - t0
+    peak = _status_kib("VmHWM")
+    if not ok or before is None or peak is None:
+        return out, dt, None, None
+    return out, dt, peak / 1024.0, max(peak - before, 0) / 1024.0
+
+
+# --------------------------------------------------------------------------- problems
+def _inputs(case: Case, seed: int) -> dict[str, Any]:
+    sz = case.size_dict
+    if case.problem == "relu1d":
+        m, s = sz["m"], sz["s"]
+        rng = make_rng(seed, "bench", "relu1d", m, s)
+        a, b = rng.uniform(-1.0, 1.0, size=(2, m))
+        c = rng.standard_normal(m)
+        x = rng.uniform(-1.0, 1.0, size=s)
+        return {"a": a, "b": b, "c": c, "x": x, "y": np.sin(np.pi * x), "alpha": float(m)}
+    d, m, n = sz["d"], sz["m"], sz["n"]
+    rng = make_rng(seed, "bench", "twolayer", d, m, n)
+    a = rng.choice([-1.0, 1.0], size=m)
+    B = rng.standard_normal((m, d))
+    B /= np.linalg.norm(B, axis=1, keepdims=True)
+    X = rng.standard_normal((n, d)) / np.sqrt(d)
+    return {"a": a, "B": B, "X": X, "Y": np.linalg.norm(X[:, :5], axis=1)}
+
+
+def _dense_relu1d(a, b, c, x, y, alpha):
+    """relu1d's dense reference, chunked over samples (loss and gradients are sums)."""
+    rows = max(1, CHUNK_ELEMENTS // a.size)
+    loss, grads = 0.0, [np.zeros_like(a) for _ in range(3)]
+    for s0 in range(0, x.size, rows):
+        lo, gs = relu1d.loss_and_grad_dense(a, b, c, x[s0:s0 + rows], y[s0:s0 + rows], alpha)
+        loss += lo
+        for g, h in zip(grads, gs):
+            g += h
+    return loss, tuple(grads)
+
+
+def _torch_relu1d(torch, a, b, c, x, y, alpha):
+    """The same step with autograd: f = c relu(a x - b) / alpha, L = 1/2 sum (f - y)^2."""
+    a, b, c = (v.detach().requires_grad_(True) for v in (a, b, c))
+    rows = max(1, CHUNK_ELEMENTS // a.shape[0])
+    total = 0.0
+    for s0 in range(0, x.shape[0], rows):
+        H = torch.relu(a[:, None] * x[None, s0:s0 + rows] - b[:, None])
+        f = (c @ H) / alpha
+        loss = 0.5 * torch.sum((f - y[s0:s0 + rows]) ** 2)
+        loss.backward()
+        total += float(loss.item())
+    return total, (a.grad, b.grad, c.grad)
+
+
+def _torch_twolayer(torch, a, B, X, Y):
+    """The same step with autograd: f = relu(X B^T) a / m, L = 1/(2n) sum (f - y)^2."""
+    a, B = (v.detach().requires_grad_(True) for v in (a, B))
+    m, n = a.shape[0], X.shape[0]
+    rows = max(1, CHUNK_ELEMENTS // m)
+    total = 0.0
+    for s0 in range(0, n, rows):
+        f = torch.relu(X[s0:s0 + rows] @ B.T) @ a / m
+        loss = torch.sum((f - Y[s0:s0 + rows]) ** 2) / (2 * n)
+        loss.backward()
+        total += float(loss.item())
+    return total, (a.grad, B.grad)
+
+
+def _engines(case: Case, inp: dict[str, Any], torch) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """name -> (description, zero-argument step)."""
+    if case.problem == "relu1d":
+        a, b, c, x, y, al = (inp[k] for k in ("a", "b", "c", "x", "y", "alpha"))
+        fast = "numerics.fast1d sorted kernels" if relu1d._fast() is not None else "DENSE fallback"
+        out = {"engine": (f"numerics.relu1d.loss_and_grad ({fast})",
+                          lambda: relu1d.loss_and_grad(a, b, c, x, y, al)),
+               "dense": ("numerics.relu1d.loss_and_grad_dense (O(m s), chunked)",
+                         lambda: _dense_relu1d(a, b, c, x, y, al))}
+        if torch is not None:
+            T = [torch.from_numpy(v) for v in (a, b, c, x, y)]
+            out["torch"] = ("PyTorch float64 autograd (chunked)",
+                            lambda: _torch_relu1d(torch, *T, al))
+        return out
+    a, B, X, Y = (inp[k] for k in ("a", "B", "X", "Y"))
+    out = {"engine": ("numerics.twolayer.loss_and_grad", lambda: twolayer.loss_and_grad(a, B, X, Y)),
+           "prototype": ("numerics.fast_twolayer.loss_and_grad",
+                         lambda: fast_twolayer.loss_and_grad(a, B, X, Y)),
+           "dense": ("numerics.fast_twolayer.loss_and_grad_dense_reference (chunked)",
+                     lambda: fast_twolayer.loss_and_grad_dense_reference(
+                         a, B, X, Y, chunk_elements=CHUNK_ELEMENTS))}
+    if torch is not None:
+        T = [torch.from_numpy(v) for v in (a, B, X, Y)]
+        out["torch"] = ("PyTorch float64 autograd (chunked)", lambda: _torch_twolayer(torch, *T))
+    return out
+
+
+def _as_numpy(v) -> np.ndarray:
+    if hasattr(v, "detach"):
+        v = v.detach().numpy()
+    return np.asarray(v, dtype=np.float64)
+
+
+def _discrepancy(res, ref) -> float:
+    """max over the loss and the gradients of max|u - v| / max|v|."""
+    (l1, g1), (l2, g2) = res, ref
+    errs = [abs(float(l1) - float(l2)) / max(abs(float(l2)), 1e-300)]
+    for u, v in zip(g1, g2):
+        u, v = _as_numpy(u), _as_numpy(v)
+        errs.append(float(np.max(np.abs(u - v))) / max(float(np.max(np.abs(v))), 1e-300))
+    return max(errs)
+
+
+# --------------------------------------------------------------------------- running
+def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
+    inp = _inputs(case, seed)
+    engines = _engines(case, inp, torch)
+    load0 = _loadavg()
+    rec: dict[str, dict[str, Any]] = {}
+    ref = None
+    for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
+        res, dt, peak, incr = _measure_peak(fn)
+        if name == "engine":
+            ref = res
+        rec[name] = {"description": desc, "peak_mib": peak, "peak_increment_mib": incr,
+                     "agreement": _discrepancy(res, ref),
+                     "times": [dt] if case.time_warmup else []}
+    start = 1 if case.time_warmup else 0
+    for rep in range(start, max(case.repeats, case.slow_repeats)):
+        for name, (_, fn) in engines.items():
+            reps = case.repeats if name in ("engine", "prototype") else case.slow_repeats
+            if rep < reps:
+                t0 = time.perf_counter()
+                fn()
+                rec[name]["times"].append(time.perf_counter() - t0)
+    for r in rec.values():
+        r["min"] = float(np.min(r["times"]))
+        r["median"] = float(np.median(r["times"]))
+    base = rec["engine"]
+    ratios = {name: {"min": r["min"] / base["min"], "median": r["median"] / base["median"]}
+              for name, r in rec.items() if name != "engine"}
+    out = {"problem": case.problem, "scale": case.scale, "sizes": case.size_dict,
+           "note": case.note, "repeats": case.repeats, "slow_repeats": case.slow_repeats,
+           "warmup_timed": case.time_warmup,
+           "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
+           "ratios": ratios}
+    log(_format_case(out))
+    return out
+
+
+def _targets(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The targets of issue 7, judged on the ratio of minimum times."""
+    out = []
+    for c in cases:
+        tr = c["ratios"].get("torch")
+        if c["problem"] == "relu1d" and c["scale"].startswith(("paper", "large")):
+            need = 50.0 if c["scale"].startswith("large") else 1.0
+            out.append({"target": f"1-D {c['scale']}: torch / engine >= {need:g}", "required": need,
+                        "measured": None if tr is None else tr["min"],
+                        "met": None if tr is None else tr["min"] >= need})
+        if c["problem"] == "twolayer" and c["scale"].startswith(("paper", "large")):
+            for eng in ("engine", "prototype"):
+                r = 1.0 if eng == "engine" else (None if tr is None else
+                                                 c["engines"]["engine"]["min"] / c["engines"][eng]["min"])
+                meas = None if tr is None else tr["min"] * (r if eng == "prototype" else 1.0)
+                out.append({"target": f"d-dim {c['scale']}: torch / {eng} >= 1", "required": 1.0,
+                            "measured": meas, "met": None if meas is None else meas >= 1.0})
+            if c["scale"].startswith("large"):
+                for eng in ("engine", "prototype"):
+                    pk = c["engines"][eng]["peak_mib"]
+                    out.append({"target": f"d-dim {c['scale']}: peak memory of {eng} < 4096 MiB",
+                                "required": 4096.0, "measured": pk,
+                                "met": None if pk is None else pk < 4096.0})
+    return out
+
+
+def run_bench(cases=QUICK_CASES, *, seed: int = 0, use_torch: bool = True,
+              log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the benchmark cases; returns the JSON-able results dict."""
+    threads = blas_threads()
+    torch = _import_torch(threads) if use_torch else None
+    machine = _machine(torch, threads)
+    log(f"machine: {machine['cpu_count']} CPUs, BLAS threads {threads}, torch "
+        f"{machine['torch'] or 'not available'} (threads {machine['torch_threads']}), "
+        f"load average {_loadavg()}")
+    t0 = time.perf_counter()
+    results = [_bench_case(c, torch, seed, log) for c in cases]
+    data = {"schema": SCHEMA, "seed": seed, "machine": machine, "cases": results,
+            "targets": _targets(results), "seconds": time.perf_counter() - t0}
+    log(_format_targets(data["targets"]))
+    return data
+
+
+def _ms(t: float) -> str:
+    return f"{t * 1e3:.3g}" if t * 1e3 < 100 else f"{t * 1e3:.0f}"
+
+
+def _peak(r: dict[str, Any]) -> str:
+    if r.get("peak_mib") is None:
+        return "n/a"
+    return f"{r['peak_mib']:.0f} (+{r.get('peak_increment_mib') or 0:.0f})"
+
+
+def _format_case(c: dict[str, Any]) -> str:
+    sz = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items())
+    lines = [f"\n[{c['problem']} {c['scale']}: {sz}] load {c['loadavg_before']} -> {c['loadavg_after']}",
+             f"  {'engine':10s} {'min ms':>10s} {'median ms':>10s} {'x engine (min/med)':>20s} "
+             f"{'peak RSS MiB (+call)':>21s} {'agreement':>10s}"]
+    for name, r in c["engines"].items():
+        rt = c["ratios"].get(name)
+        rts = "1" if rt is None else f"{rt['min']:.3g} / {rt['median']:.3g}"
+        lines.append(f"  {name:10s} {_ms(r['min']):>10s} {_ms(r['median']):>10s} {rts:>20s} "
+                     f"{_peak(r):>21s} {r['agreement']:10.2e}")
+    return "\n".join(lines)
+
+
+def _format_targets(targets: list[dict[str, Any]]) -> str:
+    lines = ["\ntargets (issue 7, ratio of minimum times):"]
+    for t in targets:
+        v = "n/a (torch not available)" if t["measured"] is None else \
+            f"{t['measured']:.3g} -> {'MET' if t['met'] else 'MISSED'}"
+        lines.append(f"  {t['target']}: {v}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- CLI
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``python -m verify bench``."""
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller repeats and a reduced n at the d-dim large scale (< 2 min)")
+    parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even if importable")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of the CLI subcommand; prints the tables, writes ``--json``."""
+    seed = int(getattr(args, "seed", 0) or 0)
+    if seed < 0:
+        print("verify: error: --seed must be a non-negative integer", file=sys.stderr)
+        return 2
+    cases = QUICK_CASES if getattr(args, "quick", False) else FULL_CASES
+    data = run_bench(cases, seed=seed, use_torch=not getattr(args, "no_torch", False))
+    data["profile"] = "quick" if getattr(args, "quick", False) else "full"
+    if getattr(args, "json", None):
+        atomic_write_bytes(args.json, (json.dumps(data, indent=1) + "\n").encode())
+        print(f"wrote {args.json}")
+    return 0
+
+
+# --------------------------------------------------------------------------- report
+_LABEL = {"engine": "engine", "prototype": "prototype (fast_twolayer)", "dense": "dense NumPy",
+          "torch": "PyTorch autograd"}
+_COLOR = {"engine": "C0", "prototype": "C1", "dense": "C2", "torch": "C3"}
+
+
+def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[tuple[str, str]]]:
+    """Markdown "Performance" section and a log-log plot (time per step vs m) from a
+    bench results dict (the committed ``benchmarks/results.json``)."""
+    from verify.plotting import new_figure, save_figure  # noqa: PLC0415
+
+    mach = data.get("machine", {})
+    L = ["## Performance", "",
+         f"One loss-and-gradient step, timed by `python -m verify bench` "
+         f"(profile {data.get('profile', '?')}, {mach.get('date_utc', '?')} UTC, "
+         f"{mach.get('cpu_count', '?')} CPUs, NumPy {mach.get('numpy', '?')} with "
+         f"{mach.get('blas_threads', '?')} BLAS threads, PyTorch {mach.get('torch') or 'absent'} "
+         f"with {mach.get('torch_threads', '?')} threads). All engines of a row ran in one "
+         "process on the same inputs, interleaved round-robin; min and median over the repeats; "
+         "'x engine' is time(row) / time(engine) of the minima (> 1: the engine is faster). "
+         "Timings are nondeterministic: this section reads the committed benchmarks/results.json "
+         "(see benchmarks/README.md to reproduce).", "",
+         "| problem | scale | sizes | engine | min [ms] | median [ms] | x engine | peak RSS [MiB] (+ during call) | agreement |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for c in data.get("cases", []):
+        sz = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items())
+        for name, r in c["engines"].items():
+            rt = c["ratios"].get(name)
+            L.append(f"| {c['problem']} | {c['scale']} | {sz} | {_LABEL.get(name, name)} | "
+                     f"{_ms(r['min'])} | {_ms(r['median'])} | "
+                     f"{'1' if rt is None else format(rt['min'], '.3g')} | "
+                     f"{_peak(r)} | "
+                     f"{r['agreement']:.1e} |")
+    L += ["", "Targets of issue 7 (ratio of minimum times):", "",
+          "| target | measured | verdict |", "|---|---|---|"]
+    for t in data.get("targets", []):
+        meas = "n/a" if t["measured"] is None else f"{t['measured']:.3g}"
+        verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
+        L.append(f"| {t['target']} | {meas} | {verdict} |")
+    L.append("")
+    notes = sorted({c["note"] for c in data.get("cases", []) if c.get("note")})
+    L += [f"Note: {n}." for n in notes]
+    loads = [c.get("loadavg_before") for c in data.get("cases", []) if c.get("loadavg_before")]
+    if loads:
+        L.append(f"Load average (1 min) at the start of the cases: "
+                 f"{', '.join(f'{x[0]:.1f}' for x in loads)} (shared machine).")
+
+    fig, axes = new_figure(ncols=2, width=4.6, height=3.6)
+    for ax, prob, title in ((axes[0], "relu1d", "1-D network (W.1)"),
+                            (axes[1], "twolayer", "d-dim network (H.1)")):
+        cases = sorted((c for c in data.get("cases", []) if c["problem"] == prob),
+                       key=lambda c: c["sizes"]["m"])
+        names = [n for n in ("engine", "prototype", "dense", "torch")
+                 if any(n in c["engines"] for c in cases)]
+        for name in names:
+            pts = [(c["sizes"]["m"], c["engines"][name]["min"] * 1e3) for c in cases if name in c["engines"]]
+            if pts:
+                ms, ts = zip(*pts)
+                ax.loglog(ms, ts, marker="o", color=_COLOR.get(name), label=_LABEL.get(name, name))
+        for c in cases:
+            lab = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items() if k != "m")
+            ax.annotate(lab, (c["sizes"]["m"], c["engines"]["engine"]["min"] * 1e3),
+                        textcoords="offset points", xytext=(4, -10), fontsize=7)
+        ax.set_xlabel("width m")
+        ax.set_ylabel("time per loss+gradient step [ms] (min)")
+        ax.set_title(title)
+        if names:
+            ax.legend(fontsize=7)
+    name = "performance_time_per_step.png"
+    save_figure(fig, Path(outdir) / name)
+    cap = ("Time per loss-and-gradient step vs width m (log-log, minimum over repeats) for the "
+           "engines of benchmarks/results.json; the number of samples grows with m (labels).")
+    return "\n".join(L) + "\n", [(name, cap)]
