@@ -196,7 +196,8 @@ class GroupAction:
     def is_weakly_invariant(self, particles: np.ndarray, weights: np.ndarray | None = None,
                             tol: float = 1e-12) -> bool:
         """True when M_g # mu = mu for every g (each image particle set equals the set, with
-        the same weights, up to ``tol``)."""
+        the same weights, up to ``tol``).  Pairwise comparison: O(N^2) memory, meant for
+        small particle systems (tests, N <= a few thousand)."""
         z, w = validate_measure(particles, weights, self.dim_z)
         for g in range(self.order):
             img = z @ self.M[g].T
