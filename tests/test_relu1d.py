@@ -140,3 +140,25 @@ def test_gd_divergence_names_step_size():
     # a small step size converges
     g = N.gradient_descent(a, b, c, np.linspace(-1, 1, 5), y, 1, eta=0.01, steps=60)
     assert g.loss[-1] < g.loss[0]
+
+
+def test_gd_converges_to_filippov_flow_through_sliding():
+    """Independent check of the event/sliding treatment: plain GD (no events) approaches
+    the integrated flow at rate O(eta) over a horizon with slides and un-slides."""
+    rng = np.random.default_rng(0)
+    m, s = 20, 5
+    a, b = rng.uniform(-1, 1, (2, m))
+    c = rng.normal(size=m) * 2
+    x = np.sort(rng.uniform(-1, 1, s))
+    y = np.sin(3 * x)
+    T = 25.0
+    fl = N.gradient_flow(a, b, c, x, y, "m", [0, T])
+    kinds = {e[1] for e in fl.events}
+    assert {"slide", "unslide", "cross"} <= kinds
+    errs = []
+    for eta in (4e-3, 2e-3):
+        n = int(round(T / eta))
+        g = N.gradient_descent(a, b, c, x, y, "m", eta=eta, steps=n, record_every=n)
+        errs.append(np.max(np.abs(np.array([g.a[-1], g.b[-1], g.c[-1]]) - fl.state[-1])))
+    assert errs[0] < 1e-3
+    assert 1.7 < errs[0] / errs[1] < 2.3

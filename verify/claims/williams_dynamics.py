@@ -188,7 +188,7 @@ def derive_w2c() -> Derivation:
              "(W2a: $s_2 = (\\sqrt{\\delta^2+4r^2}-\\delta)/2$):",
              sp.Eq(sp.Symbol("G^{-1}_{rr}"), w["g_rr"])),
         Step("", sp.Eq(sp.Symbol("G^{-1}_{theta theta}"), w["g_thth"])),
-        Step("so the metric is", sp.Eq(sp.Symbol("G(r, delta)"), w["metric"])),
+        Step("so the metric $G(r, \\delta)$ in $(r, \\theta)$ is", w["metric"]),
         Step("In the frame $d\\tau = r\\,d\\theta$: $\\dot\\tau = -c^2\\,\\partial_\\tau\\tilde L$ with",
              sp.Eq(sp.Symbol("c^2"), w["g_tautau"])),
         Step("Kernel regime: $\\lim_{\\delta\\to-\\infty} \\delta^2 G^{-1}_{\\theta\\theta}/G^{-1}_{rr}$ =",

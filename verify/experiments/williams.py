@@ -114,8 +114,8 @@ def fig2(params: dict[str, Any], profile: str, seed: int):
 EXPERIMENTS = [
     Experiment("williams-fig1", "Williams et al. Fig. 1: network function with knots and the "
                "particle picture |r| d(theta) with sample lines (full flow, alpha = m)",
-               fig1, defaults={"m": 40, "s": 6, "delta": 20.0, "T": 1.0},
-               quick={"m": 40}, full={"m": 200, "T": 4.0}, claims=("W2a", "W2h")),
+               fig1, defaults={"m": 40, "s": 6, "delta": 20.0, "T": 30.0},
+               quick={"m": 40}, full={"m": 200, "T": 100.0}, claims=("W2a", "W2h")),
     Experiment("williams-fig2", "Williams et al. Fig. 2: particle trajectories for several delta, "
                "from the kernel (delta << 0) to the adaptive (delta >> 0) regime",
                fig2, defaults={"m": 30, "s": 6, "deltas": [-20.0, -1.0, 0.0, 1.0, 20.0],
