@@ -1,0 +1,413 @@
+"""The one-dimensional reduced dynamics of Hajjar & Chizat (2023), Thm 4.3 / Figure 3
+(MATH.md H1e, H1g, H1h): target f*(x) = |x_H|, dim H = d_H, data rho = N(0, I_d / d).
+
+Kernel.  phi~(theta; phi) = E[relu(cos(theta) cos(phi) R + sin(theta) sin(phi) S)], R and S
+independent first coordinates of Unif(S^{d_H-1}) and Unif(S^{d-d_H-1}) (density of a first
+coordinate of Unif(S^{k-1}) proportional to (1 - r^2)^{(k-3)/2}).  Computed by
+- the inner expectation over R in closed form: with c = cos th cos ph, y = s S,
+  E_R[(c R + y)_+] = c E[R; R > -y/c] + y P(R > -y/c)  (regularized incomplete Beta),
+  equal to relu(y) when |y| >= c;
+- the outer expectation over S = cos(psi), density sin^{k-2}(psi) on [0, pi]: the part
+  |s S| >= c in closed form, the middle part [psi0, pi - psi0] by tanh-sinh quadrature
+  (the kinks |s S| = c sit at its endpoints, where tanh-sinh keeps double-exponential
+  convergence; a tensor Gauss rule across the kink would only converge algebraically).
+The theta-derivative is computed the same way.  Accuracy ~1e-14 (see tests/test_reduced.py).
+
+Dynamics.  The weight-position discretization tau^{+-} = (1/m) sum_j c_j delta_{theta_j}
+(eps_j = +-1 the sign of the output weight), MATH.md H1g:
+    dc_j/dt = 2 eps_j c_j G(theta_j),  dtheta_j/dt = eps_j G'(theta_j),
+    G(theta) = E_phi[(cos phi - f~(phi)) phi~(theta; phi)],  f~(phi) = (1/m) sum_j eps_j c_j phi~(theta_j; phi),
+where phi = phi_x (cos^2 phi ~ Beta(d_H/2, (d-d_H)/2), E|x|^2 = 1, |x| independent of phi_x).
+E_phi uses a Gauss-Jacobi rule in t = cos(2 phi); phi~(., phi_k) is tabulated on a theta
+grid with its exact theta-derivative and interpolated by cubic Hermite polynomials (the
+field used is the exact gradient of the interpolated loss, so GD/flow decrease it).
+phi~ is even about theta = 0 and theta = pi/2 (R, S symmetric), so G' vanishes there and
+a GD step leaving [0, pi/2] is folded back by reflection (the quotient map of the circle).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mpmath
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.special import beta as beta_fn, betainc, roots_jacobi
+
+from numerics.validation import as_float_array, require_in_range, require_positive_int
+
+__all__ = ["coordinate_tail", "phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
+           "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
+           "reduced_loss_and_field", "simulate_gd", "simulate_flow", "masses",
+           "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature",
+           "ReducedRun", "validate_dims"]
+
+HALF_PI = np.pi / 2
+
+
+def validate_dims(d, d_H) -> tuple[int, int]:
+    """1 <= d_H <= d - 1 (both a non-trivial H and a non-trivial complement)."""
+    d = require_positive_int(d, "d (ambient dimension)", minimum=2)
+    d_H = require_positive_int(d_H, "d_H (dimension of H)", minimum=1)
+    if d_H >= d:
+        raise ValueError(f"d_H must be < d (H a proper subspace, so that theta and S are "
+                         f"defined); got d_H = {d_H}, d = {d}")
+    return d, d_H
+
+
+# ------------------------------------------------------------------ sphere marginals
+def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
+    """(P(R > a), E[R 1{R > a}]) for R the first coordinate of Unif(S^{k-1}), a in [-1, 1]."""
+    a = np.clip(np.asarray(a, dtype=np.float64), -1.0, 1.0)
+    if k == 1:  # R = +-1
+        P = np.where(a < 1, np.where(a < -1 + 0.0, 1.0, 0.5), 0.0)
+        P = np.where(a <= -1, 1.0, P)
+        M1 = np.where(a < 1, 0.5, 0.0)
+        return P, M1
+    one_m = (1 - a) * (1 + a)
+    half_tail = 0.5 * betainc((k - 1) / 2, 0.5, one_m)       # P(R > |a|)
+    P = np.where(a >= 0, half_tail, 1 - half_tail)
+    M1 = one_m ** ((k - 1) / 2) / ((k - 1) * beta_fn(0.5, (k - 1) / 2))
+    return P, M1
+
+
+def _tanh_sinh(level_h: float = 1 / 16, umax: float = 3.3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes x in (-1, 1), weights, and 1 - |x| (accurate) of the tanh-sinh rule."""
+    u = np.arange(-umax, umax + level_h / 2, level_h)
+    v = HALF_PI * np.sinh(u)
+    x = np.tanh(v)
+    w = level_h * HALF_PI * np.cosh(u) / np.cosh(v) ** 2
+    one_minus_abs = 2.0 / (1.0 + np.exp(2 * np.abs(v)))
+    return x, w, one_minus_abs
+
+
+_TS = _tanh_sinh()
+
+
+def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
+    th, ph = np.broadcast_arrays(np.asarray(theta, dtype=np.float64),
+                                 np.asarray(phi, dtype=np.float64))
+    shape = th.shape
+    th, ph = th.ravel(), ph.ravel()
+    kH, kP = d_H, d - d_H
+    c = np.cos(th) * np.cos(ph)
+    s = np.sin(th) * np.sin(ph)
+    ct = -np.sin(th) * np.cos(ph)   # dc/dtheta
+    st = np.cos(th) * np.sin(ph)    # ds/dtheta
+
+    def g(y, S, cc, cth, sth):
+        """E_R[(c R + y)_+] (or its theta-derivative c_th E[R; .] + s_th S P(.)), any y."""
+        out = np.where(y >= cc, sth * S if derivative else y, 0.0)
+        inside = np.abs(y) < cc
+        if np.any(inside):
+            c1 = np.where(inside, cc, 1.0)
+            y1 = np.where(inside, y, 0.0)
+            P, M1 = coordinate_tail(kH, -y1 / c1)
+            val = cth * M1 + sth * S * P if derivative else c1 * M1 + y1 * P
+            out = np.where(inside, val, out)
+        return out
+
+    if kP == 1:  # S = +-1
+        one = np.ones_like(s)
+        val = 0.5 * (g(s, one, c, ct, st) + g(-s, -one, c, ct, st))
+        return val.reshape(shape)
+    B = beta_fn(0.5, (kP - 1) / 2)
+    # closed part: S >= t0 = c/s (only when s > c), where cR + sS > 0 surely
+    has_out = s > c
+    t0 = np.where(has_out, np.divide(c, s, out=np.ones_like(c), where=s > 0), 1.0)
+    tail_m1 = (1 - t0) * (1 + t0)
+    tail_m1 = np.where(has_out, tail_m1 ** ((kP - 1) / 2) / ((kP - 1) * B), 0.0)
+    closed = (st if derivative else s) * tail_m1
+    # middle part psi in [psi0, pi - psi0], psi0 = arccos(t0)
+    psi0 = np.where(has_out, np.arccos(t0), 0.0)
+    half = HALF_PI - psi0                      # half-length of the interval
+    x, w, oma = _TS
+    psi = HALF_PI + half[:, None] * x[None, :]
+    S = np.cos(psi)
+    dens = np.sin(psi) ** (kP - 2) / B
+    y = s[:, None] * S
+    vals = g(y, S, c[:, None], ct[:, None], st[:, None])
+    middle = half * ((vals * dens) @ w)
+    return (closed + middle).reshape(shape)
+
+
+def _validate_angles(theta, phi):
+    th = as_float_array(theta, "theta (angle of the neuron to H)")
+    ph = as_float_array(phi, "phi (angle of the input to H)")
+    require_in_range(th, "theta", 0.0, HALF_PI)
+    require_in_range(ph, "phi", 0.0, HALF_PI)
+    return th, ph
+
+
+def phi_tilde(theta, phi, d: int, d_H: int) -> np.ndarray:
+    """phi~(theta; phi) (Hajjar & Chizat 2023, Thm 4.3; MATH.md H1e), vectorized."""
+    d, d_H = validate_dims(d, d_H)
+    th, ph = _validate_angles(theta, phi)
+    return _phi_parts(th, ph, d, d_H, derivative=False)
+
+
+def phi_tilde_dtheta(theta, phi, d: int, d_H: int) -> np.ndarray:
+    """d phi~(theta; phi) / d theta, vectorized."""
+    d, d_H = validate_dims(d, d_H)
+    th, ph = _validate_angles(theta, phi)
+    return _phi_parts(th, ph, d, d_H, derivative=True)
+
+
+def phi_tilde_mp(theta, phi, d: int, d_H: int, dps: int = 25) -> mpmath.mpf:
+    """Independent high-precision reference: the double integral over R = cos(w),
+    S = cos(p) with densities sin^{k-2}, integrating c cos(w) + s cos(p) over the
+    region where it is positive (inner limit arccos(-s S / c) as a breakpoint), by
+    mpmath.quad; the k = 1 marginals are two-point averages.  Inputs taken exactly."""
+    d, d_H = validate_dims(d, d_H)
+    kH, kP = d_H, d - d_H
+    with mpmath.workdps(dps + 10):
+        th, ph = mpmath.mpf(float(theta)), mpmath.mpf(float(phi))
+        c = mpmath.cos(th) * mpmath.cos(ph)
+        s = mpmath.sin(th) * mpmath.sin(ph)
+
+        def inner(y):  # E_R[(cR + y)_+]
+            if kH == 1:
+                return (max(c + y, 0) + max(-c + y, 0)) / 2
+            if y >= c:
+                return y
+            if y <= -c:
+                return mpmath.mpf(0)
+            wstar = mpmath.acos(-y / c)
+            Z = mpmath.beta(mpmath.mpf(1) / 2, mpmath.mpf(kH - 1) / 2)
+            f = lambda w: (c * mpmath.cos(w) + y) * mpmath.sin(w) ** (kH - 2)  # noqa: E731
+            return mpmath.quad(f, [0, wstar]) / Z
+
+        if kP == 1:
+            val = (inner(s) + inner(-s)) / 2
+        else:
+            Z = mpmath.beta(mpmath.mpf(1) / 2, mpmath.mpf(kP - 1) / 2)
+            pts = [0, mpmath.pi]
+            if s > c and c > 0:
+                p0 = mpmath.acos(c / s)
+                pts = [0, p0, mpmath.pi - p0, mpmath.pi]
+            val = mpmath.quad(lambda p: inner(s * mpmath.cos(p)) * mpmath.sin(p) ** (kP - 2), pts) / Z
+    with mpmath.workdps(dps):
+        return +val
+
+
+def phi_tilde_mc(rng: np.random.Generator, theta: float, phi: float, d: int, d_H: int,
+                 n: int) -> tuple[float, float]:
+    """Monte Carlo on the actual sphere S^{d-1}: u = (cos th U_H, sin th U_perp) with U_H,
+    U_perp uniform on their spheres (normalized Gaussians), x = (cos ph e_1, sin ph e'_1);
+    returns (mean of relu(u . x), standard error)."""
+    d, d_H = validate_dims(d, d_H)
+    gH = rng.standard_normal((n, d_H))
+    gP = rng.standard_normal((n, d - d_H))
+    U = np.concatenate([np.cos(theta) * gH / np.linalg.norm(gH, axis=1, keepdims=True),
+                        np.sin(theta) * gP / np.linalg.norm(gP, axis=1, keepdims=True)], axis=1)
+    x = np.zeros(d)
+    x[0], x[d_H] = np.cos(phi), np.sin(phi)
+    v = np.maximum(U @ x, 0.0)
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(n))
+
+
+# ------------------------------------------------------------------ phi quadrature
+def phi_quadrature(d: int, d_H: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes phi_k in (0, pi/2) and weights W_k (sum 1) for E over phi_x, x ~ N(0, I):
+    cos^2 phi ~ Beta(d_H/2, (d-d_H)/2); Gauss-Jacobi in t = cos(2 phi) with weight
+    (1 - t)^{(d-d_H)/2 - 1} (1 + t)^{d_H/2 - 1}."""
+    d, d_H = validate_dims(d, d_H)
+    t, w = roots_jacobi(require_positive_int(n, "n_phi"), (d - d_H) / 2 - 1, d_H / 2 - 1)
+    return np.arccos(t) / 2, w / w.sum()
+
+
+@dataclass
+class PhiTable:
+    """phi~(theta; phi_k) and its theta-derivative on a uniform theta grid, for the
+    Gauss-Jacobi phi nodes; cubic Hermite interpolation in theta."""
+    d: int
+    d_H: int
+    n_theta: int = 513
+    n_phi: int = 48
+    phi: np.ndarray = field(init=False)
+    weights: np.ndarray = field(init=False)
+    grid: np.ndarray = field(init=False)
+    values: np.ndarray = field(init=False)
+    slopes: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.d, self.d_H = validate_dims(self.d, self.d_H)
+        n = require_positive_int(self.n_theta, "n_theta", minimum=3)
+        self.phi, self.weights = phi_quadrature(self.d, self.d_H, self.n_phi)
+        self.grid = np.linspace(0.0, HALF_PI, n)
+        TH, PH = np.meshgrid(self.grid, self.phi, indexing="ij")
+        self.values = _phi_parts(TH, PH, self.d, self.d_H, derivative=False)
+        self.slopes = _phi_parts(TH, PH, self.d, self.d_H, derivative=True)
+        self.h = self.grid[1] - self.grid[0]
+
+    def __call__(self, theta) -> tuple[np.ndarray, np.ndarray]:
+        """(phi~(theta_j; phi_k), d/dtheta of the interpolant): two (m, n_phi) arrays."""
+        th = np.clip(np.asarray(theta, dtype=np.float64), 0.0, HALF_PI)
+        h = self.h
+        i = np.minimum((th / h).astype(np.int64), len(self.grid) - 2)
+        u = (th - self.grid[i]) / h
+        u = u[:, None]
+        p0, p1 = self.values[i], self.values[i + 1]
+        m0, m1 = self.slopes[i] * h, self.slopes[i + 1] * h
+        u2, u3 = u * u, u * u * u
+        val = ((2 * u3 - 3 * u2 + 1) * p0 + (u3 - 2 * u2 + u) * m0
+               + (-2 * u3 + 3 * u2) * p1 + (u3 - u2) * m1)
+        der = ((6 * u2 - 6 * u) * p0 + (3 * u2 - 4 * u + 1) * m0
+               + (-6 * u2 + 6 * u) * p1 + (3 * u2 - 2 * u) * m1) / h
+        return val, der
+
+
+# ------------------------------------------------------------------ dynamics
+@dataclass
+class ReducedState:
+    """tau^{+-} = (1/m) sum_j c_j delta_{theta_j} split by eps_j = +-1."""
+    c: np.ndarray
+    theta: np.ndarray
+    eps: np.ndarray
+
+    def copy(self) -> "ReducedState":
+        return ReducedState(self.c.copy(), self.theta.copy(), self.eps.copy())
+
+
+def initial_state(rng_plus: np.random.Generator, rng_minus: np.random.Generator, m: int,
+                  d: int, d_H: int) -> ReducedState:
+    """tau_0^{+-} of the default initialization a = +-1, b ~ Unif(S^{d-1}): m particles,
+    m/2 with eps = +1 and m/2 with eps = -1 (independent streams), c_j = |a_j||b_j| = 1,
+    theta_j = arccos |u_H|, |u_H|^2 ~ Beta(d_H/2, (d - d_H)/2)."""
+    d, d_H = validate_dims(d, d_H)
+    m = require_positive_int(m, "m", minimum=2)
+    mp = m // 2
+    th = [np.arccos(np.sqrt(r.beta(d_H / 2, (d - d_H) / 2, size=k)))
+          for r, k in ((rng_plus, mp), (rng_minus, m - mp))]
+    eps = np.concatenate([np.ones(mp), -np.ones(m - mp)])
+    return ReducedState(np.ones(m), np.concatenate(th), eps)
+
+
+def fold_angle(theta: np.ndarray) -> np.ndarray:
+    """Reflect angles into [0, pi/2] (phi~ is even about 0 and about pi/2)."""
+    t = np.mod(np.asarray(theta, dtype=np.float64), np.pi)
+    return np.where(t > HALF_PI, np.pi - t, t)
+
+
+def reduced_loss_and_field(state: ReducedState, table: PhiTable
+                           ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """(loss, G(theta_j), G'(theta_j), f~(phi_k)) with loss = 1/2 E_phi[(cos phi - f~)^2]."""
+    m = state.c.shape[0]
+    P, dP = table(state.theta)
+    f = (state.eps * state.c) @ P / m
+    res = np.cos(table.phi) - f
+    wr = table.weights * res
+    return 0.5 * float(res @ wr), P @ wr, dP @ wr, f
+
+
+def masses(state: ReducedState) -> tuple[float, float]:
+    """(tau^+([0, pi/2]), tau^-([0, pi/2]))."""
+    m = state.c.shape[0]
+    return (float(state.c[state.eps > 0].sum() / m), float(state.c[state.eps < 0].sum() / m))
+
+
+def w2_to_dirac(state: ReducedState, sign: int, point: float) -> float:
+    """W_2 between the normalized tau^{sign} and delta_point: sqrt(sum c (theta - p)^2 / sum c)."""
+    sel = state.eps == sign
+    c = state.c[sel]
+    return float(np.sqrt(np.sum(c * (state.theta[sel] - point) ** 2) / np.sum(c)))
+
+
+def critical_time(times: np.ndarray, plus_mass: np.ndarray, alpha: float) -> float:
+    """First recorded time with tau^+ mass > alpha (nan if never)."""
+    idx = np.flatnonzero(np.asarray(plus_mass) > alpha)
+    return float(times[idx[0]]) if idx.size else float("nan")
+
+
+@dataclass
+class ReducedRun:
+    times: np.ndarray
+    losses: np.ndarray
+    plus_mass: np.ndarray
+    minus_mass: np.ndarray
+    w2_plus: np.ndarray
+    w2_minus: np.ndarray
+    snapshots: list[ReducedState]
+    final: ReducedState
+
+
+def _record(run: dict, t: float, loss: float, st: ReducedState, keep: bool) -> None:
+    mp, mm = masses(st)
+    run["times"].append(t)
+    run["losses"].append(loss)
+    run["plus"].append(mp)
+    run["minus"].append(mm)
+    run["w2p"].append(w2_to_dirac(st, 1, 0.0))
+    run["w2m"].append(w2_to_dirac(st, -1, HALF_PI))
+    if keep:
+        run["snaps"].append(st.copy())
+
+
+def _finish(run: dict, final: ReducedState) -> ReducedRun:
+    return ReducedRun(np.array(run["times"]), np.array(run["losses"]), np.array(run["plus"]),
+                      np.array(run["minus"]), np.array(run["w2p"]), np.array(run["w2m"]),
+                      run["snaps"], final)
+
+
+def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *,
+                record_every: int = 100, snapshot_every: int = 0,
+                fisher_rao_sign: float = 1.0) -> ReducedRun:
+    """Forward Euler with step ``step`` (MATH.md H1g); angles folded into [0, pi/2].
+    ``fisher_rao_sign = -1`` flips the mass update (a deliberately wrong variant for
+    negative controls).  Raises FloatingPointError naming the step on divergence."""
+    if not (np.isfinite(step) and step > 0):
+        raise ValueError(f"step must be positive and finite; got {step!r}")
+    st = state.copy()
+    run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps")}
+    for k in range(steps + 1):
+        loss, G, dG, _ = reduced_loss_and_field(st, table)
+        if not np.isfinite(loss) or loss > 1e8:
+            raise FloatingPointError(f"reduced GD diverged at step {k} with step size {step:g}")
+        if k % record_every == 0 or k == steps:
+            _record(run, k * step, loss, st,
+                    bool(snapshot_every) and (k % snapshot_every == 0 or k == steps))
+        if k == steps:
+            break
+        st.c = st.c + step * 2 * fisher_rao_sign * st.eps * st.c * G
+        st.theta = fold_angle(st.theta + step * st.eps * dG)
+    return _finish(run, st)
+
+
+def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float = 1e-9,
+                  atol: float = 1e-12) -> ReducedRun:
+    """The same dynamics as an error-controlled ODE (DOP853); the field is evaluated at
+    folded angles with the derivative's sign flipped on reflection (odd extension)."""
+    t_eval = as_float_array(t_eval, "t_eval", ndim=1)
+    m = state.c.shape[0]
+    eps = state.eps
+
+    def rhs(_t, z):
+        c, th = z[:m], z[m:]
+        tf = fold_angle(th)
+        sgn = np.where(np.mod(th, np.pi) > HALF_PI, -1.0, 1.0)
+        _, G, dG, _ = reduced_loss_and_field(ReducedState(c, tf, eps), table)
+        return np.concatenate([2 * eps * c * G, sgn * eps * dG])
+
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([state.c, state.theta]),
+                    method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise FloatingPointError(f"reduced flow failed: {sol.message} (rtol = {rtol:g})")
+    run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps")}
+    st = state
+    for i, t in enumerate(sol.t):
+        st = ReducedState(sol.y[:m, i].copy(), fold_angle(sol.y[m:, i]), eps.copy())
+        loss = reduced_loss_and_field(st, table)[0]
+        _record(run, float(t), loss, st, True)
+    return _finish(run, st)
+
+
+def reduced_predictor(state: ReducedState, X: np.ndarray, d_H: int) -> np.ndarray:
+    """f(x) = |x| int phi~(theta; phi_x) d(tau^+ - tau^-)(theta), phi_x = arccos(|x_H|/|x|),
+    H = span(e_1..e_dH), for every row of X (exact phi~ quadrature, no table)."""
+    X = as_float_array(X, "X", ndim=2)
+    d = X.shape[1]
+    nx = np.linalg.norm(X, axis=1)
+    phx = np.arccos(np.clip(np.linalg.norm(X[:, :d_H], axis=1) / nx, 0.0, 1.0))
+    m = state.c.shape[0]
+    TH, PH = np.meshgrid(np.clip(state.theta, 0, HALF_PI), phx, indexing="ij")
+    P = _phi_parts(TH, PH, d, d_H, derivative=False)          # (m, n)
+    return nx * ((state.eps * state.c) @ P) / m
