@@ -61,6 +61,7 @@ import numpy as np
 from scipy.integrate import DOP853
 from scipy.optimize import brentq
 
+from numerics.fast1d import preactivation
 from numerics.validation import as_float_array, require_positive_int, require_same_shape
 
 __all__ = [
@@ -127,7 +128,7 @@ def forward_dense(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndar
     out = np.empty_like(x)
     step = max(1, _CHUNK // max(a.size, 1))
     for k in range(0, x.size, step):
-        u = np.multiply.outer(x[k:k + step], a) - b  # (n_chunk, m)
+        u = preactivation(a, b, x[k:k + step]).T  # (n_chunk, m), exact sign (kink convention)
         out[k:k + step] = np.maximum(u, 0.0) @ c / al
     return out
 
@@ -139,7 +140,7 @@ def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | s
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
     al = normalize_alpha(alpha, a.size)
-    u = np.multiply.outer(a, x) - b[:, None]  # (m, s)
+    u = preactivation(a, b, x)  # (m, s): a_i x_j - b_i with its EXACT sign (kink convention)
     act = u > 0
     relu = np.where(act, u, 0.0)
     rho = c @ relu / al - y
