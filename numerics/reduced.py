@@ -348,6 +348,7 @@ class ReducedRun:
     w2_minus: np.ndarray
     snapshots: list[ReducedState]
     final: ReducedState
+    snapshot_times: np.ndarray
 
 
 def _record(run: dict, t: float, loss: float, st: ReducedState, keep: bool) -> None:
@@ -365,7 +366,7 @@ def _record(run: dict, t: float, loss: float, st: ReducedState, keep: bool) -> N
 def _finish(run: dict, final: ReducedState) -> ReducedRun:
     return ReducedRun(np.array(run["times"]), np.array(run["losses"]), np.array(run["plus"]),
                       np.array(run["minus"]), np.array(run["w2p"]), np.array(run["w2m"]),
-                      run["snaps"], final)
+                      run["snaps"], final, np.array(run["snap_times"]))
 
 
 def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *,
@@ -377,14 +378,16 @@ def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *
     if not (np.isfinite(step) and step > 0):
         raise ValueError(f"step must be positive and finite; got {step!r}")
     st = state.copy()
-    run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps")}
+    run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
     for k in range(steps + 1):
         loss, G, dG, _ = reduced_loss_and_field(st, table)
         if not np.isfinite(loss) or loss > 1e8:
             raise FloatingPointError(f"reduced GD diverged at step {k} with step size {step:g}")
         if k % record_every == 0 or k == steps:
-            _record(run, k * step, loss, st,
-                    bool(snapshot_every) and (k % snapshot_every == 0 or k == steps))
+            _record(run, k * step, loss, st, False)
+        if snapshot_every and (k % snapshot_every == 0 or k == steps):
+            run["snaps"].append(st.copy())
+            run["snap_times"].append(k * step)
         if k == steps:
             break
         st.c = st.c + step * 2 * fisher_rao_sign * st.eps * st.c * G
@@ -411,12 +414,13 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
                     method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:
         raise FloatingPointError(f"reduced flow failed: {sol.message} (rtol = {rtol:g})")
-    run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps")}
+    run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
     st = state
     for i, t in enumerate(sol.t):
         st = ReducedState(sol.y[:m, i].copy(), fold_angle(sol.y[m:, i]), eps.copy())
         loss = reduced_loss_and_field(st, table)[0]
         _record(run, float(t), loss, st, True)
+        run["snap_times"].append(float(t))
     return _finish(run, st)
 
 

@@ -779,11 +779,11 @@ def fig3_figure(run: rd.ReducedRun, alpha: float):
     fig, ax = new_figure(3, 1, width=4.2)
     bins = np.linspace(0, np.pi / 2, 31)
     snaps = run.snapshots
-    for k, st in enumerate(snaps):
+    for t, st in zip(run.snapshot_times, snaps):
         for sgn, axi in ((1, ax[0]), (-1, ax[1])):
             sel = st.eps == sgn
             axi.hist(st.theta[sel], bins=bins, weights=st.c[sel] / st.c.shape[0],
-                     histtype="step", label=f"snapshot {k}")
+                     histtype="step", label=f"t = {t:g}")
     ax[0].set_title(r"$\tau^+$"), ax[1].set_title(r"$\tau^-$")
     ax[0].set_xlabel(r"$\theta$"), ax[1].set_xlabel(r"$\theta$"), ax[0].legend(fontsize=7)
     ax[2].plot(run.times, run.plus_mass, "--", label=r"$\tau^+$ mass")
