@@ -486,6 +486,27 @@ def _check_w3c(ctx: RunContext, drop_sine: bool) -> Outcome:
                    artifacts=art)
 
 
+def _figures_w3c_interpolant(outdir: Path) -> list[tuple[str, str]]:
+    from verify.plotting import new_figure, save_figure
+    F = _formulas()
+    g = np.linspace(-1, 1, 2001)
+    fig, (ax1, ax2) = new_figure(2, 1, width=4.6)
+    hh = 1e-3
+    for init in dk.INITS:
+        f = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init=init)
+        ax1.plot(g, f(g), label=f"{init} RF interpolant")
+        f2 = (f(g + hh) - 2 * f(g) + f(g - hh)) / hh**2
+        w = (1 + g**2) ** 2 if init == "gaussian" else np.ones_like(g)
+        ax2.plot(g, f2 * w, label="f''(x)(1+x^2)^2, gaussian" if init == "gaussian" else "f''(x), uniform")
+    ax1.plot(FIG4_X, FIG4_Y, "ko", ms=4)
+    ax1.set_xlabel("x"), ax1.legend(fontsize=7)
+    ax2.set_xlabel("x"), ax2.legend(fontsize=7), ax2.set_title("piecewise linear (finite differences)")
+    name = "W3c_interpolant.png"
+    save_figure(fig, outdir / name)
+    return [(name, "Gaussian vs uniform RF interpolants of the Figure-4 data; f''(1+x^2)^2 (gaussian) "
+                   "and f'' (uniform, cubic spline) are piecewise linear with kinks at the data.")]
+
+
 # ==================================================================== W3d
 def derive_w3d() -> Derivation:
     u, g = dk.derive_uniform(), dk.derive_gaussian()
@@ -884,7 +905,7 @@ CLAIM_W3C = Claim(
     derive=derive_w3c, check=lambda ctx: _check_w3c(ctx, False),
     negative_control=lambda ctx: _check_w3c(ctx, True),
     negative_control_description="drop the sin(phi) term |x - x'| / (2 pi)",
-    figures=lambda ev, out: _kernel_figures("W3c", "gaussian", ev, out))
+    figures=lambda ev, out: _kernel_figures("W3c", "gaussian", ev, out) + _figures_w3c_interpolant(out))
 
 CLAIM_W3D = Claim(
     id="W3d", title="NTK closed forms (both inits); NTK interpolants have kinks at the data",
