@@ -64,7 +64,11 @@ def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
         M1 = np.where(a < 1, 0.5, 0.0)
         return P, M1
     one_m = (1 - a) * (1 + a)
-    half_tail = 0.5 * betainc((k - 1) / 2, 0.5, one_m)       # P(R > |a|)
+    a2 = a * a
+    # P(R > |a|) = I_{1-a^2}((k-1)/2, 1/2) / 2 = (1 - I_{a^2}(1/2, (k-1)/2)) / 2: use the
+    # form whose argument is small (no cancellation near a = 0 or |a| = 1)
+    half_tail = np.where(a2 < 0.5, 0.5 - 0.5 * betainc(0.5, (k - 1) / 2, a2),
+                         0.5 * betainc((k - 1) / 2, 0.5, one_m))
     P = np.where(a >= 0, half_tail, 1 - half_tail)
     M1 = one_m ** ((k - 1) / 2) / ((k - 1) * beta_fn(0.5, (k - 1) / 2))
     return P, M1
@@ -74,14 +78,13 @@ def expected_relu_affine(c, y, k: int) -> np.ndarray:
     """E[(c R + y)_+] for R the first coordinate of Unif(S^{k-1}) and c >= 0 (broadcast):
     relu(y) if |y| >= c, else c E[R; R > -y/c] + y P(R > -y/c) (closed form)."""
     c, y = np.broadcast_arrays(np.asarray(c, dtype=np.float64), np.asarray(y, dtype=np.float64))
-    out = np.maximum(y, 0.0)
+    out = np.array(np.maximum(y, 0.0), dtype=np.float64)
     inside = np.abs(y) < c
     if np.any(inside):
         cc, yy = c[inside], y[inside]
         P, M1 = coordinate_tail(k, -yy / cc)
-        out = out.copy()
         out[inside] = cc * M1 + yy * P
-    return out
+    return out[()] if out.ndim == 0 else out
 
 
 def _tanh_sinh(level_h: float = 1 / 16, umax: float = 3.3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,111 @@
+"""Hajjar & Chizat derivations and formulas: the balance law, the odd-target closed ODE
+(time-to-reach, rate), the phi~ closed forms vs the quadrature, best_linear_approximator,
+and invariance properties of symmetrized particle systems (Hypothesis)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings, strategies as st
+from scipy.integrate import solve_ivp
+
+from derivations import hajjar as dh
+from numerics import reduced as rd
+from numerics import twolayer as tl
+
+
+def test_balance_law_cases():
+    law = dh.balance_law(1)
+    assert tuple(law.integrand) == (0, 0) and tuple(law.euler_identity) == (0, 0)
+    law2 = dh.balance_law(2)
+    assert tuple(law2.integrand) == (0, 0)
+    assert any(sp.simplify(e) != 0 for e in law2.wrong_integrand)
+
+
+_ODD = dh.odd_target_dynamics()
+
+
+def test_odd_target_identities():
+    odd = _ODD
+    for e in (odd.relu_difference, odd.step_sum, odd.pair_predictor, odd.pair_velocity):
+        assert tuple(e) == (0, 0)
+    assert odd.antiderivative_check == 0
+
+
+@given(st.floats(0.1, 5), st.floats(0.01, 1), st.floats(0.01, 4))
+@settings(max_examples=15)
+def test_time_to_reach_solves_the_scalar_ode(V, v, q):
+    o = _ODD
+    S = o.symbols
+    t_of_s = sp.lambdify(S["s"], o.time_to_reach.subs({S["V"]: V, S["v"]: v, S["q"]: q}))
+    assert abs(t_of_s(1e-14)) < 1e-9
+    sol = solve_ivp(lambda t, s: [0.25 * v * math.sqrt(V ** 2 + 16 * q * s[0] ** 2) * (1 - s[0])],
+                    (0, 5.0), [0.0], rtol=1e-11, atol=1e-13)
+    s_end = float(sol.y[0, -1])
+    assert abs(t_of_s(s_end) - 5.0) < 1e-6 * max(1.0, 1 / (1 - s_end))
+    rate = float(o.rate_inf.subs({S["V"]: V, S["v"]: v, S["q"]: q}))
+    assert rate >= V * v / 4 * (1 - 1e-12)
+
+
+def test_phi_closed_forms_match_quadrature():
+    k = sp.Symbol("k", positive=True, integer=True)
+    mean = sp.gamma(k / 2) / (2 * sp.sqrt(sp.pi) * sp.gamma((k + 1) / 2))
+    forms = dh.phi_tilde_closed_forms(mean, k)
+    TH, PH = np.meshgrid(np.linspace(0, np.pi / 2, 13), np.linspace(0, np.pi / 2, 11))
+    with np.errstate(all="ignore"):
+        for (d, d_H), e in forms.exact.items():
+            f = sp.lambdify((dh.theta, dh.phi), e, "numpy")
+            assert np.nanmax(np.abs(f(TH, PH) - rd.phi_tilde(TH, PH, d, d_H))) < 1e-13
+
+
+def test_best_linear_approximator():
+    from verify.formulas import best_linear_approximator
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 4))
+    Y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + np.sin(X[:, 0])
+    ref = np.linalg.lstsq(X, Y, rcond=None)[0]
+    assert np.allclose(best_linear_approximator(X, Y), ref, atol=1e-12)
+    with pytest.raises(ValueError, match="singular"):
+        best_linear_approximator(np.ones((5, 2)), np.ones(5))
+    with pytest.raises(ValueError, match="rows"):
+        best_linear_approximator(X, Y[:-1])
+
+
+def test_phi_tilde_formula_object():
+    from verify.formulas import phi_tilde
+    assert abs(phi_tilde(0.0, 0.0, 30, 5) - 3 / 16) < 1e-14
+    assert phi_tilde.claim == "H1e" and "Max" in str(phi_tilde.expr)
+    assert abs(float(phi_tilde.mpmath(0.4, 0.6, 4, 2, dps=15)) - phi_tilde(0.4, 0.6, 4, 2)) < 1e-12
+    with pytest.raises(ValueError, match="d_H must be < d"):
+        phi_tilde(0.1, 0.1, 3, 3)
+
+
+def _householder(v: np.ndarray) -> np.ndarray:
+    v = v / np.linalg.norm(v)
+    return np.eye(v.size) - 2 * np.outer(v, v)
+
+
+@given(st.integers(0, 2 ** 31), st.integers(2, 6), st.integers(1, 12))
+def test_reflection_closed_particles_give_invariant_predictor(seed, d, m):
+    rng = np.random.default_rng(seed)
+    T = _householder(rng.standard_normal(d))
+    a, B = tl.orbit_particles(rng.standard_normal(m), rng.standard_normal((m, d)), np.array([np.eye(d), T]))
+    X = rng.standard_normal((7, d))
+    assert np.allclose(tl.forward(a, B, X @ T.T), tl.forward(a, B, X), atol=1e-13)
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 6), st.integers(1, 10))
+def test_odd_closed_particles_give_linear_predictor(seed, d, m):
+    rng = np.random.default_rng(seed)
+    a0, B0 = rng.standard_normal(m), rng.standard_normal((m, d))
+    a, B = np.concatenate([a0, -a0]), np.concatenate([B0, -B0])
+    X = rng.standard_normal((9, d))
+    w = 0.5 * (a @ B) / a.size
+    assert np.allclose(tl.forward(a, B, X), X @ w, atol=1e-13)
+
+
+def test_odd_target_rate_formula():
+    from verify.formulas import odd_target_rate
+    assert abs(odd_target_rate(1.2, 0.2, 1.0) - 0.2 * math.sqrt(1.44 + 16) / 4) < 1e-14

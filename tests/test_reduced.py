@@ -1,0 +1,125 @@
+"""numerics.reduced: phi~ and its theta-derivative (mpmath, Monte Carlo on spheres, finite
+differences, closed values), the phi quadrature, the table interpolation, the reduced
+dynamics (energy decrease, determinism, boundary handling) and input validation."""
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+
+from numerics import reduced as rd
+
+HALF = math.pi / 2
+angle = st.floats(0.0, HALF, allow_nan=False)
+
+
+@given(st.integers(1, 40), st.floats(-1.0, 1.0))
+@example(2, 0.999999)
+@example(3, -1.0)
+def test_coordinate_tail_matches_mpmath(k, a):
+    P, M1 = rd.coordinate_tail(k, a)
+    if k == 1:
+        refP = 1.0 if a <= -1 else (0.0 if a >= 1 else 0.5)
+        refM = 0.0 if a >= 1 else 0.5
+    else:
+        with mpmath.workdps(30):
+            Z = mpmath.beta(0.5, (k - 1) / mpmath.mpf(2))
+            w0 = mpmath.acos(a)   # R = cos(w) > a  <=>  w < acos(a); density sin^{k-2}(w)
+            refP = float(mpmath.quad(lambda w: mpmath.sin(w) ** (k - 2), [0, w0]) / Z)
+            refM = float(mpmath.quad(lambda w: mpmath.cos(w) * mpmath.sin(w) ** (k - 2), [0, w0]) / Z)
+    assert abs(P - refP) < 1e-13 and abs(M1 - refM) < 1e-13
+
+
+@pytest.mark.parametrize("theta,phi,d,d_H", [(0.3, 0.7, 30, 5), (1.2, 0.25, 4, 2),
+                                             (0.785, 0.785, 2, 1), (1.0, 0.5, 10, 9),
+                                             (0.6, 1.1, 200, 7)])
+def test_phi_tilde_matches_mpmath(theta, phi, d, d_H):
+    ref = rd.phi_tilde_mp(theta, phi, d, d_H, dps=15)
+    assert abs(float(rd.phi_tilde(theta, phi, d, d_H)) - float(ref)) < 1e-12
+
+
+@given(angle, angle, st.integers(2, 12), st.data())
+def test_phi_tilde_matches_monte_carlo_on_spheres(theta, phi, d, data):
+    d_H = data.draw(st.integers(1, d - 1))
+    rng = np.random.default_rng(int(1e6 * theta + 1e3 * phi + d))
+    mc, se = rd.phi_tilde_mc(rng, theta, phi, d, d_H, 20_000)
+    val = float(rd.phi_tilde(theta, phi, d, d_H))
+    # CLT: 5.5 standard errors (se > 0 unless the integrand is a.s. constant)
+    assert abs(mc - val) <= 5.5 * se + 1e-12
+
+
+@given(st.floats(0.05, HALF - 0.05), angle)
+def test_dtheta_matches_central_differences(theta, phi):
+    h = 1e-5
+    fd = (rd.phi_tilde(theta + h, phi, 30, 5) - rd.phi_tilde(theta - h, phi, 30, 5)) / (2 * h)
+    # smooth for (30, 5); O(h^2) truncation + O(1e-14 / h) rounding
+    assert abs(rd.phi_tilde_dtheta(theta, phi, 30, 5) - fd) < 1e-8
+
+
+@given(st.floats(1e-3, HALF - 1e-3), st.integers(2, 30), st.data())
+def test_boundary_values(phi, d, data):
+    d_H = data.draw(st.integers(1, d - 1))
+    # even about theta = 0 and pi/2: the derivative vanishes for 0 < phi < pi/2 (at phi = 0
+    # or pi/2, a null set of the phi-law, phi~ = cos(theta) E[R_+] resp. sin(theta) E[S_+]
+    # has one-sided derivatives); values cos(phi) E[R_+]
+    assert abs(rd.phi_tilde_dtheta(0.0, phi, d, d_H)) < 1e-12
+    assert abs(rd.phi_tilde_dtheta(HALF, phi, d, d_H)) < 1e-12
+    eR = float(mpmath.gamma(d_H / 2) / (2 * mpmath.sqrt(mpmath.pi) * mpmath.gamma((d_H + 1) / 2)))
+    assert abs(rd.phi_tilde(0.0, phi, d, d_H) - math.cos(phi) * eR) < 1e-13
+
+
+def test_phi_quadrature_moments():
+    ph, w = rd.phi_quadrature(30, 5, 48)
+    assert abs(w.sum() - 1) < 1e-14
+    # E[cos^2 phi] = d_H / d  (Beta(d_H/2, (d-d_H)/2) mean)
+    assert abs(w @ np.cos(ph) ** 2 - 5 / 30) < 1e-14
+
+
+def test_table_interpolation_accuracy():
+    tab = rd.PhiTable(30, 5, 257, 16)
+    th = np.random.default_rng(0).uniform(0, HALF, 200)
+    v, dv = tab(th)
+    TH, PH = np.meshgrid(th, tab.phi, indexing="ij")
+    assert np.abs(v - rd.phi_tilde(TH, PH, 30, 5)).max() < 1e-8
+    assert np.abs(dv - rd.phi_tilde_dtheta(TH, PH, 30, 5)).max() < 1e-6
+
+
+@given(st.floats(-10, 10))
+def test_fold_angle(theta):
+    f = float(rd.fold_angle(theta))
+    assert 0 <= f <= HALF
+    assert abs(np.cos(2 * f) - np.cos(2 * theta)) < 1e-9   # same point of the quotient
+
+
+def test_reduced_gd_decreases_energy_and_is_deterministic():
+    tab = rd.PhiTable(10, 3, 129, 16)
+    mk = lambda: rd.initial_state(np.random.default_rng(1), np.random.default_rng(2), 64, 10, 3)  # noqa: E731
+    r1 = rd.simulate_gd(mk(), tab, 0.05, 300, record_every=10)
+    r2 = rd.simulate_gd(mk(), tab, 0.05, 300, record_every=10)
+    assert np.all(np.diff(r1.losses) <= 1e-15)
+    assert np.array_equal(r1.final.theta, r2.final.theta)
+    assert np.all((r1.final.theta >= 0) & (r1.final.theta <= HALF))
+    with pytest.raises(FloatingPointError, match="step size"):
+        rd.simulate_gd(mk(), tab, 50.0, 200, record_every=10)
+
+
+def test_expected_relu_affine_monte_carlo():
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((200_000, 6))
+    R = g[:, 0] / np.linalg.norm(g, axis=1)
+    for c, y in [(1.0, 0.3), (0.5, -0.2), (0.2, 0.9), (0.0, 0.4)]:
+        v = np.maximum(c * R + y, 0)
+        assert abs(v.mean() - rd.expected_relu_affine(c, y, 6)) < 5.5 * v.std() / math.sqrt(v.size) + 1e-15
+
+
+@pytest.mark.parametrize("args,match", [((0.1, 0.2, 5, 5), "d_H must be < d"),
+                                        ((0.1, 0.2, 5.5, 2), "integer"),
+                                        ((2.0, 0.2, 5, 2), r"theta must lie in"),
+                                        ((0.1, -0.1, 5, 2), r"phi must lie in"),
+                                        ((np.nan, 0.1, 5, 2), "finite")])
+def test_validation(args, match):
+    with pytest.raises(ValueError, match=match):
+        rd.phi_tilde(*args)
