@@ -103,7 +103,7 @@ _TS = {h: _tanh_sinh(h) for h in (1 / 16, 1 / 32, 1 / 64)}
 def _rule_for(kperp: int):
     """Finer steps for large kperp: the density sin^{k-2}(psi) peaks at pi/2 with width
     ~1/sqrt(k), where tanh-sinh nodes are sparsest (checked to 1e-13 up to d = 200)."""
-    return _TS[1 / 16 if kperp <= 30 else (1 / 32 if kperp <= 120 else 1 / 64)]
+    return _TS[1 / 16 if kperp <= 12 else (1 / 32 if kperp <= 60 else 1 / 64)]
 
 
 def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
