@@ -10,7 +10,7 @@ def test_report_files_and_determinism(fake_registry, tmp_path) -> None:
     md1 = (out / "report.md").read_bytes()
     png1 = (out / "figures" / "T0a_line.png").read_bytes()
     html = (out / "index.html").read_text()
-    assert s1["verified"] == 1 and s1["figures"] == ["T0a_line.png"]
+    assert s1["verified"] == 1 and "T0a_line.png" in s1["figures"]
     assert "<math" in html and "data:image/png;base64," in html and "http" not in html.replace(
         "http://www.w3.org/1998/Math/MathML", "")
     build_report(out, only=["T0a"], progress=None)
