@@ -197,7 +197,7 @@ def phi_tilde_mp(theta, phi, d: int, d_H: int, dps: int = 25) -> mpmath.mpf:
             wstar = mpmath.acos(-y / c)
             Z = mpmath.beta(mpmath.mpf(1) / 2, mpmath.mpf(kH - 1) / 2)
             f = lambda w: (c * mpmath.cos(w) + y) * mpmath.sin(w) ** (kH - 2)  # noqa: E731
-            return mpmath.quad(f, [0, wstar]) / Z
+            return mpmath.quad(f, [0, wstar], method="gauss-legendre") / Z
 
         if kP == 1:
             val = (inner(s) + inner(-s)) / 2
