@@ -10,10 +10,9 @@ Claim modules are the non-underscore modules of this package; each defines ``CLA
 from __future__ import annotations
 
 import difflib
-import importlib
-import pkgutil
 import re
 
+from verify._discovery import discover
 from verify.claims._core import (PROFILES, Claim, Derivation, Evidence, Outcome,
                                  RunContext, Step, Table)
 
@@ -47,15 +46,7 @@ def sort_key(claim_id: str) -> tuple:
 def _load() -> dict[str, Claim]:
     global _REGISTRY
     if _REGISTRY is None:
-        reg: dict[str, Claim] = {}
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{__name__}.{info.name}")
-            for claim in getattr(mod, "CLAIMS", []):
-                if claim.id in reg:
-                    raise RuntimeError(f"claim id {claim.id} defined twice (module {info.name})")
-                reg[claim.id] = claim
+        reg = discover(__name__, __path__, "CLAIMS", key=lambda c: c.id)
         _REGISTRY = dict(sorted(reg.items(), key=lambda kv: sort_key(kv[0])))
     return _REGISTRY
 

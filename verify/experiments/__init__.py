@@ -7,14 +7,13 @@ list of :class:`Experiment`.
 from __future__ import annotations
 
 import difflib
-import importlib
 import json
-import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from verify._atomic import atomic_write_bytes
+from verify._discovery import discover
 
 __all__ = ["Experiment", "all_experiments", "get", "parse_settings", "run"]
 
@@ -40,16 +39,7 @@ _REG: dict[str, Experiment] | None = None
 def _load() -> dict[str, Experiment]:
     global _REG
     if _REG is None:
-        reg: dict[str, Experiment] = {}
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{__name__}.{info.name}")
-            for exp in getattr(mod, "EXPERIMENTS", []):
-                if exp.name in reg:
-                    raise RuntimeError(f"experiment {exp.name} defined twice")
-                reg[exp.name] = exp
-        _REG = dict(sorted(reg.items()))
+        _REG = dict(sorted(discover(__name__, __path__, "EXPERIMENTS", key=lambda e: e.name).items()))
     return _REG
 
 
