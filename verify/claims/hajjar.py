@@ -44,6 +44,25 @@ def _norm_target_grad(d: int, d_H: int, n_r: int = 48):
     return lambda a, B: tl.population_loss_and_grad_norm_target(a, B, d_H, 1.0 / d, r, w)
 
 
+def _variants(fn, good, bad):
+    """(check, negative control): the same check function run on the right variant and on
+    the deliberately wrong one."""
+    return (lambda ctx: fn(ctx, good)), (lambda ctx: fn(ctx, bad))
+
+
+def _loglog_vs_width(path: Path, series: dict, ylabel: str) -> None:
+    """Log-log plot of quantities against the width m with an m^{-1/2} guide."""
+    from verify.plotting import new_figure, save_figure
+    fig, ax = new_figure()
+    for name, (ms, A) in series.items():
+        ax.loglog(ms, A, "o-", label=name)
+    ms, A = next(iter(series.values()))
+    ms = np.asarray(ms, float)
+    ax.loglog(ms, A[0] * (ms / ms[0]) ** -0.5, "k--", label=r"$m^{-1/2}$")
+    ax.set_xlabel("m"), ax.set_ylabel(ylabel), ax.legend()
+    save_figure(fig, path)
+
+
 # =============================================================================== H1a
 def derive_h1a() -> Derivation:
     law1 = dh.balance_law(1)
@@ -106,12 +125,7 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
                    artifacts={"times": res.times, "gap": q - q[0]})
 
 
-def check_h1a(ctx: RunContext) -> Outcome:
-    return _h1a(ctx, 1)
-
-
-def neg_h1a(ctx: RunContext) -> Outcome:
-    return _h1a(ctx, 2)
+check_h1a, neg_h1a = _variants(_h1a, 1, 2)
 
 
 def fig_h1a(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -214,27 +228,14 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
                    tables=tables, artifacts={"iid": artifacts})
 
 
-def check_h1b(ctx: RunContext) -> Outcome:
-    return _h1b(ctx, False)
-
-
-def neg_h1b(ctx: RunContext) -> Outcome:
-    return _h1b(ctx, True)
+check_h1b, neg_h1b = _variants(_h1b, False, True)
 
 
 def fig_h1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.plotting import new_figure, save_figure
     iid = ev.artifacts.get("iid")
     if not iid:
         return []
-    fig, ax = new_figure()
-    for name, (ms, A) in iid.items():
-        ax.loglog(ms, A, "o-", label=name)
-    ms = np.array(next(iter(iid.values()))[0], float)
-    A0 = next(iter(iid.values()))[1][0]
-    ax.loglog(ms, A0 * (ms / ms[0]) ** -0.5, "k--", label=r"$m^{-1/2}$")
-    ax.set_xlabel("m"), ax.set_ylabel("RMS asymmetry"), ax.legend()
-    save_figure(fig, outdir / "H1b_asymmetry.png")
+    _loglog_vs_width(outdir / "H1b_asymmetry.png", iid, "RMS asymmetry")
     return [("H1b_asymmetry.png", "Asymmetry of i.i.d.-initialized networks vs width.")]
 
 
@@ -437,12 +438,7 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
                               "bound": np.linalg.norm(w_star) * np.exp(-V * v * t / 4)})
 
 
-def check_h1c(ctx: RunContext) -> Outcome:
-    return _h1c(ctx, "derived")
-
-
-def neg_h1c(ctx: RunContext) -> Outcome:
-    return _h1c(ctx, "bound")
+check_h1c, neg_h1c = _variants(_h1c, "derived", "bound")
 
 
 def fig_h1c(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -549,12 +545,7 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                                  ["input", "MC E_g f(gx)", "reduced", "SE", "|err|/SE"], rows)])
 
 
-def check_h1d(ctx: RunContext) -> Outcome:
-    return _h1d(ctx, 0)
-
-
-def neg_h1d(ctx: RunContext) -> Outcome:
-    return _h1d(ctx, 1)
+check_h1d, neg_h1d = _variants(_h1d, 0, 1)
 
 
 def derive_h1e() -> Derivation:
@@ -653,12 +644,7 @@ def _h1e(ctx: RunContext, swap: bool) -> Outcome:
                    subs, details={"mc_samples": n, "haar_draws": n_g}, tables=tables)
 
 
-def check_h1e(ctx: RunContext) -> Outcome:
-    return _h1e(ctx, False)
-
-
-def neg_h1e(ctx: RunContext) -> Outcome:
-    return _h1e(ctx, True)
+check_h1e, neg_h1e = _variants(_h1e, False, True)
 
 
 def fig_h1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -766,12 +752,7 @@ def _h1g(ctx: RunContext, fr_sign: float) -> Outcome:
                    artifacts={"run": run, "alpha": alpha})
 
 
-def check_h1g(ctx: RunContext) -> Outcome:
-    return _h1g(ctx, 1.0)
-
-
-def neg_h1g(ctx: RunContext) -> Outcome:
-    return _h1g(ctx, -1.0)
+check_h1g, neg_h1g = _variants(_h1g, 1.0, -1.0)
 
 
 def fig3_figure(run: rd.ReducedRun, alpha: float):
@@ -880,25 +861,14 @@ def _w1_weighted(x1, w1, x2, w2) -> float:
     return float(np.sum(np.abs(cum[:-1]) * np.diff(xs)))
 
 
-def check_h1h(ctx: RunContext) -> Outcome:
-    return _h1h(ctx, 0)
-
-
-def neg_h1h(ctx: RunContext) -> Outcome:
-    return _h1h(ctx, 3)
+check_h1h, neg_h1h = _variants(_h1h, 0, 3)
 
 
 def fig_h1h(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.plotting import new_figure, save_figure
     if "ms" not in ev.artifacts:
         return []
-    fig, ax = new_figure()
-    ms = np.array(ev.artifacts["ms"], float)
-    dd = np.array(ev.artifacts["disc"])
-    ax.loglog(ms, dd, "o-", label="RMS discrepancy")
-    ax.loglog(ms, dd[0] * (ms / ms[0]) ** -0.5, "k--", label=r"$m^{-1/2}$")
-    ax.set_xlabel("m"), ax.legend()
-    save_figure(fig, outdir / "H1h_discrepancy.png")
+    _loglog_vs_width(outdir / "H1h_discrepancy.png",
+                     {"RMS discrepancy": (ev.artifacts["ms"], ev.artifacts["disc"])}, "discrepancy")
     return [("H1h_discrepancy.png", "Full vs reduced predictor discrepancy vs width.")]
 
 
