@@ -322,7 +322,8 @@ def _h1c_run(profile: str, seed: int, eta: float):
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
     Y = _h1c_target(X)
     steps = int(round(T / eta))
-    run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=max(1, steps // 60))
+    # record every 1.0 time unit, so that runs with eta and eta/2 share their record times
+    run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=max(1, int(round(1.0 / eta))))
     return d, a, B, X, Y, run
 
 
@@ -714,6 +715,18 @@ def _h1g(ctx: RunContext, fr_sign: float) -> Outcome:
     incr = float(np.max(np.diff(run.losses))) if len(run.losses) > 1 else 0.0
     in_range = bool(np.all((run.final.theta >= 0) & (run.final.theta <= np.pi / 2)))
     tstar = rd.critical_time(run.times, run.plus_mass, alpha)
+    ext_rows, ext = [], None
+    if not ctx.quick and fr_sign > 0:
+        # continuation of the reference run to t = 300: does tau+ mass cross alpha (t*)?
+        T0 = p["step"] * p["steps"]
+        ext = rd.simulate_gd(run.final, _table(p["d"], p["d_H"], p["n_theta"], p["n_phi"]),
+                             p["step"], 2 * p["steps"], record_every=max(1, p["steps"] // 100))
+        ts_ext = rd.critical_time(ext.times + T0, ext.plus_mass, alpha)
+        ext_rows = [["continuation to t = " + fmt(T0 + ext.times[-1]),
+                     f"tau+ mass {fmt(ext.plus_mass[-1])}, tau- mass {fmt(ext.minus_mass[-1])}, "
+                     f"W2+ {fmt(ext.w2_plus[-1])}, W2- {fmt(ext.w2_minus[-1])}, loss "
+                     f"{fmt(ext.losses[-1])}", "t* = " + ("not reached" if np.isnan(ts_ext)
+                                                         else fmt(ts_ext))]]
     subs = [
         SubCheck("loss non-increasing along GD (max increase between records)", max(incr, 0.0),
                  1e-12, "gradient step small vs the curvature: the loss of a gradient "
@@ -735,7 +748,7 @@ def _h1g(ctx: RunContext, fr_sign: float) -> Outcome:
         ["critical time t* (tau+ mass > alpha)", "not reached" if np.isnan(tstar) else fmt(tstar),
          "-"],
         ["loss", f"{fmt(run.losses[0])} -> {fmt(run.losses[-1])}", "-"],
-    ]
+    ] + ext_rows
     return combine(f"1-D weight-position simulation of tau+- (d = {p['d']}, d_H = {p['d_H']}, "
                    f"m = {p['m']}, step {p['step']}, {p['steps']} steps, t = {p['step'] * p['steps']:g})"
                    + (" [Fisher-Rao sign flipped]" if fr_sign < 0 else ""), subs,
