@@ -59,6 +59,7 @@ class AlphaDerivation:
     mean_k1: sp.Expr
     predictor_identity: sp.Expr
     asymptote_limit: sp.Expr
+    log_gap: sp.Expr
     exact_values: tuple[tuple[int, sp.Expr, sp.Expr], ...]
 
 
@@ -73,8 +74,22 @@ def derive_alpha(max_exact: int = 8) -> AlphaDerivation:
         raise ArithmeticError("alpha(1) does not match the two-point sphere S^0")
     # predictor level: alpha * int (u.x_H)_+ du = alpha |x_H| E[(u.e)_+] (rotation invariance)
     predictor_identity = sp.simplify(alpha * E)
-    asym = sp.limit(alpha / sp.sqrt(2 * sp.pi * k), k, sp.oo)
+    log_gap = log_asymptotic_gap(alpha)
+    asym = sp.exp(sp.limit(log_gap, k, sp.oo))
     exact = tuple((j, sp.simplify(E.subs(k, j)) if j > 1 else mean_k1,
                    sp.simplify(alpha.subs(k, j))) for j in range(1, max_exact + 1))
     return AlphaDerivation(r, arc, density, Z, N, E, alpha, mean_k1, predictor_identity,
-                           asym, exact)
+                           asym, log_gap, exact)
+
+
+def log_asymptotic_gap(alpha: sp.Expr) -> sp.Expr:
+    """Leading terms of log(alpha(k) / sqrt(2 pi k)) as k -> oo: the Stirling series of
+    log Gamma (in x = k/2, a non-integer symbol so that loggamma stays unevaluated), with
+    the O(k^-3) remainder dropped.  SymPy gives -1/(4k)."""
+    x = sp.Symbol("x", positive=True)
+    log_ratio = sp.expand_log(sp.log((alpha / sp.sqrt(2 * sp.pi * k)).subs(k, 2 * x)), force=True)
+    log_ratio = log_ratio.replace(
+        lambda e: isinstance(e, sp.log) and isinstance(e.args[0], sp.gamma),
+        lambda e: sp.loggamma(e.args[0].args[0]))
+    series = sp.series(log_ratio, x, sp.oo, n=3).removeO()
+    return sp.simplify(series.subs(x, k / 2))

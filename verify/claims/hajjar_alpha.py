@@ -41,11 +41,14 @@ def derive() -> Derivation:
         Step("Predictor level: by rotation invariance "
              "$\\alpha\\int (u\\cdot x_H)_+\\,du = \\alpha\\,|x_H|\\,E[(u\\cdot e)_+]$, and "
              "the factor is", d.predictor_identity, lhs=r"\alpha(k)\,\mathbb{E}[(u\cdot e)_+]"),
-        Step("Large-$k$ asymptote:",
-             sp.Eq(sp.Limit(d.alpha / sp.sqrt(2 * sp.pi * K), K, sp.oo), d.asymptote_limit)),
+        Step("Large-$k$ asymptote: the Stirling series of $\\log\\Gamma$ gives "
+             "(remainder $O(k^{-3})$)", d.log_gap,
+             lhs=r"\log\frac{\alpha(k)}{\sqrt{2\pi k}}"),
+        Step("so that", d.asymptote_limit,
+             lhs=r"\lim_{k\to\infty}\frac{\alpha(k)}{\sqrt{2\pi k}}"),
     ]
     return Derivation(steps=steps, results={
-        "alpha": d.alpha, "mean": d.mean, "exact_values": d.exact_values})
+        "alpha": d.alpha, "mean": d.mean, "log_gap": d.log_gap, "exact_values": d.exact_values})
 
 
 def alpha_swapped_gamma() -> sp.Expr:
@@ -149,7 +152,8 @@ def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     ax1.plot(k, np.sqrt(2 * np.pi * k), "-", label=r"$\sqrt{2\pi d_H}$")
     ax1.set_xlabel("$d_H$"), ax1.set_ylabel(r"$\alpha$"), ax1.legend()
     ax2.loglog(k, np.abs(a / np.sqrt(2 * np.pi * k) - 1), "o", ms=3, label="relative gap")
-    ax2.loglog(k, 1 / (4 * k), "--", label=r"$1/(4 d_H)$")
+    gap = sp.lambdify(K, CLAIM.derivation().results["log_gap"], modules="numpy")
+    ax2.loglog(k, np.abs(np.expm1(gap(k))), "--", label=r"derived: $1 - e^{-1/(4 d_H)}$")
     ax2.set_xlabel("$d_H$"), ax2.legend()
     name = "H1f_alpha.png"
     save_figure(fig, outdir / name)
