@@ -136,7 +136,7 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
     B = beta_fn(0.5, (kP - 1) / 2)
     # closed part: S >= t0 = c/s (only when s > c), where cR + sS > 0 surely
     has_out = s > c
-    t0 = np.where(has_out, np.divide(c, s, out=np.ones_like(c), where=s > 0), 1.0)
+    t0 = np.divide(c, s, out=np.ones_like(c), where=has_out & (s > 0))
     tail_m1 = (1 - t0) * (1 + t0)
     tail_m1 = np.where(has_out, tail_m1 ** ((kP - 1) / 2) / ((kP - 1) * B), 0.0)
     closed = (st if derivative else s) * tail_m1
