@@ -8,7 +8,7 @@ import numpy as np
 
 from verify.claims._core import Outcome, Table
 
-__all__ = ["SubCheck", "combine", "fmt"]
+__all__ = ["SubCheck", "combine", "fmt", "loglog_slope"]
 
 
 @dataclass
@@ -62,3 +62,13 @@ def fmt(x: Any, digits: int = 3) -> str:
     if 1e-3 <= abs(f) < 1e5:
         return f"{f:.{digits + 1}g}"
     return f"{f:.{digits - 1}e}"
+
+
+def loglog_slope(x: Any, y: Any) -> float:
+    """Least-squares slope of log(y) against log(x): the measured rate of a power law
+    (e.g. -1/2 for an O(m^-1/2) Monte Carlo error)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.size < 2 or x.shape != y.shape or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("loglog_slope needs >= 2 matching positive values of x and y")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])

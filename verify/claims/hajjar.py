@@ -17,7 +17,7 @@ from numerics import reduced as rd
 from numerics import twolayer as tl
 from numerics.sphere import sample_sphere
 from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt
+from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
 
 
 @lru_cache(maxsize=None)
@@ -205,7 +205,7 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
                 diff = tl.forward(r2.a, r2.B, Xtest @ T.T) - tl.forward(r2.a, r2.B, Xtest)
                 vals.append(float(np.sqrt(np.mean(diff ** 2))))
             A_m.append(float(np.mean(vals)))
-        slope = float(np.polyfit(np.log(ms), np.log(A_m), 1)[0])
+        slope = loglog_slope(ms, A_m)
         slopes[name] = slope
         iid_tab += [[name, m, fmt(v)] for m, v in zip(ms, A_m)]
         artifacts[name] = (ms, A_m)
@@ -845,7 +845,7 @@ def _h1h(ctx: RunContext, wrong_dH: int) -> Outcome:
         disc[m] = float(np.mean(vals))
         w1s[m] = float(np.mean(wv))
         rows.append([m, seeds, fmt(disc[m]), fmt(disc[m] * math.sqrt(m)), fmt(w1s[m])])
-    slope = float(np.polyfit(np.log(ms), np.log([disc[m] for m in ms]), 1)[0])
+    slope = loglog_slope(ms, [disc[m] for m in ms])
     fluct = math.sqrt(float(np.mean(np.sum(Xt ** 2, axis=1))) / (2 * d))
     scaled = max(disc[m] * math.sqrt(m) for m in ms)
     subs = [SubCheck("max_m sqrt(m) x RMS discrepancy (full vs reduced predictor)", scaled,

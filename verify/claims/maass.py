@@ -28,7 +28,7 @@ from numerics.groups import (GroupAction, c2_swap, cyclic_network_action, cyclic
 from numerics.rng import make_rng
 from numerics.transport import rmd
 from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt
+from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
 
 def _Eq(lhs, rhs) -> sp.Eq:
     """An unevaluated equation for the report (sp.Eq(Symbol, Matrix) would evaluate to False)."""
@@ -96,7 +96,7 @@ def _reps(s: TrendSettings, N: int) -> int:
 
 
 def _slope(Ns, vals) -> float:
-    return float(np.polyfit(np.log(np.asarray(Ns, float)), np.log(np.maximum(vals, 1e-300)), 1)[0])
+    return loglog_slope(Ns, np.maximum(vals, 1e-300))  # an exact zero counts as 1e-300
 
 
 def scheme_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,

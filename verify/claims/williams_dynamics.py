@@ -17,7 +17,7 @@ from scipy.integrate import solve_ivp
 from derivations import relu1d as D
 from numerics import relu1d as N
 from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt
+from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
 
@@ -144,7 +144,7 @@ def _w2b(ctx: RunContext, wrong: bool) -> Outcome:
         worst_rel = max(worst_rel, float(np.max(np.abs(step - pr)) / np.max(np.abs(pr))))
         per_eta.append(float(np.max(np.abs(step))))
         rows.append([eta, fmt(per_eta[-1]), fmt(per_eta[-1] / eta**2)])
-    slope = float(np.polyfit(np.log([0.2, 0.1, 0.05]), np.log(per_eta), 1)[0])
+    slope = loglog_slope([0.2, 0.1, 0.05], per_eta)
     return combine("delta_i = c_i^2 - a_i^2 - b_i^2 along the integrated flow (DOP853, events) and "
                    "along plain GD", [
         SubCheck(f"relative drift of delta over the flow (T = {res.t[-1]:g}, {res.n_steps} steps, "

@@ -22,7 +22,7 @@ from scipy.interpolate import CubicSpline
 from derivations import kernels as dk
 from numerics import kernels as nk
 from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt
+from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
 
 SOURCE = "Williams et al. (NeurIPS 2019), Sec. 4 (kernel regime)"
 X, XP = dk.x, dk.xp
@@ -135,7 +135,7 @@ def _particles_and_slope(init: str, ctx: RunContext, Kt: np.ndarray) -> tuple[li
         Gs = grams["slope"][int(m)]
         rms.append(float(np.sqrt(np.mean([np.mean((G - Kt) ** 2) for G in Gs]))))
         srow.append([int(m), len(Gs), fmt(rms[-1]), fmt(rms[-1] * np.sqrt(m))])
-    slope = float(np.polyfit(np.log(ms), np.log(rms), 1)[0])
+    slope = loglog_slope(ms, rms)
     ratio = min(ratios)
     subs = [SubCheck(f"quadrature particles beat i.i.d. particles of the same count: min ratio "
                      f"{ratio:.3g} (error shown: 100 / ratio, must be <= 1)", 100.0 / ratio, 1.0,
@@ -778,7 +778,7 @@ def _check_w3f(ctx: RunContext, wrong_limit: bool) -> Outcome:
                      fmt(float(np.max([r["train"] for r in runs["rf"][m]])))])
     ms = np.array(runs["ms"], dtype=float)
     sel = ms >= 100
-    rate = float(np.polyfit(np.log(ms[sel]), np.log(np.array(med)[sel]), 1)[0])
+    rate = loglog_slope(ms[sel], np.array(med)[sel])
     decreasing = bool(np.all(np.diff(med) < 0))
     subs = [SubCheck(f"RF (train c only): median sup-distance to the uniform-init kernel "
                      f"interpolant decreases with m (ratio last/first = {med[-1] / med[0]:.2g})",
@@ -800,7 +800,7 @@ def _check_w3f(ctx: RunContext, wrong_limit: bool) -> Outcome:
         dn.append(d)
         nrows.append([m, steps, fmt(runs["ntk"][m]["loss"]), fmt(d)])
     msn = np.array(runs["ms_ntk"], dtype=float)
-    rate_n = float(np.polyfit(np.log(msn), np.log(dn), 1)[0])
+    rate_n = loglog_slope(msn, dn)
     subs.append(SubCheck(f"all layers, alpha = sqrt(m), sigma_c = {SIGMA_C:g}: sup-distance to the "
                          f"infinite-width NTK kernel-GD prediction after T = {steps} GD steps "
                          f"decreases with m (slope {rate_n:.3f})",

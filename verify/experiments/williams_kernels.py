@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from verify.claims._helpers import loglog_slope
 from verify.experiments import Experiment
 
 __all__ = ["EXPERIMENTS"]
@@ -42,7 +43,7 @@ def fig4(params: dict[str, Any], profile: str, seed: int) -> tuple[dict[str, Any
         spread.append([float(min(d)), float(max(d))])
     msa = np.array(ms, float)
     sel = msa >= 100
-    rate = float(np.polyfit(np.log(msa[sel]), np.log(np.array(med)[sel]), 1)[0]) if sel.sum() >= 2 else float("nan")
+    rate = loglog_slope(msa[sel], np.array(med)[sel]) if sel.sum() >= 2 else float("nan")
     fig, (ax1, ax2) = new_figure(2, 1, width=4.6)
     ax1.loglog(msa, med, "o-", label=f"median sup distance (rate {rate:.2f})")
     ax1.fill_between(msa, [s[0] for s in spread], [s[1] for s in spread], alpha=0.2)
