@@ -41,15 +41,20 @@ def particle_picture(ax, r: np.ndarray, theta: np.ndarray, x: np.ndarray) -> Non
     ax.set_aspect("equal"), ax.set_xlabel("u"), ax.set_ylabel("v")
 
 
+def _initial_particles(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Signed radii and angles of the initial particles.  |r| is bounded away from 0: for
+    delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta and rotates at rate
+    ~ delta / r^2, which makes the (explicit) flow stiff."""
+    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.3, 0.8, m)
+    return r0, rng.uniform(-np.pi, np.pi, m)
+
+
 def fig1(params: dict[str, Any], profile: str, seed: int):
     from verify.plotting import new_figure
     rng = make_rng(seed, "williams-fig1")
     m, s = int(params["m"]), int(params["s"])
     x, y = _data(rng, s)
-    # |r| bounded away from 0: for delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta
-    # and rotates at rate ~ delta / r^2, which makes the (explicit) flow stiff
-    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.3, 0.8, m)
-    t0 = rng.uniform(-np.pi, np.pi, m)
+    r0, t0 = _initial_particles(rng, m)
     a, b, c = full_from_canonical(r0, t0, np.full(m, float(params["delta"])))
     T = float(params["T"])
     fl = N.gradient_flow(a, b, c, x, y, "m", [0.0, T])
@@ -79,10 +84,7 @@ def fig2(params: dict[str, Any], profile: str, seed: int):
     rng = make_rng(seed, "williams-fig2")
     m, s = int(params["m"]), int(params["s"])
     x, y = _data(rng, s)
-    # |r| bounded away from 0: for delta > 0 a neuron with small |r| has |(a, b)|^2 ~ r^2/delta
-    # and rotates at rate ~ delta / r^2, which makes the (explicit) flow stiff
-    r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.3, 0.8, m)
-    t0 = rng.uniform(-np.pi, np.pi, m)
+    r0, t0 = _initial_particles(rng, m)
     deltas = [float(d) for d in params["deltas"]]
     T0, n_t = float(params["T0"]), int(params["frames"])
     fig, axes = new_figure(len(deltas), 1, width=3.0, height=3.2)
