@@ -82,14 +82,14 @@ def derive_alpha(max_exact: int = 8) -> AlphaDerivation:
                            asym, log_gap, exact)
 
 
-def log_asymptotic_gap(alpha: sp.Expr) -> sp.Expr:
+def log_asymptotic_gap(alpha: sp.Expr, order: int = 3) -> sp.Expr:
     """Leading terms of log(alpha(k) / sqrt(2 pi k)) as k -> oo: the Stirling series of
     log Gamma (in x = k/2, a non-integer symbol so that loggamma stays unevaluated), with
-    the O(k^-3) remainder dropped.  SymPy gives -1/(4k)."""
+    the O(k^-order) remainder dropped.  For order 3 SymPy gives -1/(4k)."""
     x = sp.Symbol("x", positive=True)
     log_ratio = sp.expand_log(sp.log((alpha / sp.sqrt(2 * sp.pi * k)).subs(k, 2 * x)), force=True)
     log_ratio = log_ratio.replace(
         lambda e: isinstance(e, sp.log) and isinstance(e.args[0], sp.gamma),
         lambda e: sp.loggamma(e.args[0].args[0]))
-    series = sp.series(log_ratio, x, sp.oo, n=3).removeO()
+    series = sp.series(log_ratio, x, sp.oo, n=order).removeO()
     return sp.simplify(series.subs(x, k / 2))

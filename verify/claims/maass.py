@@ -11,7 +11,6 @@ N in {5, 10, 50, 100}, with 3 replicates per N.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import mpmath

@@ -2,7 +2,6 @@
 ``hajjar-fig3`` (H1e, H1g)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np

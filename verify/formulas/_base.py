@@ -10,10 +10,50 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-__all__ = ["VerifiedFormula"]
+__all__ = ["DerivedFunction", "VerifiedFormula"]
 
 
-class VerifiedFormula:
+class _Derived:
+    """What every verified formula carries: ``name``, ``claim``, a docstring, and the derived
+    SymPy expression(s) ``.expr`` (computed lazily, once) with their ``.latex``."""
+
+    def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any]):
+        self.__name__ = self.name = name
+        self.claim = claim
+        self.__doc__ = doc
+        self._expr_fn = expr_fn
+
+    @functools.cached_property
+    def expr(self) -> Any:
+        """The derived SymPy expression (or a tuple of them)."""
+        return self._expr_fn()
+
+    @property
+    def latex(self) -> str:
+        e = self.expr
+        return ", ".join(sp.latex(v) for v in e) if isinstance(e, tuple) else sp.latex(e)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} (claim {self.claim})>"
+
+
+class DerivedFunction(_Derived):
+    """A verified formula whose evaluation is hand-vectorized numpy code ``impl`` (it
+    validates its own input) rather than one lambdified expression; it still carries the
+    derived expression(s) it is checked against, and optionally an ``mpmath`` variant."""
+
+    def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any],
+                 impl: Callable[..., Any], mpmath: Callable[..., Any] | None = None):
+        super().__init__(name, claim, doc, expr_fn)
+        self._impl = impl
+        if mpmath is not None:
+            self.mpmath = mpmath
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._impl(*args, **kwargs)
+
+
+class VerifiedFormula(_Derived):
     """A formula derived by claim ``claim``.
 
     Parameters
@@ -39,23 +79,11 @@ class VerifiedFormula:
                  expr_fn: Callable[[], sp.Expr], validate: Callable[..., tuple],
                  numpy_impl: Callable[[sp.Expr], Callable] | None = None,
                  mpmath_validate: Callable[..., tuple] | None = None):
-        self.__name__ = self.name = name
-        self.claim = claim
-        self.__doc__ = doc
+        super().__init__(name, claim, doc, expr_fn)
         self.symbols = tuple(symbols)
-        self._expr_fn = expr_fn
         self._validate = validate
         self._numpy_impl = numpy_impl
         self._mpmath_validate = mpmath_validate or validate
-
-    @functools.cached_property
-    def expr(self) -> sp.Expr:
-        """The derived SymPy expression."""
-        return self._expr_fn()
-
-    @property
-    def latex(self) -> str:
-        return sp.latex(self.expr)
 
     @functools.cached_property
     def _numpy(self) -> Callable:
@@ -85,9 +113,6 @@ class VerifiedFormula:
             for idx in np.ndindex(out.shape):
                 out[idx] = +self._mp(*[_mp_arg(v[idx]) for v in b])
             return out
-
-    def __repr__(self) -> str:
-        return f"<VerifiedFormula {self.name} (claim {self.claim})>"
 
 
 def _mp_arg(v: Any) -> Any:

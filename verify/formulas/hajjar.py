@@ -6,12 +6,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import mpmath
 import numpy as np
 import sympy as sp
 
 from numerics import reduced
-from numerics.validation import as_float_array, require_positive_int
+from numerics.validation import as_float_array
 from verify.formulas._base import VerifiedFormula
 
 __all__ = ["phi_tilde", "best_linear_approximator", "odd_target_rate"]

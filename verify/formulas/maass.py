@@ -21,8 +21,7 @@ array([[1., 2., 3., 4.],
 """
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -30,6 +29,7 @@ import sympy as sp
 from numerics import transport
 from numerics.groups import GroupAction
 from numerics.validation import as_float_array
+from verify.formulas._base import DerivedFunction
 
 __all__ = ["symmetrize", "project_to_fixed_space", "rmd"]
 
@@ -43,33 +43,6 @@ def _as_group(group: Any) -> GroupAction:
                          f"parameter matrices M_g with shape (|G|, D, D); got shape {M.shape}")
     one = np.ones((M.shape[0], 1, 1))
     return GroupAction(one, one, M, name="G (given by M_g)")
-
-
-class MeasureFormula:
-    """A verified operation on weighted particle measures: callable, with ``.expr`` and
-    ``.latex`` (the derived SymPy expression it is checked against) and ``.claim``."""
-
-    def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], sp.Expr],
-                 impl: Callable[..., Any]):
-        self.__name__ = self.name = name
-        self.claim = claim
-        self.__doc__ = doc
-        self._expr_fn = expr_fn
-        self._impl = impl
-
-    @functools.cached_property
-    def expr(self) -> sp.Expr:
-        return self._expr_fn()
-
-    @property
-    def latex(self) -> str:
-        return sp.latex(self.expr)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._impl(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<MeasureFormula {self.name} (claim {self.claim})>"
 
 
 def _derived(cid: str, key: str) -> sp.Expr:
@@ -90,7 +63,7 @@ def _rmd_expr() -> sp.Expr:
     return sp.sqrt(W**2 / (2 * (ma + mb)))
 
 
-symmetrize = MeasureFormula(
+symmetrize = DerivedFunction(
     "symmetrize", "M1a", expr_fn=lambda: _derived("M1a", "single_particle"),
     impl=_symmetrize,
     doc="""symmetrize(particles, group, weights=None) -> (particles_G, weights_G)
@@ -102,7 +75,7 @@ average); ``.expr`` is the derived Phi_{phi_z}(x) of the reference unit.
 Raises ValueError for non-orthogonal or non-closed group matrices, particles whose
 dimension differs from the group's D, and empty measures.""")
 
-project_to_fixed_space = MeasureFormula(
+project_to_fixed_space = DerivedFunction(
     "project_to_fixed_space", "M1b", expr_fn=lambda: _derived("M1b", "projector"),
     impl=_project,
     doc="""project_to_fixed_space(particles, group, weights=None) -> (P z_i, w_i)
@@ -112,7 +85,7 @@ orthogonal projection onto the fixed space E^G.  Equal to ``symmetrize`` at the 
 models only for linear units (claim M1b); ``.expr`` is the derived P_{E^G} z of the
 reference action.  Same validation as ``symmetrize``.""")
 
-rmd = MeasureFormula(
+rmd = DerivedFunction(
     "rmd", "M1c", expr_fn=_rmd_expr,
     impl=lambda a, b: np.float64(transport.rmd(a, b)),
     doc="""rmd(a, b) -> float in [0, 1]

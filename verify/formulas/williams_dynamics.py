@@ -14,45 +14,16 @@ boundary line counts as inactive).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from derivations import relu1d as D
 from numerics.validation import as_float_array, require_same_shape
+from verify.formulas._base import DerivedFunction
 
 __all__ = ["canonical_from_full", "full_from_canonical", "potential_gradient", "velocity_jump"]
-
-
-class _DerivedFunction:
-    """A numpy function generated from derived SymPy expressions, carrying ``.expr``
-    (a tuple of expressions or one expression), ``.latex`` and ``.claim``."""
-
-    def __init__(self, name: str, claim: str, exprs: Callable[[], Any],
-                 impl: Callable[..., Any], doc: str, mp: Callable[..., Any] | None = None):
-        self.__name__ = self.name = name
-        self.claim = claim
-        self._exprs = exprs
-        self._impl = impl
-        self.__doc__ = doc
-        if mp is not None:
-            self.mpmath = mp
-
-    @functools.cached_property
-    def expr(self) -> Any:
-        return self._exprs()
-
-    @property
-    def latex(self) -> str:
-        e = self.expr
-        return ", ".join(sp.latex(v) for v in e) if isinstance(e, tuple) else sp.latex(e)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._impl(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<derived function {self.name} (claim {self.claim})>"
 
 
 def _out(v: np.ndarray) -> Any:
@@ -81,11 +52,10 @@ def _canonical_from_full(a: Any, b: Any, c: Any):
     return _out(fr(a, b, c)), _out(ft(a, b, c)), _out(fd(a, b, c))
 
 
-canonical_from_full = _DerivedFunction(
-    "canonical_from_full", "W2a",
-    lambda: (D.derive_W2a()["r"], D.derive_W2a()["theta"], D.derive_W2a()["delta_def"]),
-    _canonical_from_full,
-    """pi(z) and the invariant: (r, theta, delta) = (c |(a,b)|, atan2(b, a), c^2 - a^2 - b^2)
+canonical_from_full = DerivedFunction(
+    "canonical_from_full", "W2a", expr_fn=lambda: (D.derive_W2a()["r"], D.derive_W2a()["theta"], D.derive_W2a()["delta_def"]),
+    impl=_canonical_from_full,
+    doc="""pi(z) and the invariant: (r, theta, delta) = (c |(a,b)|, atan2(b, a), c^2 - a^2 - b^2)
 (claims W2a, W2b).  Arrays of one shape; (a, b) = (0, 0) is rejected (no angle).
 
 >>> canonical_from_full(3.0, 4.0, 2.0)
@@ -122,11 +92,10 @@ def _full_from_canonical(r: Any, theta: Any, delta: Any):
     return _out(nu * np.cos(theta)), _out(nu * np.sin(theta)), _out(cc)
 
 
-full_from_canonical = _DerivedFunction(
-    "full_from_canonical", "W2a",
-    lambda: (D.derive_W2a()["nu2"], D.derive_W2a()["c2"]),
-    _full_from_canonical,
-    """The point of the fibre pi^{-1}(r, theta) with invariant delta (claim W2a):
+full_from_canonical = DerivedFunction(
+    "full_from_canonical", "W2a", expr_fn=lambda: (D.derive_W2a()["nu2"], D.derive_W2a()["c2"]),
+    impl=_full_from_canonical,
+    doc="""The point of the fibre pi^{-1}(r, theta) with invariant delta (claim W2a):
 |(a, b)|^2 = (sqrt(delta^2 + 4 r^2) - delta) / 2 (the positive root of
 nu^4 + delta nu^2 - r^2 = 0), (a, b) = |(a, b)| d(theta), c = r / |(a, b)|.
 
@@ -164,11 +133,10 @@ def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
     return _out(g_r), _out(g_th)
 
 
-potential_gradient = _DerivedFunction(
-    "potential_gradient", "W2e",
-    lambda: (D.derive_W2e()["dV_dr_term"], D.derive_W2e()["dV_dtheta_term"]),
-    _potential_gradient,
-    """(dV/dr, dV/dtheta) of V(w; mu) = sum_j rho_j r <x~_j, d(theta)>_+ at particles
+potential_gradient = DerivedFunction(
+    "potential_gradient", "W2e", expr_fn=lambda: (D.derive_W2e()["dV_dr_term"], D.derive_W2e()["dV_dtheta_term"]),
+    impl=_potential_gradient,
+    doc="""(dV/dr, dV/dtheta) of V(w; mu) = sum_j rho_j r <x~_j, d(theta)>_+ at particles
 w = (r, theta) (claims W2d/W2e): sum over active samples of rho_j <x~_j, d(theta)> and
 rho_j r <x~_j, t(theta)>.  Particles move along MINUS this (times the metric).
 ``r``, ``theta``: arrays of one shape; ``x_data``, ``residuals``: 1-D, one length.
@@ -204,12 +172,12 @@ def _jump_mp(r: Any, x_star: Any, rho_star: Any, dps: int = 30):
         return +f(mpmath.mpf(float(r)), mpmath.mpf(float(x_star)), mpmath.mpf(float(rho_star)))
 
 
-velocity_jump = _DerivedFunction(
-    "velocity_jump", "W2f", lambda: D.derive_W2f()["magnitude"], _velocity_jump,
-    """Magnitude of the jump of grad V across the boundary line of sample x* (claim W2f):
+velocity_jump = DerivedFunction(
+    "velocity_jump", "W2f", expr_fn=lambda: D.derive_W2f()["magnitude"], impl=_velocity_jump,
+    doc="""Magnitude of the jump of grad V across the boundary line of sample x* (claim W2f):
 |r rho*| sqrt(1 + x*^2).  The jump is purely angular (the radial jump is 0); its sign
 depends on the crossing direction.  Broadcasting inputs; ``.mpmath(r, x, rho, dps)``.
 
 >>> velocity_jump(2.0, 0.0, -0.5)
 1.0
-""", mp=_jump_mp)
+""", mpmath=_jump_mp)

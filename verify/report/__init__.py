@@ -16,7 +16,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from verify.claims import Claim, Evidence, all_claims, get
 from verify.claims._core import _jsonable
