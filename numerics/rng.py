@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["make_rng", "spawn"]
+__all__ = ["make_rng"]
 
 
 def _key(name: str | int) -> int:
@@ -24,7 +24,3 @@ def make_rng(seed: int, *names: str | int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(int(seed), spawn_key=tuple(_key(n) for n in names))))
 
-
-def spawn(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
-    """``n`` independent child generators of ``rng`` (for parallel streams)."""
-    return rng.spawn(n)

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Sequence
 
 from verify.claims import PROFILES, UnknownClaimError, all_claims, get
@@ -90,7 +91,7 @@ def _cmd_list() -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     claims = _resolve(args.ids)
     neg = args.negative_controls
-    rows, evidence, bad = [], [], 0
+    evidence, bad = [], 0
     print(f"{'id':<5} {'measured error':>14} {'tolerance':>10}  {'verdict':<22} {'seconds':>7}")
     for c in claims:
         t0 = time.perf_counter()
@@ -108,7 +109,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
             line = f"{c.id:<5} {'-':>14} {'-':>10}  {'ERROR':<22} {time.perf_counter() - t0:7.1f}  {msg}"
         bad += not ok
         print(line, flush=True)
-        rows.append(line)
     what = "negative controls failed as required" if neg else "claims verified"
     print(f"{len(claims) - bad}/{len(claims)} {what}" + ("" if not bad else f"; {bad} problem(s)"))
     if args.json:
@@ -145,10 +145,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         experiments.parse_settings(exp, args.set, args.profile)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    payload = experiments.run(args.name, args.set, args.out, args.profile, args.seed)
-    print(f"wrote {args.out}/{args.name}.json" +
-          (f" and {args.out}/{args.name}.png" if (__import__('pathlib').Path(args.out) / f"{args.name}.png").exists() else ""))
-    return 0 if payload else 1
+    experiments.run(args.name, args.set, args.out, args.profile, args.seed)
+    png = Path(args.out) / f"{args.name}.png"
+    print(f"wrote {args.out}/{args.name}.json" + (f" and {png}" if png.exists() else ""))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -54,7 +54,6 @@ def collect_sections(claims: list[Claim], profile: str, seed: int, figdir: Path,
         _progress(progress, i, len(claims), claim.id)
         sec = ClaimSection(claim, None, None)
         try:
-            claim.derivation()
             sec.evidence = claim.run(profile, seed)
             sec.negative = claim.run(profile, seed, negative_control=True)
             if claim.figures is not None:
