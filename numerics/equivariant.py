@@ -31,7 +31,8 @@ from scipy.special import expit
 from numerics.groups import GroupAction
 from numerics.validation import (as_float_array, require_choice, require_positive_int)
 
-__all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "SGDConfig",
+__all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "UVUnit",
+           "UV_ACTIVATIONS", "SGDConfig",
            "SCHEMES", "NOISE_MODES", "TEACHERS", "model_output", "symmetrized_output",
            "make_teacher", "init_particles", "train", "DivergenceError", "X_STD",
            "STUDENT_STD", "HeuristicIterate", "discover_fixed_space"]
@@ -166,6 +167,55 @@ class HiddenLayerUnit:
         dB = dh.sum(axis=0) / nb
         m = theta.shape[0]
         return np.concatenate([dW.reshape(m, -1), dA.reshape(m, -1), dB], axis=1)
+
+
+#: activations of :class:`UVUnit`: name -> (s, s' expressed through s)
+UV_ACTIVATIONS = ("logistic", "tanh")
+
+
+@dataclass(frozen=True)
+class UVUnit:
+    """The paper's (u, v) unit (Maass Martinez & Fontbona 2024, experiments appendix):
+    sigma_*(x, (u, v)) = v * s(u . x / 2), u in X = R^dX, v in Y = R^dY, s the logistic
+    function (``activation="logistic"``, default) or tanh.
+
+    Parameters are flattened as z = [u (dX entries), v (dY entries)], D = dX + dY.  The
+    unit is jointly equivariant for :func:`numerics.groups.uv_action` (M_g (u, v) =
+    (rho_g u, rho^_g v)) for ANY orthogonal rho, rho^: s(rho_g u . rho_g x / 2) =
+    s(u . x / 2).  For the C_2 swap (:func:`numerics.groups.c2_swap_uv`) E^G = {u = (a, a),
+    v = (b, b)}, dim 2.  One scalar feature per particle, so Q_G of a single unit is a
+    genuine |G|-term average (unlike the matrix units, whose rows decouple)."""
+    dim_x: int = 2
+    dim_y: int = 2
+    activation: str = "logistic"
+
+    def __post_init__(self) -> None:
+        require_positive_int(self.dim_x, "UVUnit.dim_x")
+        require_positive_int(self.dim_y, "UVUnit.dim_y")
+        require_choice(self.activation, "UVUnit.activation", UV_ACTIVATIONS)
+
+    @property
+    def dim_z(self) -> int:
+        return self.dim_x + self.dim_y
+
+    def _gate(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """s(u_i . x_b / 2): shape (B, N)."""
+        a = 0.5 * (x @ theta[:, :self.dim_x].T)
+        return expit(a) if self.activation == "logistic" else np.tanh(a)
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        s = self._gate(x, theta)
+        return s[:, :, None] * theta[None, :, self.dim_x:]
+
+    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+            value: np.ndarray | None = None) -> np.ndarray:
+        s = self._gate(x, theta)
+        ds = s * (1.0 - s) if self.activation == "logistic" else 1.0 - s * s
+        nb = x.shape[0]
+        dv = s.T @ cot / nb                                   # (N, dY)
+        vc = cot @ theta[:, self.dim_x:].T                     # (B, N): v_i . c_b
+        du = (ds * vc).T @ x / (2.0 * nb)                      # (N, dX)
+        return np.concatenate([du, dv], axis=1)
 
 
 def model_output(unit: Unit, x: np.ndarray, theta: np.ndarray,

@@ -32,6 +32,7 @@ from numerics.validation import as_float_array, require_positive_int
 
 __all__ = ["GroupAction", "matrix_action", "c2_swap", "cyclic_shift_matrices",
            "sign_flip_matrices", "cyclic_shifts", "sign_flips", "cyclic_network_action",
+           "uv_action", "c2_swap_uv",
            "validate_measure", "ORTHOGONALITY_TOL"]
 
 #: entries of g^T g - I larger than this reject a representation as non-orthogonal
@@ -337,3 +338,26 @@ def cyclic_network_action(n: int) -> GroupAction:
     M[:, n * n:2 * n * n, n * n:2 * n * n] = K
     M[:, 2 * n * n:, 2 * n * n:] = S
     return GroupAction(S, S, M, name=f"C{n} on a hidden layer")
+
+
+def uv_action(rho, rho_hat, name: str = "G") -> GroupAction:
+    """The action on (u, v) parameters z = [u (dX), v (dY)] of the paper's unit
+    v * s(u . x / 2) (:class:`numerics.equivariant.UVUnit`): M_g = blockdiag(rho_g, rho^_g)."""
+    rho = _as_rep(rho, f"{name}: rho (action on X)")
+    rho_hat = _as_rep(rho_hat, f"{name}: rho_hat (action on Y)")
+    if len(rho) != len(rho_hat):
+        raise ValueError(f"{name}: rho and rho_hat must list the same group elements; got "
+                         f"{len(rho)} and {len(rho_hat)} matrices")
+    dx, dy = rho.shape[1], rho_hat.shape[1]
+    M = np.zeros((len(rho), dx + dy, dx + dy))
+    M[:, :dx, :dx] = rho
+    M[:, dx:, dx:] = rho_hat
+    return GroupAction(rho, rho_hat, M, name=name)
+
+
+def c2_swap_uv() -> GroupAction:
+    """The paper's experiment with the (u, v) unit: G = C_2 = {I, P} swapping the two
+    coordinates of X = Y = R^2, M_g (u, v) = (g u, g v) on Z = R^4 (z = [u1, u2, v1, v2]);
+    E^G = {u1 = u2, v1 = v2}, P_{E^G} z = (z + M_P z) / 2."""
+    S = cyclic_shift_matrices(2)
+    return uv_action(S, S, name="C2 swap on (u, v)")
