@@ -1,0 +1,154 @@
+"""Output-path validation: refuse, before any work starts, an output the suite must not write.
+
+How the command line uses it (each function raises :class:`OutputPathError`, a ValueError
+with a one-line message naming the option, the reason and the fix; the CLI prints it and
+exits 2):
+
+- ``report --out DIR``: ``out = validate_report_out(DIR)`` before any claim runs; build in
+  ``staging = verify._atomic.make_staging(out)`` (not ``tempfile.mkdtemp``), finish with
+  ``verify._atomic.replace_dir(staging, out)``; on an exception ``shutil.rmtree(staging)``.
+- ``check --json FILE`` (and ``bench --json FILE``): ``validate_output_file(FILE, "--json")``
+  before any check runs, then ``verify._atomic.atomic_write_bytes(FILE, ...)``.
+- ``experiment NAME --out DIR``: ``verify.experiments.prepare(NAME, settings, DIR, profile)``
+  validates the settings and ``validate_output_dir(DIR, "--out", files=(NAME.json, NAME.png))``.
+
+A report directory may be replaced only when it is new, empty, or was written by the report
+itself (marker file ``.meanfield-verify-report`` listing its entries, see verify._atomic).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from verify._atomic import MARKER, owns_directory, recover_interrupted
+
+__all__ = ["OutputPathError", "validate_output_dir", "validate_output_file",
+           "validate_report_out"]
+
+
+class OutputPathError(ValueError):
+    """An output path the suite refuses to write (one-line message: why and what to do)."""
+
+
+def _as_path(path: Any, what: str, kind: str) -> Path:
+    if path is None or isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise OutputPathError(f"{what} needs a {kind} path; got {type(path).__name__}")
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text.strip():
+        raise OutputPathError(f"{what} needs a {kind} name; got an empty string")
+    if "\0" in text:
+        raise OutputPathError(f"{what}: the path contains a NUL character")
+    return Path(os.path.expanduser(text))
+
+
+def _nearest_existing(p: Path) -> Path:
+    q = p
+    while not os.path.lexists(q) and q != q.parent:
+        q = q.parent
+    return q
+
+
+def _require_writable_dir(parent: Path, what: str, target: Path) -> None:
+    """The nearest existing ancestor of ``parent`` is a directory we can create entries in
+    (probed by creating and removing a hidden directory: root ignores permission bits, and
+    /proc or a read-only mount refuse only at creation)."""
+    anc = _nearest_existing(parent)
+    if not anc.is_dir():
+        raise OutputPathError(f"{what} {target}: {anc} is not a directory; choose a path "
+                              "under a writable directory")
+    try:
+        probe = tempfile.mkdtemp(prefix=".meanfield-verify-probe-", dir=anc)
+        os.rmdir(probe)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OutputPathError(f"{what} {target}: cannot create files in {anc} ({reason}); "
+                              "choose a writable location") from None
+
+
+def validate_report_out(path: Any, what: str = "--out") -> Path:
+    """Check ``report --out`` before any work: returns the absolute (resolved) directory.
+
+    Accepted: a path that does not exist yet (its parent writable), an empty directory, or
+    a directory written by a previous report (marker listing all its entries; reports of
+    earlier versions without a marker are recognised by their exact layout).  Refused: a
+    file, a non-empty foreign directory, the file-system root, the home directory, the
+    current directory or one of its ancestors, a directory containing ``.git``, a mount
+    point, an unwritable location.  Repairs first what an interrupted earlier run left
+    (``.NAME.old``, marked ``.NAME.tmp*``)."""
+    p = _as_path(path, what, "directory")
+    target = p.resolve()
+    fix = "choose a new or empty directory, e.g. --out report"
+    if target == target.parent:
+        raise OutputPathError(f"{what} {p}: refusing to replace the file-system root; {fix}")
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError):
+        home = None
+    if home is not None and target == home:
+        raise OutputPathError(f"{what} {p}: refusing to replace the home directory; {fix}")
+    cwd = Path.cwd().resolve()
+    if target == cwd or target in cwd.parents:
+        where = "the current directory" if target == cwd else "an ancestor of the current directory"
+        raise OutputPathError(f"{what} {p}: refusing to replace {where}; {fix}")
+    if os.path.lexists(target / ".git"):
+        raise OutputPathError(f"{what} {p}: refusing to replace a git repository "
+                              f"({target} contains .git); {fix}")
+    if os.path.lexists(target) and not target.is_dir():
+        raise OutputPathError(f"{what} {p}: it is a file, not a directory; the report writes a "
+                              f"directory: {fix}")
+    if target.is_dir() and os.path.ismount(target):
+        raise OutputPathError(f"{what} {p}: refusing to replace a mount point; {fix}")
+    _require_writable_dir(target.parent, what, p)
+    recover_interrupted(target)
+    if target.is_dir():
+        ok, why = owns_directory(target)
+        if not ok:
+            raise OutputPathError(f"{what} {p}: refusing to replace it: {why}; {fix}, or "
+                                  "move it away yourself")
+    old = target.with_name(f".{target.name}.old")
+    if os.path.lexists(old):
+        raise OutputPathError(f"{what} {p}: {old} exists and was not written by the report "
+                              "(no marker); move it away and run again")
+    return target
+
+
+def validate_output_file(path: Any, what: str = "--json") -> Path:
+    """Check an output file path (``check --json FILE``) before any work: returns it
+    absolute.  Refuses an empty name, a directory, an existing non-regular file (device,
+    fifo) and a location whose nearest existing ancestor is not a writable directory."""
+    p = _as_path(path, what, "file")
+    text = os.fspath(path) if not isinstance(path, Path) else str(path)
+    if p.is_dir() or str(text).endswith(("/", os.sep)):
+        raise OutputPathError(f"{what} {text}: names a directory; give a file name, e.g. "
+                              f"{what} {p / 'evidence.json'}")
+    if os.path.lexists(p) and p.exists() and not p.is_file():
+        raise OutputPathError(f"{what} {p}: it exists and is not a regular file; choose "
+                              "another name")
+    if p.name == MARKER:
+        raise OutputPathError(f"{what} {p}: {MARKER} is reserved for the report's marker; "
+                              "choose another name")
+    _require_writable_dir(p.absolute().parent, what, p)
+    return p.absolute()
+
+
+def validate_output_dir(path: Any, what: str = "--out", files: Iterable[str] = ()) -> Path:
+    """Check an output directory into which named ``files`` are written (experiments):
+    it is a directory or can be created in a writable ancestor, and none of ``files``
+    inside it is a directory or a non-regular file.  Returns it absolute."""
+    p = _as_path(path, what, "directory")
+    if os.path.lexists(p) and not p.is_dir():
+        raise OutputPathError(f"{what} {p}: it is a file, not a directory; choose a "
+                              "directory (it is created if missing)")
+    _require_writable_dir(p.absolute() if p.is_dir() else p.absolute().parent, what, p)
+    for name in files:
+        f = p / name
+        if f.is_dir():
+            raise OutputPathError(f"{what} {p}: {f} is a directory; remove it or choose "
+                                  "another --out")
+        if f.exists() and not f.is_file():
+            raise OutputPathError(f"{what} {p}: {f} is not a regular file; choose another --out")
+    return p.absolute()
