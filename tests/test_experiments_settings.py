@@ -1,0 +1,148 @@
+"""Experiment settings: declared types and ranges, one-line errors naming the setting and
+the allowed values, memory estimates, describe_settings, output validation up front."""
+from __future__ import annotations
+
+import pytest
+
+from verify import experiments as E
+from verify.experiments import Experiment, Setting
+
+BAD = [
+    ("williams-fig1", "m=-5", "m", "1..10^6"),
+    ("williams-fig1", "s=0", "s", "1..10^5"),
+    ("williams-fig1", "T=-1", "T", "(0, 10^5]"),
+    ("williams-fig1", "delta=nan", "delta", "[-10^6, 10^6]"),
+    ("williams-fig1", "m=1e30", "m", "1..10^6"),
+    ("williams-fig1", "m=2.5", "m", "1..10^6"),
+    ("williams-fig1", "T=inf", "T", "(0, 10^5]"),
+    ("odd-target", "d=0", "d", "1..10^4"),
+    ("odd-target", "steps=-1", "steps", "1..10^7"),
+    ("odd-target", "eta=1e9", "eta", "(0, 10]"),
+    ("odd-target", "eta=nan", "eta", "(0, 10]"),
+    ("odd-target", "eta=abc", "eta", "(0, 10]"),
+    ("hajjar-fig3", "steps=-5", "steps", "1..10^7"),
+    ("hajjar-fig3", "d_H=30", "d_H", "d - 1"),
+    ("maass-rmd", "T=nan", "T", "(0, 10^5]"),
+    ("maass-rmd", "Ns=5,,10", "Ns", "1..10^6"),
+    ("maass-rmd", "Ns=5,0", "Ns", "1..10^6"),
+    ("williams-fig2", "deltas=", "deltas", "10^6"),
+]
+
+
+def _msg(exc: BaseException) -> str:
+    msg = str(exc)
+    assert msg and "\n" not in msg
+    assert msg[0] not in "'\"" and msg[-1] not in "'\"", msg  # no stray quotes
+    return msg
+
+
+@pytest.mark.parametrize("name,item,key,rng", BAD)
+def test_bad_values_name_setting_and_range(name, item, key, rng):
+    with pytest.raises(ValueError) as ei:
+        E.parse_settings(E.get(name), [item], "quick")
+    msg = _msg(ei.value)
+    assert key in msg and rng in msg and name in msg
+
+
+@pytest.mark.parametrize("item", ["m", "", "=5", "mm=3"])
+def test_malformed_and_unknown(item):
+    with pytest.raises(ValueError) as ei:
+        E.parse_settings(E.get("williams-fig1"), [item], "quick")
+    msg = _msg(ei.value)
+    assert "KEY=VALUE" in msg or "no setting" in msg
+    if item == "mm=3":
+        assert "did you mean m" in msg
+
+
+def test_unknown_experiment_message_has_no_quotes():
+    with pytest.raises(KeyError) as ei:
+        E.get("willams-fig1")
+    assert "williams-fig1" in _msg(ei.value)
+
+
+@pytest.mark.parametrize("exp", E.all_experiments(), ids=lambda e: e.name)
+def test_every_default_and_profile_is_valid_and_described(exp):
+    for profile in ("quick", "full"):
+        params = E.parse_settings(exp, [], profile)
+        assert set(params) == set(exp.defaults)
+    lines = E.describe_settings(exp)
+    assert len(lines) == len(exp.defaults)
+    for key in exp.defaults:
+        line = next(ln for ln in lines if ln.startswith(f"{key}="))
+        spec = E.setting_spec(exp, key)
+        assert spec.kind in line and spec.range_text() in line
+
+
+def test_values_parse_to_declared_types():
+    p = E.parse_settings(E.get("williams-fig1"), ["m=1e3", "T=7", "delta=-3"], "quick")
+    assert p["m"] == 1000 and isinstance(p["m"], int)
+    assert p["T"] == 7.0 and isinstance(p["T"], float)
+    p = E.parse_settings(E.get("maass-rmd"), ["Ns=5, 20", "teachers=WI"], "quick")
+    assert p["Ns"] == [5, 20] and p["teachers"] == ["WI"]
+
+
+def _toy(**kw) -> Experiment:
+    return Experiment("toy", "toy", lambda p, prof, seed: ({}, None),
+                      {"m": 10, "rate": 0.5, "mode": "a", "flag": False, "n": 100}, **kw)
+
+
+def test_explicit_spec_overrides_inference():
+    exp = _toy(settings={"rate": Setting("float", 0.5, 0.0, 1.0, lo_open=True, doc="a rate"),
+                         "mode": Setting("str", "a", choices=("a", "b"))})
+    assert E.parse_settings(exp, ["rate=1", "mode=b", "flag=yes"], "quick")["flag"] is True
+    with pytest.raises(ValueError, match=r"rate must be a number in \(0, 1\]"):
+        E.parse_settings(exp, ["rate=1.5"], "quick")
+    with pytest.raises(ValueError, match="one of a, b"):
+        E.parse_settings(exp, ["mode=c"], "quick")
+    with pytest.raises(ValueError, match="true or false"):
+        E.parse_settings(exp, ["flag=maybe"], "quick")
+    assert any("a rate" in ln for ln in E.describe_settings(exp))
+
+
+def test_memory_estimate_refuses_absurd_sizes(monkeypatch):
+    exp = _toy(memory_bytes=lambda p: 8.0 * p["m"] * p["n"])
+    E.parse_settings(exp, ["m=1000"], "quick")
+    with pytest.raises(ValueError, match="GiB of memory"):
+        E.parse_settings(exp, ["m=1000000", "n=1000000"], "quick")
+    # the generic estimate (m x n activations) applies without a declared one
+    with pytest.raises(ValueError, match="GiB of memory"):
+        E.parse_settings(E.get("odd-target"), ["m=1000000", "n=1000000"], "quick")
+    monkeypatch.setenv("MEANFIELD_VERIFY_MEMORY_LIMIT", "1000")
+    with pytest.raises(ValueError, match="memory"):
+        E.parse_settings(exp, ["m=1000"], "quick")
+
+
+def test_constraints_hook():
+    def need_even(p):
+        if p["m"] % 2:
+            raise ValueError("setting m of toy must be even")
+    exp = _toy(constraints=need_even)
+    with pytest.raises(ValueError, match="even"):
+        E.parse_settings(exp, ["m=3"], "quick")
+
+
+def test_prepare_validates_output_before_running(tmp_path):
+    called = []
+    exp = Experiment("toy", "toy", lambda p, prof, seed: called.append(1) or ({}, None), {"m": 1})
+    E._load()["toy"] = exp
+    try:
+        (tmp_path / "f").write_text("x")
+        with pytest.raises(ValueError, match="is a file"):
+            E.run("toy", [], tmp_path / "f")
+        (tmp_path / "o" / "toy.json").mkdir(parents=True)
+        with pytest.raises(ValueError, match="is a directory"):
+            E.run("toy", [], tmp_path / "o")
+        assert not called
+        E.run("toy", ["m=2"], tmp_path / "new")
+        assert called and (tmp_path / "new" / "toy.json").is_file()
+    finally:
+        del E._load()["toy"]
+
+
+@pytest.mark.parametrize("item", ["m=-5", "m", "delta=nan", "m=1e30"])
+def test_cli_one_line_exit_2(item, capsys):
+    from verify.cli import main
+    assert main(["experiment", "williams-fig1", "--set", item]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not err.endswith(("'", '"'))
