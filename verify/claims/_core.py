@@ -7,7 +7,6 @@ A claim module in ``verify/claims/`` defines a module-level list ``CLAIMS`` of
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -16,29 +15,13 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
+from derivations.base import Derivation, Step
 from numerics.rng import make_rng
+from verify import derived
 
 PROFILES = ("quick", "full")
 Profile = Literal["quick", "full"]
 Kind = Literal["theorem", "reconstructed", "numerical-evidence", "convention"]
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a derivation: prose, and optionally a SymPy object rendered as LaTeX
-    in Markdown and as MathML in HTML.  ``lhs`` (LaTeX) is printed as ``lhs = expr``;
-    use it for a readable left-hand side, or pass an ``Eq`` as ``expr``."""
-    text: str
-    expr: Any = None
-    lhs: str | None = None
-
-
-@dataclass
-class Derivation:
-    """The output of a claim's ``derive()``: the steps shown in the report and the named
-    closed forms (SymPy expressions) that the check and ``verify.formulas`` use."""
-    steps: list[Step]
-    results: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,10 +108,17 @@ class RunContext:
     profile: Profile
     seed: int
     negative_control: bool = False
+    examples: int | None = None  # Hypothesis instances per claim (``--examples N``)
 
     @property
     def quick(self) -> bool:
         return self.profile == "quick"
+
+    def n_examples(self, quick: int, full: int) -> int:
+        """How many instances to draw: ``--examples N`` if given, else the profile's."""
+        if self.examples is not None:
+            return self.examples
+        return quick if self.quick else full
 
     def rng(self, *names: str | int) -> np.random.Generator:
         """An independent stream for ``names`` under this run's seed (same for the check
@@ -136,8 +126,9 @@ class RunContext:
         return make_rng(self.seed, self.claim_id, *names)
 
     def derivation(self) -> Derivation:
-        from verify.claims import get
-        return get(self.claim_id).derivation()
+        """The claim's derivation, read from the shared cache :mod:`verify.derived`
+        (the object the formulas read too, and the one the mutation harness perturbs)."""
+        return derived.derivation(self.claim_id)
 
 
 FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]
@@ -147,41 +138,51 @@ FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]
 class Claim:
     """A statement from MATH.md with its derivation, check and negative control.
 
-    - ``derive()`` returns a :class:`Derivation` (SymPy only; cached).
+    - ``derive()`` returns a :class:`Derivation` (SymPy only; cached in
+      :mod:`verify.derived`).  Omit it when ``derivations.<topic>.DERIVATIONS`` has the
+      claim's id (the preferred place: the formulas can then read it without the claims).
     - ``check(ctx)`` returns an :class:`Outcome` comparing the derived statement with an
       independent computation (quadrature, simulation).
     - ``negative_control(ctx)`` runs the same check on a deliberately wrong variant; it
       must FAIL (``Outcome.verdict() is False``).
     - ``figures(evidence, outdir)`` (optional) writes PNGs into ``outdir`` and returns
       ``[(filename, caption), ...]``.
+    - ``negative_target``: the name (or name prefix) of the :class:`SubCheck` the negative
+      control is meant to break; the registry test asserts that this one fails.
     """
     id: str
     title: str
     source: str
     statement: str  # LaTeX (inline math with $...$, display with $$...$$)
-    derive: Callable[[], Derivation]
     check: Callable[[RunContext], Outcome]
     negative_control: Callable[[RunContext], Outcome]
     negative_control_description: str
+    derive: Callable[[], Derivation] | None = None
     figures: FigureFn | None = None
     kind: Kind = "theorem"
     notes: tuple[str, ...] = ()
+    negative_target: str = ""
 
-    @functools.cached_property
-    def _derivation(self) -> Derivation:
-        return self.derive()
+    def __post_init__(self) -> None:
+        if self.derive is not None:
+            derived.register(self.id, self.derive)
 
     def derivation(self) -> Derivation:
-        """The derivation, computed once per process."""
-        return self._derivation
+        """The derivation, computed once per process (:func:`verify.derived.derivation`)."""
+        return derived.derivation(self.id)
 
     def run(self, profile: Profile = "quick", seed: int = 0, *,
-            negative_control: bool = False) -> Evidence:
+            negative_control: bool = False, examples: int | None = None) -> Evidence:
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
-        ctx = RunContext(self.id, profile, int(seed), negative_control)
+        if examples is not None and (isinstance(examples, bool)
+                                     or not isinstance(examples, (int, np.integer))
+                                     or not 1 <= examples <= 100_000):
+            raise ValueError(f"examples must be an integer in 1..100000; got {examples!r}")
+        ctx = RunContext(self.id, profile, int(seed), negative_control,
+                         None if examples is None else int(examples))
         t0 = time.perf_counter()
         self.derivation()
         fn = self.negative_control if negative_control else self.check

@@ -1,14 +1,14 @@
 """Small helpers shared by claim modules (one place for each idea)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from verify.claims._core import Outcome, Table
+from verify.claims._core import Outcome, RunContext, Table
 
-__all__ = ["SubCheck", "combine", "fmt", "loglog_slope"]
+__all__ = ["SubCheck", "combine", "fmt", "loglog_slope", "for_all_instances"]
 
 
 @dataclass
@@ -19,6 +19,10 @@ class SubCheck:
     tolerance: float
     reason: str
     passed: bool | None = None
+    # Set by for_all_instances: how many instances were run and, when one failed, the
+    # minimal (shrunk) failing instance with its error.
+    instances: int | None = None
+    counterexample: dict[str, Any] | None = field(default=None)
 
     def ok(self) -> bool:
         if self.passed is not None:
@@ -37,7 +41,14 @@ def combine(compared: str, subchecks: list[SubCheck], *, headline: int = 0,
                    for s in subchecks])
     det = dict(details or {})
     det["subchecks"] = [{"name": s.name, "error": s.error, "tolerance": s.tolerance,
-                         "reason": s.reason, "passed": s.ok()} for s in subchecks]
+                         "reason": s.reason, "passed": s.ok(),
+                         **({"instances": s.instances} if s.instances is not None else {}),
+                         **({"counterexample": s.counterexample}
+                            if s.counterexample is not None else {})}
+                        for s in subchecks]
+    failed = [s for s in subchecks if not s.ok() and s.counterexample is not None]
+    if failed:
+        det["counterexample"] = {"subcheck": failed[0].name, **failed[0].counterexample}
     h = subchecks[headline]
     return Outcome(compared=compared, error=h.error, tolerance=h.tolerance,
                    tolerance_reason=h.reason, details=det, tables=[table] + list(tables or []),
@@ -72,3 +83,103 @@ def loglog_slope(x: Any, y: Any) -> float:
     if x.size < 2 or x.shape != y.shape or np.any(x <= 0) or np.any(y <= 0):
         raise ValueError("loglog_slope needs >= 2 matching positive values of x and y")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def _ratio(sc: SubCheck) -> float:
+    if not sc.ok():
+        return np.inf
+    if sc.tolerance > 0 and np.isfinite(sc.error):
+        return float(sc.error / sc.tolerance)
+    return 0.0
+
+
+def _describe(instance: Any) -> Any:
+    """A compact JSON-able description of a drawn instance for the evidence."""
+    if isinstance(instance, dict):
+        return {str(k): _describe(v) for k, v in instance.items()}
+    if isinstance(instance, (list, tuple)):
+        return [_describe(v) for v in instance]
+    if isinstance(instance, np.ndarray):
+        if instance.size <= 64:
+            return np.round(instance, 12).tolist()
+        return f"array{instance.shape}(min={instance.min():.6g}, max={instance.max():.6g})"
+    if isinstance(instance, (np.floating, float)):
+        return float(instance)
+    if isinstance(instance, (np.integer, int, bool, str)) or instance is None:
+        return instance if not isinstance(instance, np.integer) else int(instance)
+    return repr(instance)
+
+
+def for_all_instances(ctx: RunContext, name: str, strategy: Any,
+                      measure: Callable[[Any], SubCheck], *, quick: int = 5, full: int = 25,
+                      pinned: Sequence[Any] = ()) -> SubCheck:
+    """Run ``measure`` on instances drawn from the Hypothesis ``strategy`` and return the
+    worst :class:`SubCheck` (largest error/tolerance), renamed ``name``.
+
+    ``ctx.examples`` (``--examples N``) or the profile's ``quick``/``full`` count sets the
+    number of drawn instances; ``pinned`` instances (found regressions) always run first.
+    The draw is seeded from the run's seed and the claim id (same seed, same instances;
+    no example database).  When an instance fails, Hypothesis shrinks it (not in the
+    negative control, which is expected to fail) and the returned sub-check carries the
+    minimal counterexample and its error in ``.counterexample``; an exception raised by
+    ``measure`` counts as a failure with its message.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    n = ctx.n_examples(quick, full)
+    records: list[tuple[Any, SubCheck]] = []
+    last_failure: list[tuple[Any, SubCheck]] = []
+
+    def run_one(instance: Any) -> SubCheck:
+        try:
+            sc = measure(instance)
+        except Exception as exc:  # reported as a failing instance, not a crash
+            sc = SubCheck(name, float("inf"), 0.0,
+                          f"{type(exc).__name__}: {exc}", passed=False)
+        return sc
+
+    for inst in pinned:
+        sc = run_one(inst)
+        records.append((inst, sc))
+        if not sc.ok():
+            last_failure.append((inst, sc))
+
+    if not last_failure:
+        phases = [Phase.generate] if ctx.negative_control else [Phase.generate, Phase.shrink]
+        seed_int = int(ctx.rng("hypothesis", name).integers(0, 2**63 - 1))
+
+        @hseed(seed_int)
+        @settings(max_examples=n, database=None, deadline=None, derandomize=False,
+                  phases=phases, suppress_health_check=list(HealthCheck),
+                  print_blob=False, report_multiple_bugs=False)
+        @given(strategy)
+        def _property(instance: Any) -> None:
+            sc = run_one(instance)
+            records.append((instance, sc))
+            if not sc.ok():
+                last_failure.append((instance, sc))
+                raise AssertionError(sc.reason)
+
+        try:
+            _property()
+        except AssertionError:
+            pass
+        except Exception as exc:  # Hypothesis itself failed (e.g. an unsatisfiable strategy)
+            return SubCheck(name, float("inf"), 0.0,
+                            f"instance generation failed: {type(exc).__name__}: {exc}",
+                            passed=False, instances=len(records))
+
+    if not records:
+        return SubCheck(name, float("inf"), 0.0, "no instance was drawn", passed=False,
+                        instances=0)
+    if last_failure:
+        inst, sc = last_failure[-1]  # Hypothesis replays the minimal example last
+        return SubCheck(name, sc.error, sc.tolerance, sc.reason, passed=False,
+                        instances=len(records),
+                        counterexample={"instance": _describe(inst), "error": sc.error,
+                                        "tolerance": sc.tolerance, "reason": sc.reason})
+    inst, worst = max(records, key=lambda r: _ratio(r[1]))
+    return SubCheck(name, worst.error, worst.tolerance,
+                    f"worst of {len(records)} drawn instances: {worst.reason}",
+                    passed=True, instances=len(records))

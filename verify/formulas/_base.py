@@ -1,32 +1,108 @@
 """Verified formulas: numpy-vectorized callables generated (``sympy.lambdify``) from the
 SymPy expressions that the claims' derivations produce, each carrying its expression,
-LaTeX and claim id, plus a high-precision mpmath variant."""
+LaTeX and claim id, plus a high-precision mpmath variant.
+
+The expressions are read from :mod:`verify.derived` (never from the claims layer) and
+re-read whenever :func:`verify.derived.generation` changes, so a perturbed derivation
+reaches the formulas too.  :func:`perturbed_output` scales a formula's output (the
+mutation harness uses it to show that the formula's claim notices)."""
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, Sequence
+import contextlib
+import inspect
+from typing import Any, Callable, Iterator, Sequence
 
 import mpmath
 import numpy as np
 import sympy as sp
 
-__all__ = ["DerivedFunction", "VerifiedFormula"]
+from verify import derived
+
+__all__ = ["DerivedFunction", "VerifiedFormula", "perturbed_output", "MAX_DPS"]
+
+MAX_DPS = 2000  # mpmath precision cap: beyond it a single special-function call takes minutes
+
+_OUTPUT_FACTORS: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def perturbed_output(name: str, factor: float) -> Iterator[None]:
+    """Within the block the formula called ``name`` returns ``factor`` times its value
+    (arrays and floats scaled, tuples/lists elementwise, returned objects through their
+    ``_perturbed(factor)``)."""
+    previous = _OUTPUT_FACTORS.get(name)
+    _OUTPUT_FACTORS[name] = float(factor)
+    try:
+        yield
+    finally:
+        if previous is None:
+            _OUTPUT_FACTORS.pop(name, None)
+        else:
+            _OUTPUT_FACTORS[name] = previous
+
+
+def _scaled(out: Any, factor: float) -> Any:
+    if hasattr(out, "_perturbed"):
+        return out._perturbed(factor)
+    if isinstance(out, tuple) and hasattr(out, "_fields"):
+        return type(out)(*(_scaled(o, factor) for o in out))
+    if isinstance(out, (tuple, list)):
+        return type(out)(_scaled(o, factor) for o in out)
+    if isinstance(out, dict):
+        return {k: _scaled(v, factor) for k, v in out.items()}
+    if isinstance(out, np.ndarray):
+        return out * factor
+    if isinstance(out, (float, int, np.number)) and not isinstance(out, (bool, np.bool_)):
+        return type(out)(out * factor) if isinstance(out, np.number) else out * factor
+    if isinstance(out, (mpmath.mpf, mpmath.mpc)):
+        return out * factor
+    raise TypeError(f"cannot perturb a formula output of type {type(out).__name__}; "
+                    "give it a _perturbed(factor) method")
+
+
+def check_dps(dps: Any) -> int:
+    """Validate an mpmath precision (decimal digits)."""
+    if isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or not 1 <= dps <= MAX_DPS:
+        raise ValueError(f"dps (decimal digits for mpmath) must be an integer in 1..{MAX_DPS}; "
+                         f"got {dps!r}")
+    return int(dps)
 
 
 class _Derived:
-    """What every verified formula carries: ``name``, ``claim``, a docstring, and the derived
-    SymPy expression(s) ``.expr`` (computed lazily, once) with their ``.latex``."""
+    """What every verified formula carries: ``name``, ``claim``, a docstring, the derived
+    SymPy expression(s) ``.expr`` (read from :mod:`verify.derived`, re-read when a
+    derivation is perturbed) with their ``.latex``, and a real call signature."""
 
-    def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any]):
-        self.__name__ = self.name = name
+    def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any],
+                 signature_of: Callable[..., Any] | None = None):
+        self.__name__ = self.__qualname__ = self.name = name
         self.claim = claim
         self.__doc__ = doc
         self._expr_fn = expr_fn
+        self._memo: dict[str, Any] = {}
+        self._memo_generation = -1
+        if signature_of is not None:
+            self.__signature__ = inspect.signature(signature_of)
 
-    @functools.cached_property
+    def _cached(self, key: str, build: Callable[[], Any]) -> Any:
+        """``build()`` memoized until the derived results change (mutation testing)."""
+        g = derived.generation()
+        if g != self._memo_generation:
+            self._memo.clear()
+            self._memo_generation = g
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
+
+    @property
     def expr(self) -> Any:
         """The derived SymPy expression (or a tuple of them)."""
-        return self._expr_fn()
+        return self._cached("expr", self._expr_fn)
+
+    def _finish(self, out: Any) -> Any:
+        """Apply an active :func:`perturbed_output` (identity otherwise)."""
+        factor = _OUTPUT_FACTORS.get(self.name)
+        return out if factor is None else _scaled(out, factor)
 
     @property
     def latex(self) -> str:
@@ -44,13 +120,13 @@ class DerivedFunction(_Derived):
 
     def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any],
                  impl: Callable[..., Any], mpmath: Callable[..., Any] | None = None):
-        super().__init__(name, claim, doc, expr_fn)
+        super().__init__(name, claim, doc, expr_fn, signature_of=impl)
         self._impl = impl
         if mpmath is not None:
             self.mpmath = mpmath
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._impl(*args, **kwargs)
+        return self._finish(self._impl(*args, **kwargs))
 
 
 class VerifiedFormula(_Derived):
@@ -79,31 +155,35 @@ class VerifiedFormula(_Derived):
                  expr_fn: Callable[[], sp.Expr], validate: Callable[..., tuple],
                  numpy_impl: Callable[[sp.Expr], Callable] | None = None,
                  mpmath_validate: Callable[..., tuple] | None = None):
-        super().__init__(name, claim, doc, expr_fn)
+        super().__init__(name, claim, doc, expr_fn, signature_of=validate)
         self.symbols = tuple(symbols)
         self._validate = validate
         self._numpy_impl = numpy_impl
         self._mpmath_validate = mpmath_validate or validate
 
-    @functools.cached_property
+    @property
     def _numpy(self) -> Callable:
-        if self._numpy_impl is not None:
-            return self._numpy_impl(self.expr)
-        return sp.lambdify(self.symbols, self.expr, modules=["scipy", "numpy"])
+        def build() -> Callable:
+            if self._numpy_impl is not None:
+                return self._numpy_impl(self.expr)
+            return sp.lambdify(self.symbols, self.expr, modules=["scipy", "numpy"])
+        return self._cached("numpy", build)
 
-    @functools.cached_property
+    @property
     def _mp(self) -> Callable:
-        return sp.lambdify(self.symbols, self.expr, modules="mpmath")
+        return self._cached("mpmath", lambda: sp.lambdify(self.symbols, self.expr,
+                                                          modules="mpmath"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> np.ndarray | float:
         vals = self._validate(*args, **kwargs)
         out = np.asarray(self._numpy(*vals), dtype=np.float64)
         out = np.broadcast_to(out, np.broadcast_shapes(*(np.shape(v) for v in vals))).copy()
-        return out[()] if out.ndim == 0 else out
+        return self._finish(out[()] if out.ndim == 0 else out)
 
     def mpmath(self, *args: Any, dps: int = 30) -> Any:
         """High-precision value(s) at ``dps`` decimal digits (scalars give an ``mpf``,
         arrays an object array of ``mpf``); the arguments are taken exactly as given."""
+        dps = check_dps(dps)
         vals = self._mpmath_validate(*args)
         with mpmath.workdps(dps):
             if all(np.ndim(v) == 0 for v in vals):
