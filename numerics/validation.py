@@ -1,58 +1,194 @@
 """Input validation shared by ``numerics`` and ``verify.formulas``.
 
 Every public function of the suite validates shapes, domains, finiteness and sizes and
-raises ``ValueError`` with a message that says what to change.  These helpers are the
-one place where that is done.
+raises ``ValueError`` (or ``TypeError`` for a value of the wrong kind) with a message that
+names the argument and says what to change.  These helpers are the one place where that is
+done.  A wrong *kind* of value (a string, None, a complex number, a boolean where a number
+is expected) raises :class:`ArgumentTypeError`, which is both a ``TypeError`` and a
+``ValueError`` so that callers catching either keep working.
+
+Results: :func:`require_finite_result` turns a non-finite output into a ValueError that
+names the overflow (never NaN or inf silently).
 """
 from __future__ import annotations
 
-from numbers import Integral
+import math
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "ArgumentTypeError",
     "as_float_array",
+    "as_float_scalar",
     "as_int_array",
     "require_same_shape",
     "require_positive_int",
     "require_in_range",
     "require_choice",
     "require_distinct",
+    "require_finite_result",
+    "require_tolerance",
+    "require_time_grid",
 ]
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (string, None, complex, bool, object): both a
+    ``TypeError`` and a ``ValueError``."""
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return f"an array of dtype {x.dtype}"
+    return type(x).__name__
+
+
+def _preview(arr: Any) -> list:
+    return np.asarray(arr).ravel()[:5].tolist()
+
+
+def _reject_non_numeric(x: Any, name: str, what: str) -> None:
+    """ArgumentTypeError for strings, None, bytes, booleans, complex numbers (scalars or
+    inside arrays/lists)."""
+    if x is None:
+        raise ArgumentTypeError(f"{name} must be {what}; got None")
+    if isinstance(x, (str, bytes)):
+        raise ArgumentTypeError(f"{name} must be {what}; got the text {x!r:.40} (convert it "
+                                "to a number first)")
+    if isinstance(x, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be {what}; got the boolean {x} (pass 0.0/1.0 "
+                                "explicitly if you mean a number)")
+    if isinstance(x, (complex, np.complexfloating)):
+        raise ArgumentTypeError(f"{name} must be {what}; got the complex number {x} (pass "
+                                "its real part)")
 
 
 def as_float_array(x: Any, name: str, *, ndim: int | None = None,
-                   allow_empty: bool = True) -> np.ndarray:
-    """``x`` as a finite float64 array; raise ``ValueError`` naming ``name`` otherwise."""
+                   allow_empty: bool = True, max_abs: float | None = None) -> np.ndarray:
+    """``x`` as a finite float64 array; raise ``ValueError`` naming ``name`` otherwise.
+
+    Refused: strings, None, booleans and complex values (ArgumentTypeError), ragged
+    nestings, the wrong number of dimensions, an empty array unless ``allow_empty``,
+    NaN/inf, and entries with ``|x| > max_abs`` when ``max_abs`` is given."""
+    what = "a real number or an array of real numbers"
+    _reject_non_numeric(x, name, what)
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "b":
+            raise ArgumentTypeError(f"{name} must be {what}; got a boolean array (convert "
+                                    "with .astype(float) if you mean 0/1)")
+        if x.dtype.kind == "c":
+            raise ArgumentTypeError(f"{name} must be {what}; got a complex array (pass its "
+                                    ".real part)")
+        if x.dtype.kind in "US":
+            raise ArgumentTypeError(f"{name} must be {what}; got an array of text")
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        raw = np.asarray(x)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a real number or an array of real numbers; got {type(x).__name__}") from exc
+        raise ArgumentTypeError(f"{name} must be {what} (a rectangular nesting of numbers); "
+                                f"got {_kind(x)}") from exc
+    if raw.dtype.kind in "bcUSV" or raw.dtype.kind == "O":
+        if raw.dtype.kind == "O":
+            for v in raw.ravel()[:1000]:
+                _reject_non_numeric(v, f"{name} (entry)", what)
+                if not isinstance(v, (Real, np.number)):
+                    raise ArgumentTypeError(f"{name} must be {what}; got an entry of type "
+                                            f"{type(v).__name__}")
+        elif raw.dtype.kind == "b":
+            raise ArgumentTypeError(f"{name} must be {what}; got booleans (convert them to "
+                                    "0.0/1.0 if you mean numbers)")
+        elif raw.dtype.kind == "c":
+            raise ArgumentTypeError(f"{name} must be {what}; got complex values (pass the "
+                                    "real part)")
+        else:
+            raise ArgumentTypeError(f"{name} must be {what}; got text {_preview(raw)}")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite: an entry is too large for float64 "
+                         "(|x| > 1.8e308); rescale it") from None
+    except (TypeError, ValueError) as exc:
+        raise ArgumentTypeError(f"{name} must be {what}; got {_kind(x)}") from exc
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}")
+        shape_hint = {0: "a scalar", 1: "a 1-D array (shape (n,))",
+                      2: "a 2-D array (shape (n, d))"}.get(ndim, f"{ndim}-dimensional")
+        raise ValueError(f"{name} must be {ndim}-dimensional ({shape_hint}); got shape "
+                         f"{arr.shape}")
     if not allow_empty and arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
+        raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        bad = np.flatnonzero(~np.isfinite(arr.ravel()))[:5].tolist()
-        raise ValueError(f"{name} must be finite; found NaN or inf at flat index {bad}")
+        flat = arr.ravel()
+        bad = np.flatnonzero(~np.isfinite(flat))[:5].tolist()
+        raise ValueError(f"{name} must be finite; found NaN or inf at flat index {bad}: "
+                         f"{flat[bad].tolist()}")
+    if max_abs is not None and arr.size and np.max(np.abs(arr)) > max_abs:
+        big = np.abs(arr) > max_abs
+        raise ValueError(f"{name} must satisfy |{name.split()[0]}| <= {max_abs:.6g}; got "
+                         f"{arr[big].ravel()[:5].tolist()}")
     return arr
+
+
+def as_float_scalar(x: Any, name: str, *, lo: float | None = None, hi: float | None = None,
+                    lo_open: bool = False, hi_open: bool = False) -> float:
+    """A finite real scalar (Python float) in the interval given by ``lo``/``hi``
+    (closed unless ``lo_open``/``hi_open``)."""
+    arr = as_float_array(x, name)
+    if arr.ndim != 0 and arr.size != 1:
+        raise ValueError(f"{name} must be a single number; got shape {arr.shape}")
+    v = float(arr.reshape(()))
+    lo_bad = lo is not None and (v < lo or (lo_open and v == lo))
+    hi_bad = hi is not None and (v > hi or (hi_open and v == hi))
+    if lo_bad or hi_bad:
+        left = "-inf" if lo is None else f"{lo:g}"
+        right = "inf" if hi is None else f"{hi:g}"
+        interval = f"{'(' if lo_open or lo is None else '['}{left}, {right}{')' if hi_open or hi is None else ']'}"
+        raise ValueError(f"{name} must lie in {interval}; got {v!r}")
+    return v
 
 
 def as_int_array(x: Any, name: str, *, minimum: int | None = None,
                  maximum: int | None = None) -> np.ndarray:
     """``x`` as an int64 array of whole numbers in ``[minimum, maximum]``."""
+    what = "an integer or an integer array"
     if isinstance(x, bool) or (isinstance(x, np.ndarray) and x.dtype == bool):
-        raise ValueError(f"{name} must be an integer, not a boolean")
-    arr = np.asarray(x)
-    if arr.dtype.kind in "iu":
+        raise ArgumentTypeError(f"{name} must be an integer, not a boolean")
+    _reject_non_numeric(x, name, what)
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ArgumentTypeError(f"{name} must be {what}; got {_kind(x)}") from exc
+    lo_text = "" if minimum is None else f" >= {minimum}"
+    if arr.dtype.kind == "O":
+        vals = arr.ravel().tolist()
+        if not all(isinstance(v, (Integral, np.integer)) and not isinstance(v, bool)
+                   for v in vals):
+            raise ArgumentTypeError(f"{name} must be {what}; got {_preview(arr)}")
+        big = [v for v in vals if abs(int(v)) > _INT64_MAX]
+        if big:
+            raise ValueError(f"{name} is too large: {big[:3]} exceeds 2^63 - 1; pass an "
+                             f"integer{lo_text} below 2^63")
+        arr = np.asarray(vals, dtype=np.int64).reshape(arr.shape)
+    if arr.dtype.kind == "u":
+        if arr.size and int(arr.max()) > _INT64_MAX:
+            raise ValueError(f"{name} is too large: {_preview(arr[arr > _INT64_MAX])} exceeds "
+                             f"2^63 - 1; pass an integer{lo_text} below 2^63")
+        out = arr.astype(np.int64)
+    elif arr.dtype.kind == "i":
         out = arr.astype(np.int64)
     elif arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must be a whole number; got {arr.ravel()[:5].tolist()}")
+            raise ValueError(f"{name} must be a whole number; got {_preview(arr)}")
+        if arr.size and np.max(np.abs(arr)) >= 2.0 ** 63:
+            raise ValueError(f"{name} is too large: {_preview(arr[np.abs(arr) >= 2.0 ** 63])} "
+                             f"exceeds 2^63 - 1; pass an integer{lo_text} below 2^63")
         out = arr.astype(np.int64)
+    elif arr.dtype.kind == "b":
+        raise ArgumentTypeError(f"{name} must be an integer, not a boolean")
     else:
-        raise ValueError(f"{name} must be an integer or an integer array; got {type(x).__name__}")
+        raise ArgumentTypeError(f"{name} must be {what}; got {_kind(x)}")
     if minimum is not None and np.any(out < minimum):
         raise ValueError(f"{name} must be >= {minimum}; got {out[out < minimum].ravel()[:5].tolist()}")
     if maximum is not None and np.any(out > maximum):
@@ -60,15 +196,23 @@ def as_int_array(x: Any, name: str, *, minimum: int | None = None,
     return out
 
 
-def require_positive_int(x: Any, name: str, *, minimum: int = 1) -> int:
-    """A Python int >= ``minimum`` (rejects bools, floats with fractions, strings)."""
-    if isinstance(x, bool) or not isinstance(x, (Integral, np.integer)):
-        if isinstance(x, float) and x.is_integer():
+def require_positive_int(x: Any, name: str, *, minimum: int = 1,
+                         maximum: int | None = None) -> int:
+    """A Python int in ``[minimum, maximum]`` (rejects bools, floats with fractions,
+    strings, None; accepts whole floats and numpy integers)."""
+    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if isinstance(x, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be an integer {rng}, not a boolean; got {x!r}")
+    if not isinstance(x, (Integral, np.integer)):
+        if isinstance(x, (float, np.floating)) and math.isfinite(x) and float(x).is_integer():
             x = int(x)
+        elif isinstance(x, (float, np.floating)):
+            raise ValueError(f"{name} must be an integer {rng}; got {x!r}")
         else:
-            raise ValueError(f"{name} must be an integer >= {minimum}; got {x!r}")
-    if int(x) < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {x!r}")
+            raise ArgumentTypeError(f"{name} must be an integer {rng}; got {_kind(x)} "
+                                    f"{x!r:.40}")
+    if int(x) < minimum or (maximum is not None and int(x) > maximum):
+        raise ValueError(f"{name} must be an integer {rng}; got {int(x)!r}")
     return int(x)
 
 
@@ -77,20 +221,25 @@ def require_same_shape(**arrays: np.ndarray) -> None:
     shapes = {k: np.shape(v) for k, v in arrays.items()}
     if len(set(shapes.values())) > 1:
         desc = ", ".join(f"{k}{s}" for k, s in shapes.items())
-        raise ValueError(f"shapes must match: {desc}")
+        raise ValueError(f"shapes must match: {desc} (pass arrays of one shape)")
 
 
 def require_in_range(arr: np.ndarray, name: str, lo: float, hi: float) -> None:
-    """Every entry of ``arr`` lies in the closed interval ``[lo, hi]``."""
-    bad = (arr < lo) | (arr > hi)
+    """Every entry of ``arr`` lies in the closed interval ``[lo, hi]`` (NaN is outside)."""
+    a = np.asarray(arr)
+    bad = ~((a >= lo) & (a <= hi))
     if np.any(bad):
-        raise ValueError(f"{name} must lie in [{lo}, {hi}]; got {np.asarray(arr)[bad].ravel()[:5].tolist()}")
+        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}]; got {a[bad].ravel()[:5].tolist()}")
 
 
 def require_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     """``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    try:
+        ok = value in choices
+    except (TypeError, ValueError):  # uncomparable value (e.g. an array)
+        ok = False
+    if not ok or not isinstance(value, type(choices[0]) if choices else object):
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r:.60}")
     return value
 
 
@@ -99,4 +248,39 @@ def require_distinct(arr: np.ndarray, name: str) -> None:
     srt = np.sort(np.ravel(arr))
     dup = srt[1:][srt[1:] == srt[:-1]]
     if dup.size:
-        raise ValueError(f"{name} must have distinct entries; repeated: {np.unique(dup)[:5].tolist()}")
+        raise ValueError(f"{name} must have distinct entries; repeated: "
+                         f"{np.unique(dup)[:5].tolist()} (merge or remove duplicates)")
+
+
+def require_finite_result(value: Any, name: str, cause: str = "") -> Any:
+    """``value`` unchanged if every entry is finite; otherwise ValueError naming the
+    overflow (``cause``: what input makes it unrepresentable)."""
+    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, tuple) else None
+    parts = [np.asarray(v, dtype=np.float64) for v in value] if arr is None else [arr]
+    for p in parts:
+        if not np.all(np.isfinite(p)):
+            bad = np.flatnonzero(~np.isfinite(p.ravel()))[:5].tolist()
+            why = f" ({cause})" if cause else ""
+            raise ValueError(f"{name} is not representable in float64 at flat index {bad}: "
+                             f"the result overflows{why}; rescale the inputs")
+    return value
+
+
+def require_tolerance(x: Any, name: str, *, hi: float = 1.0) -> float:
+    """An integrator tolerance (``rtol``, ``atol``): a finite number in (0, hi]."""
+    return as_float_scalar(x, name, lo=0.0, hi=hi, lo_open=True)
+
+
+def require_time_grid(t: Any, name: str = "t_eval", *, allow_empty: bool = False,
+                      strictly: bool = True, start: float | None = None) -> np.ndarray:
+    """A 1-D finite, (strictly) increasing array of times, non-empty unless allowed, not
+    before ``start`` when given."""
+    arr = as_float_array(t, name, ndim=1, allow_empty=allow_empty)
+    d = np.diff(arr)
+    if np.any(d <= 0 if strictly else d < 0):
+        i = int(np.flatnonzero(d <= 0 if strictly else d < 0)[0])
+        raise ValueError(f"{name} must be {'strictly ' if strictly else ''}increasing; "
+                         f"{name}[{i + 1}] = {arr[i + 1]!r} follows {arr[i]!r} (sort it)")
+    if start is not None and arr.size and arr[0] < start:
+        raise ValueError(f"{name} must start at or after {start!r}; got {arr[0]!r}")
+    return arr
