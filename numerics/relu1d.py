@@ -202,7 +202,7 @@ def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str,
     and the last).  Raises ``FloatingPointError`` naming ``eta`` if the iteration diverges."""
     a, b, c = (v.copy() for v in _params(a, b, c))
     x, y = _data(x, y)
-    eta = float(eta)
+    eta = _real(eta, "eta (step size)")
     if not np.isfinite(eta) or eta <= 0:
         raise ValueError(f"eta (step size) must be a positive finite number; got {eta!r}")
     steps = require_positive_int(steps, "steps", minimum=0)
@@ -239,7 +239,7 @@ class FlowResult:
     events: list[tuple[float, str, int, int]] = field(default_factory=list)
     sliding: np.ndarray | None = None
     n_steps: int = 0
-    segments: list[tuple[float, float, Any]] = field(default_factory=list, repr=False)
+    segments: list[tuple] = field(default_factory=list, repr=False)  # (t0, t1, interp, P, S)
 
     def dense(self, t: float) -> np.ndarray:
         """The state at any time ``t`` in [0, t_eval[-1]] from the solver's dense output
@@ -248,8 +248,18 @@ class FlowResult:
             raise ValueError("no dense output stored: run the flow with dense=True")
         starts = [s[0] for s in self.segments]
         k = max(0, min(len(starts) - 1, int(np.searchsorted(starts, t, side="right")) - 1))
-        t0, t1, interp = self.segments[k]
+        t0, t1, interp = self.segments[k][:3]
         return interp(min(max(t, t0), t1))
+
+    def pattern(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(P, S)`` used by the integrator on the segment containing ``t`` (``dense=True``
+        runs only): P the (m, s) activation pattern (pair (i, j) active), S the sliding
+        pairs (held on their sample line by the Filippov projection)."""
+        if not self.segments:
+            raise ValueError("no dense output stored: run the flow with dense=True")
+        starts = [s[0] for s in self.segments]
+        k = max(0, min(len(starts) - 1, int(np.searchsorted(starts, t, side="right")) - 1))
+        return self.segments[k][3], self.segments[k][4]
 
     @property
     def event_times(self) -> np.ndarray:
@@ -288,6 +298,32 @@ class _Problem:
         """Remove the normal component of the sliding neurons' velocity."""
         raise NotImplementedError
 
+    def radius(self, y: np.ndarray) -> np.ndarray | None:
+        """|(a_i, b_i)| (full flow: all switching lines of neuron i meet at 0), else None."""
+        return None
+
+    def freeze(self, dy: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        return dy
+
+    def to_origin(self, y: np.ndarray, i: int) -> np.ndarray:
+        return y
+
+
+def _first_crossing(u_of_t: Callable[[float], float], side: bool, t_old: float, t_new: float,
+                    n_probe: int = 16) -> float | None:
+    """First time in (t_old, t_new] at which the switching value leaves the side ``side``
+    (True: u > 0) after having been on it, for a trajectory that STARTS ON THE LINE
+    (u(t_old) == 0, e.g. right after an event).  ``None`` if the probes never see the
+    trajectory on ``side``: it did not leave the line on that side at all."""
+    ts = t_old + (t_new - t_old) * np.arange(1, n_probe + 1) / n_probe
+    on = [(u_of_t(tt) > 0) == side and u_of_t(tt) != 0 for tt in ts]
+    if not on[0]:
+        return None
+    for k in range(1, n_probe):
+        if not on[k]:
+            return brentq(u_of_t, ts[k - 1], ts[k], xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
+    return t_new
+
 
 def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, atol: float,
                max_events: int, max_steps: int, keep_dense: bool = False) -> FlowResult:
@@ -297,23 +333,40 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
     u0 = prob.switch(y)
     P = u0 > 0  # ReLU'(0) = 0: on the line counts as inactive
     S = np.zeros_like(P)
+    dy0, _ = prob.rhs(y, P)
+    if not np.all(np.isfinite(dy0)):
+        raise ValueError("the velocity field is not finite at t = 0 (NaN or inf): check the "
+                         "initial state and the metric (e.g. r = 0 with the 'plane' metric, "
+                         "a non-finite time_scale)")
     out = np.empty((t_eval.size, y.size))
     k_out = 0
     while k_out < t_eval.size and t_eval[k_out] <= t0:
         out[k_out] = y
         k_out += 1
     events: list[tuple[float, str, int, int]] = []
-    segments: list[tuple[float, float, Any]] = []
+    segments: list[tuple] = []
     n_steps = 0
     t = t0
+    # zero-progress guard: events of one pair at one instant (a trajectory that does not
+    # leave the line on the side chosen): 1st normal rule, 2nd the other side, 3rd sliding
+    attempts: dict[tuple[float, int, int], int] = {}
 
-    def fun(_t, yy, P=None, S=None):
+    # neurons whose first-layer weights reached (a, b) = (0, 0) (full flow only): there
+    # every sample is on the neuron's line, so with ReLU'(0) = 0 its whole gradient is 0
+    # and it stays (a stationary point of the convention's field; delta_i is unchanged)
+    Z = np.zeros(P.shape[0], dtype=bool)
+    radius0 = prob.radius(y)
+    ref_radius = float(np.max(radius0)) if radius0 is not None else 0.0
+
+    def fun(_t, yy, P=None, S=None, Z=None):
         dy, _ = prob.rhs(yy, P)
+        if Z.any():
+            dy = prob.freeze(dy, Z)
         return prob.project(yy, dy, S) if S.any() else dy
 
     while t < t1 and k_out < t_eval.size:
-        Pc, Sc = P.copy(), S.copy()
-        solver = DOP853(lambda tt, yy: fun(tt, yy, Pc, Sc), t, y, t1, rtol=rtol, atol=atol)
+        Pc, Sc, Zc = P.copy(), S.copy(), Z.copy()
+        solver = DOP853(lambda tt, yy: fun(tt, yy, Pc, Sc, Zc), t, y, t1, rtol=rtol, atol=atol)
         restart = False
         while solver.status == "running" and not restart:
             t_old = solver.t
@@ -323,10 +376,12 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                 raise RuntimeError(f"ODE solver failed at t={t_old:.6g}: {msg}")
             n_steps += 1
             if n_steps > max_steps:
-                raise RuntimeError(f"more than max_steps={max_steps} solver steps before t={t1:g} "
-                                   f"(stalled at t={solver.t:.6g}); the flow may be chattering")
-            if not np.all(np.isfinite(solver.y)):
-                raise FloatingPointError(f"gradient flow diverged at t={solver.t:.6g} (rtol={rtol:g})")
+                raise RuntimeError(f"step budget exhausted: more than max_steps={max_steps} solver "
+                                   f"steps before t={t1:g} (reached t={solver.t:.6g}, "
+                                   f"{len(events)} events); raise max_steps or shorten the horizon")
+            if not (np.all(np.isfinite(solver.y)) and np.isfinite(solver.step_size or 0.0)):
+                raise FloatingPointError(f"gradient flow diverged at t={solver.t:.6g} (rtol={rtol:g}): "
+                                         "non-finite state or step size")
             t_new, y_new = solver.t, solver.y
             dense = solver.dense_output()
             cand: list[tuple[float, str, int, int, int]] = []
@@ -343,9 +398,14 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                         # left the line on the "wrong" side right after a restart: accept
                         Pc[i, j] = P[i, j] = ub > 0
                         continue
-                    tc = t_old if ua == 0 else brentq(
-                        lambda tt, i=i, j=j: prob.switch(dense(tt))[i, j], t_old, t_new,
-                        xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
+                    u_ij = (lambda tt, i=i, j=j: prob.switch(dense(tt))[i, j])
+                    if ua == 0:
+                        # starting on the line (after an event): the crossing is where the
+                        # trajectory comes back, not at t_old
+                        tc = _first_crossing(u_ij, bool(Pc[i, j]), t_old, t_new)
+                        tc = t_old if tc is None else tc
+                    else:
+                        tc = brentq(u_ij, t_old, t_new, xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
                     cand.append((tc, "cross", int(i), int(j), 0))
             # exits from sliding
             if Sc.any():
@@ -365,7 +425,7 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                     cand.append((tc, "unslide", int(i), int(j), side))
             t_stop = min(cand)[0] if cand else t_new
             if keep_dense and t_stop > t_old:
-                segments.append((t_old, t_stop, dense))
+                segments.append((t_old, t_stop, dense, Pc.copy(), Sc.copy()))
             while k_out < t_eval.size and t_eval[k_out] <= t_stop:
                 out[k_out] = dense(t_eval[k_out]) if t_eval[k_out] < t_new else y_new
                 k_out += 1
@@ -374,10 +434,32 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                 y = dense(tc) if tc < t_new else y_new.copy()
                 t = tc
                 restart = True
+                key = (t, i, j)
+                attempts[key] = attempts.get(key, 0) + 1
+                rad = prob.radius(y)
+                if rad is not None and rad[i] <= 1e-10 * ref_radius:
+                    # the neuron reached the origin of its (a, b) plane: all its lines meet
+                    Z[i] = True
+                    P[i, :] = False
+                    S[i, :] = False
+                    y = prob.to_origin(y, i)
+                    events.append((t, "collapse", i, -1))
+                    continue
+                if attempts[key] > 3:
+                    raise RuntimeError(f"cannot resolve the switching of neuron {i} at sample {j} "
+                                       f"at t={t:.12g}: neither side nor sliding carries the "
+                                       "trajectory (degenerate grazing contact)")
                 if kind == "unslide":
                     S[i, j] = False
                     P[i, j] = bool(side)  # the side whose normal velocity changed sign
                     events.append((t, "unslide", i, j))
+                elif attempts[key] == 2 and tc == t_old:
+                    P[i, j] = not P[i, j]  # the side chosen did not carry it: the other one
+                    events.append((t, "cross", i, j))
+                elif attempts[key] == 3 and tc == t_old:
+                    S[i, j] = True  # neither side carries it: Filippov sliding
+                    P[i, j] = False
+                    events.append((t, "slide", i, j))
                 else:
                     Pn = P & ~S
                     Pn[i, j] = False
@@ -394,8 +476,8 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                     # otherwise the side being left keeps the neuron on the line (its normal
                     # rate is 0 there, e.g. a neuron inactive on all samples): no switch
                 if len(events) > max_events:
-                    raise RuntimeError(f"more than max_events={max_events} switching events "
-                                       f"before t={t1:g} (at t={t:.6g})")
+                    raise RuntimeError(f"event budget exhausted: more than max_events={max_events} "
+                                       f"switching events before t={t1:g} (at t={t:.6g})")
             else:
                 t, y = t_new, y_new.copy()
     while k_out < t_eval.size:  # t reached t1
@@ -413,10 +495,24 @@ def _check_t_eval(t_eval: Any) -> np.ndarray:
 
 
 def _check_tols(rtol: float, atol: float) -> tuple[float, float]:
-    rtol, atol = float(rtol), float(atol)
-    if not (1e-15 <= rtol < 1) or not (0 < atol):
-        raise ValueError(f"need 1e-15 <= rtol < 1 and atol > 0; got rtol={rtol!r}, atol={atol!r}")
+    rtol = _real(rtol, "rtol")
+    atol = _real(atol, "atol")
+    if not (1e-15 <= rtol < 1):
+        raise ValueError(f"rtol (relative tolerance) must lie in [1e-15, 1); got {rtol!r}")
+    if not (0 < atol < np.inf):
+        raise ValueError(f"atol (absolute tolerance) must be a positive finite number; got {atol!r}")
     return rtol, atol
+
+
+def _real(v: Any, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number; got {v!r}")
+    return float(v)
+
+
+def _budgets(max_events: Any, max_steps: Any) -> tuple[int, int]:
+    return (require_positive_int(max_events, "max_events"),
+            require_positive_int(max_steps, "max_steps"))
 
 
 class _FullProblem(_Problem):
@@ -455,6 +551,21 @@ class _FullProblem(_Problem):
         # activating (i, j) adds -(c_i/alpha) rho_j x~_j to (da_i, db_i): d(du_ij/dt) below
         return -np.multiply.outer(c, self._rho * self.xt2) / self.al
 
+    def radius(self, y):
+        a, b, _ = self.split(y)
+        return np.hypot(a, b)
+
+    def freeze(self, dy, Z):
+        dy = dy.copy()
+        idx = np.flatnonzero(Z)
+        dy[idx] = dy[self.m + idx] = dy[2 * self.m + idx] = 0.0
+        return dy
+
+    def to_origin(self, y, i):
+        y = y.copy()
+        y[i] = y[self.m + i] = 0.0
+        return y
+
     def project(self, y, dy, S):
         m = self.m
         dy = dy.copy()
@@ -479,6 +590,7 @@ def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_
     x, y = _data(x, y)
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
+    max_events, max_steps = _budgets(max_events, max_steps)
     m = a.size
     prob = _FullProblem(x, y, normalize_alpha(alpha, m), m)
     res = _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events, max_steps, dense)
@@ -596,8 +708,12 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
     x, y = _data(x, y)
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
+    max_events, max_steps = _budgets(max_events, max_steps)
+    time_scale = _real(time_scale, "time_scale")
+    if not (0 < time_scale < np.inf):
+        raise ValueError(f"time_scale must be a positive finite number; got {time_scale!r}")
     m = r.size
-    prob = _ReducedProblem(x, y, delta, _inverse_metric(inverse_metric), float(time_scale), m)
+    prob = _ReducedProblem(x, y, delta, _inverse_metric(inverse_metric), time_scale, m)
     res = _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events, max_steps, dense)
     res.state = res.state.reshape(t_eval.size, 2, m)
     return res
