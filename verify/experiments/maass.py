@@ -1,10 +1,15 @@
 """Experiments for Maass Martinez & Fontbona (2024), claims M1c-M1e.
 
-- ``maass-rmd``: the reference experiment's figure rows: for the arbitrary, WI and SI
-  teachers, RMD between the final particle measures of vanilla, random-g DA and FA (i.i.d.
-  initialization, common random numbers), and RMD(nu_T, P_{E^G} # nu_T) of vanilla from an
-  SI initialization (beta = 0), against N.  quick: N <= 100, T = 2; full: N up to 5000,
-  T = 20 (N T steps each: hours on one core at N = 5000).
+- ``maass-rmd``: the main figure of the reference experiment (as the third-party
+  reproduction draws it): RMD^2(nu_T, P_{E^G} # nu_T) to E^G at the end of training, per
+  scheme (vanilla, DA = full-orbit augmentation, FA, EA) and width N (log-log), from SI
+  and WI initializations, for the arbitrary, WI and SI teachers.  ``teacher=fixed`` uses
+  the paper's fixed teachers (Appendix F, with the reproduction's scale 1/2),
+  ``teacher=random`` N(0, 1) teachers; ``unit=matrix`` the logistic(z x) unit,
+  ``unit=uv`` the paper's (u, v) unit v * s(u . x / 2).  Hyper-parameters are given in
+  the convention ``loss_convention`` (``reproduction``: loss |y - y'|^2 as printed there,
+  converted by numerics.paper_units; ``suite``: |y - y'|^2 / 2).
+  quick: N <= 50, T = 2, 1 replicate; full: N up to 1000, T = 20, 3 replicates.
 - ``maass-heuristic``: the E^G discovery iterations for the reference C_2 experiment and
   C_3 acting on 3 x 3 parameters.
 """
@@ -15,45 +20,155 @@ from typing import Any
 import numpy as np
 
 from verify.claims.maass import (HeuristicSettings, TrendSettings, _slope, heuristic_examples,
-                                 heuristic_run, scheme_trend, si_escape_trend)
+                                 heuristic_run, scheme_trend)
 from verify.experiments import Experiment
 
-__all__ = ["EXPERIMENTS"]
+__all__ = ["EXPERIMENTS", "FIXED_TEACHERS", "SCHEME_NAMES", "fixed_teacher", "setup",
+           "sgd_config", "rmd2_to_fixed_space"]
 
 TEACHER_KINDS = ("arbitrary", "WI", "SI")
+#: figure label -> numerics.equivariant scheme (DA averages the full orbit, as the
+#: reproduction's loss does; ``DA-random`` draws one g per sample)
+SCHEME_NAMES = {"vanilla": "vanilla", "DA": "da_orbit", "FA": "fa", "EA": "ea",
+                "DA-random": "da_random"}
+UNITS = ("matrix", "uv")
+
+#: The fixed teachers of the paper's Appendix F as the reproduction (Kikidu59/Dola,
+#: src/teacher.py) writes them, before its scale 1/2: five 2 x 2 matrices (row-major; for
+#: the (u, v) unit row 0 is u and row 1 is v) and the coordinates of the SI teacher in the
+#: orthonormal basis of E^G (matrix unit: I / sqrt 2, P / sqrt 2; (u, v) unit:
+#: ((1, 1), 0) / sqrt 2, (0, (1, 1)) / sqrt 2).
+FIXED_TEACHERS = {
+    "scale": 0.5,
+    "arbitrary": ((-1.0, 0.0, 0.0, 0.5), (0.5, 1.0, 0.0, 1.0), (-0.5, 0.3, 1.0, 0.0),
+                  (0.0, -1.0, -0.5, 1.0), (0.7, -0.7, 0.5, 0.7)),
+    "SI_coordinates": {"matrix": ((1.0, 0.0), (0.5, 1.0), (-0.5, 0.3), (0.0, -1.0), (0.7, 0.7)),
+                       "uv": ((0.8, 0.6), (-0.5, 0.9), (0.7, -0.8), (-0.3, 0.5), (0.6, 0.7))},
+    "source": "Kikidu59/Dola, src/teacher.py (the reproduction's reading of Appendix F)",
+}
+
+
+def setup(unit: str):
+    """(group, unit) of the reference experiment: C_2 swapping the coordinates of R^2 with
+    the logistic(z x) unit (``matrix``) or the paper's (u, v) unit (``uv``)."""
+    from numerics.equivariant import LogisticUnit, UVUnit
+    from numerics.groups import c2_swap, c2_swap_uv
+    from numerics.validation import require_choice
+    require_choice(unit, "unit", UNITS)
+    return (c2_swap(), LogisticUnit(2, 2)) if unit == "matrix" else (c2_swap_uv(), UVUnit(2, 2))
+
+
+def fixed_teacher(kind: str, unit: str, group) -> np.ndarray:
+    """The paper's fixed teacher particles (Appendix F, scaled as the reproduction): 5
+    arbitrary particles; WI = those and their images (g-major); SI = 5 particles of E^G."""
+    from numerics.validation import require_choice
+    require_choice(kind, "teacher kind", TEACHER_KINDS)
+    sc = FIXED_TEACHERS["scale"]
+    if kind == "SI":
+        if unit == "matrix":
+            e1 = np.array([1.0, 0.0, 0.0, 1.0]) / np.sqrt(2.0)    # I / sqrt 2
+            e2 = np.array([0.0, 1.0, 1.0, 0.0]) / np.sqrt(2.0)    # P / sqrt 2
+        else:
+            e1 = np.array([1.0, 1.0, 0.0, 0.0]) / np.sqrt(2.0)    # u = (1, 1) / sqrt 2
+            e2 = np.array([0.0, 0.0, 1.0, 1.0]) / np.sqrt(2.0)    # v = (1, 1) / sqrt 2
+        c = sc * np.array(FIXED_TEACHERS["SI_coordinates"][unit])
+        return c[:, :1] * e1 + c[:, 1:] * e2
+    base = sc * np.array(FIXED_TEACHERS["arbitrary"])
+    return base if kind == "arbitrary" else group.act(base).reshape(-1, group.dim_z)
+
+
+def sgd_config(params: dict[str, Any], steps: int, *, beta: float | None = None):
+    """SGDConfig in the suite's convention from alpha, tau, beta given in the convention
+    ``params["loss_convention"]`` (numerics.paper_units)."""
+    from numerics.equivariant import SGDConfig
+    from numerics.paper_units import reproduction_sgd_to_suite
+    a, t, b = reproduction_sgd_to_suite(float(params["alpha"]), float(params["tau"]),
+                                        float(params["beta"] if beta is None else beta),
+                                        str(params["loss_convention"]))
+    return SGDConfig(alpha=a, tau=t, beta=b, batch=int(params["batch"]), steps=steps)
+
+
+def rmd2_to_fixed_space(group, theta: np.ndarray) -> float:
+    """RMD^2(nu, P_{E^G} # nu) of the uniform measure on the rows of theta."""
+    from numerics.transport import rmd
+    return rmd(theta, group.project(theta)) ** 2
+
+
+def _teacher(params: dict[str, Any], kind: str, G, u, seed: int) -> np.ndarray:
+    from numerics.equivariant import make_teacher
+    from numerics.rng import make_rng
+    if params["teacher"] == "fixed":
+        return fixed_teacher(kind, str(params["unit"]), G)
+    if params["teacher"] != "random":
+        raise ValueError(f"teacher must be 'fixed' or 'random'; got {params['teacher']!r}")
+    return make_teacher(kind, u, G, make_rng(seed, "maass-rmd", "teacher", kind))
+
+
+def _one_run(params, G, u, teacher, init: str, scheme: str, N: int, rep: int, seed: int,
+             tag: str) -> float:
+    """RMD^2 to E^G after N T noisy SGD steps of ``scheme`` from an ``init`` start."""
+    from numerics.equivariant import DivergenceError, init_particles, train
+    from numerics.rng import make_rng
+    steps = max(1, int(round(N * float(params["T"]))))
+    th0 = init_particles("SI" if init == "SI" else "iid", N, u, G,
+                         make_rng(seed, tag, "init", init, N, rep))
+    noise = "projected" if (init == "SI" and params["si_noise"] == "projected") else "iid"
+    try:
+        th, _ = train(u, G, th0, teacher, SCHEME_NAMES[scheme], sgd_config(params, steps),
+                      make_rng(seed, tag, "data", N, rep), make_rng(seed, tag, "noise", N, rep),
+                      make_rng(seed, tag, "g", N, rep), noise=noise)
+    except DivergenceError:
+        return float("nan")
+    return rmd2_to_fixed_space(G, th)
 
 
 def run_rmd(params: dict[str, Any], profile: str, seed: int):
+    from numerics.validation import require_choice
     from verify.plotting import new_figure
-    s = TrendSettings(Ns=tuple(int(n) for n in params["Ns"]), T=float(params["T"]),
-                      replicates=int(params["replicates"]), beta=float(params["beta"]))
     teachers = [t for t in TEACHER_KINDS if t in params["teachers"]]
-    if not teachers:
-        raise ValueError(f"teachers must name some of {TEACHER_KINDS}; got {params['teachers']}")
-    data: dict[str, Any] = {"Ns": list(s.Ns), "T": s.T, "replicates": s.replicates,
-                            "beta_between_schemes": s.beta, "beta_si_runs": 0.0, "teachers": {}}
-    fig, axes = new_figure(len(teachers), 2, width=4.0, height=3.2)
-    axes = np.asarray(axes).reshape(2, len(teachers))
-    Ns = np.array(s.Ns, float)
+    inits = [i for i in ("SI", "WI") if i in params["inits"]]
+    schemes = [s for s in SCHEME_NAMES if s in params["schemes"]]
+    if not teachers or not inits or not schemes:
+        raise ValueError(f"teachers, inits and schemes must name some of {TEACHER_KINDS}, "
+                         f"('SI', 'WI') and {tuple(SCHEME_NAMES)}; got {params['teachers']}, "
+                         f"{params['inits']}, {params['schemes']}")
+    require_choice(params["si_noise"], "si_noise", ("projected", "iid"))
+    G, u = setup(str(params["unit"]))
+    Ns = [int(n) for n in params["Ns"]]
+    reps = int(params["replicates"])
+    cfg = sgd_config(params, 1)
+    data: dict[str, Any] = {
+        "Ns": Ns, "T": float(params["T"]), "replicates": reps, "unit": params["unit"],
+        "teacher_choice": params["teacher"], "si_noise": params["si_noise"],
+        "sgd_suite_convention": {"alpha": cfg.alpha, "tau": cfg.tau, "beta": cfg.beta},
+        "loss_convention": params["loss_convention"],
+        "quantity": "RMD^2(nu_T, P_{E^G} # nu_T), mean over replicates (nan: diverged)",
+        "rmd2_to_EG": {}, "loglog_slopes": {}, "teachers_used": {}}
+    fig, axes = new_figure(len(teachers), len(inits), width=4.0, height=3.2)
+    axes = np.asarray(axes).reshape(len(inits), len(teachers))
     for j, tk in enumerate(teachers):
-        between = scheme_trend(tk, s, seed, f"exp-{tk}")
-        escape = si_escape_trend(tk, s, seed, f"exp-si-{tk}")
-        data["teachers"][tk] = {
-            "rmd_between": between["rmd"],
-            "slopes_between": {k: _slope(s.Ns, v) for k, v in between["rmd"].items()},
-            "rmd_to_EG_vanilla_from_SI": escape["rmd_to_EG"],
-            "slope_to_EG": _slope(s.Ns, escape["rmd_to_EG"])}
-        ax = axes[0, j]
-        for pair, vals in between["rmd"].items():
-            ax.loglog(Ns, vals, "o-", label=pair.replace("|", " vs "))
-        ax.loglog(Ns, 0.3 * (Ns / Ns[0]) ** -0.5, "k--", label=r"$N^{-1/2}$")
-        ax.set_title(f"{tk} teacher: RMD between schemes", fontsize=9)
-        ax.set_xlabel("N"), ax.legend(fontsize=6)
-        ax = axes[1, j]
-        ax.loglog(Ns, escape["rmd_to_EG"], "o-", label=r"vanilla, RMD$(\nu, P\#\nu)$")
-        ax.loglog(Ns, 0.3 * (Ns / Ns[0]) ** -0.5, "k--", label=r"$N^{-1/2}$")
-        ax.set_title(f"{tk} teacher: escape from E^G (SI init)", fontsize=9)
-        ax.set_xlabel("N"), ax.legend(fontsize=6)
+        teacher = _teacher(params, tk, G, u, seed)
+        data["teachers_used"][tk] = teacher
+        data["rmd2_to_EG"][tk], data["loglog_slopes"][tk] = {}, {}
+        for i, init in enumerate(inits):
+            res = {}
+            for sc in schemes:
+                vals = [[_one_run(params, G, u, teacher, init, sc, N, r, seed,
+                                  f"maass-rmd-{tk}") for r in range(reps)] for N in Ns]
+                res[sc] = [float(np.mean(v)) for v in vals]
+            data["rmd2_to_EG"][tk][init] = res
+            data["loglog_slopes"][tk][init] = {
+                sc: _slope(Ns, v) for sc, v in res.items() if np.all(np.isfinite(v))}
+            ax = axes[i, j]
+            for sc, v in res.items():
+                ax.loglog(Ns, np.maximum(v, 1e-35), "o-", label=sc)
+            ax.set_title(f"{tk} teacher, {init} init", fontsize=9)
+            ax.set_xlabel("N"), ax.set_ylabel(r"RMD$^2$ to $E^G$"), ax.legend(fontsize=6)
+    if params["between_schemes"]:
+        s = TrendSettings(Ns=tuple(Ns), T=float(params["T"]), replicates=reps,
+                          beta=float(cfg.beta))
+        data["rmd_between_schemes_iid_init"] = {
+            tk: scheme_trend(tk, s, seed, f"exp-{tk}")["rmd"] for tk in teachers}
     return data, fig
 
 
@@ -81,14 +196,18 @@ def run_heuristic(params: dict[str, Any], profile: str, seed: int):
 EXPERIMENTS = [
     Experiment(
         name="maass-rmd",
-        description="RMD between vanilla / random-g DA / FA and RMD to E^G (vanilla from SI "
-                    "init) vs N for the arbitrary, WI and SI teachers (reference C2 "
-                    "experiment; claims M1c, M1d)",
+        description="Main figure of the reference C2 experiment: RMD^2 to E^G per scheme "
+                    "(vanilla, DA, FA, EA) against N, from SI and WI initializations, for "
+                    "the arbitrary, WI and SI teachers (fixed Appendix-F or random "
+                    "teachers; logistic(zx) or (u, v) unit) (claims M1c, M1d)",
         fn=run_rmd,
-        defaults={"Ns": [5, 10, 50, 100], "T": 2.0, "replicates": 3, "beta": 1e-6,
-                  "teachers": ["arbitrary", "WI", "SI"]},
-        quick={"Ns": [5, 10, 50, 100], "T": 2.0},
-        full={"Ns": [5, 10, 50, 100, 500, 1000, 5000], "T": 20.0},
+        defaults={"Ns": [5, 10, 50, 100, 500, 1000], "T": 20.0, "replicates": 3,
+                  "teachers": ["arbitrary", "WI", "SI"], "inits": ["SI", "WI"],
+                  "schemes": ["vanilla", "DA", "FA", "EA"], "teacher": "fixed",
+                  "unit": "matrix", "alpha": 50.0, "tau": 1e-4, "beta": 1e-6, "batch": 20,
+                  "loss_convention": "reproduction", "si_noise": "projected",
+                  "between_schemes": False},
+        quick={"Ns": [5, 10, 50], "T": 2.0, "replicates": 1},
         claims=("M1c", "M1d")),
     Experiment(
         name="maass-heuristic",
