@@ -2,4 +2,6 @@ import sys
 
 from verify.cli import main
 
-sys.exit(main())
+# Guarded: Dask's worker processes are spawned and re-import the main module.
+if __name__ == "__main__":
+    sys.exit(main())

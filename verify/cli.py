@@ -1,21 +1,28 @@
-"""Command line: ``python -m verify {list,check,report,experiment,bench}``.
+"""Command line: ``python -m verify {list,check,report,experiment,bench,mutate}``.
 
-Exit codes: 0 success; 1 a check failed (or a negative control did not fail);
-2 usage errors (unknown claim id, bad option value) with a one-line message.
+Exit codes: 0 success; 1 a check failed (or a negative control did not fail, or a task
+raised); 2 a usage error (unknown claim id, bad option value, an output path the suite
+refuses to write, an unreachable Dask scheduler) with a one-line message, before any work
+starts; 130 interrupted (Ctrl-C: running tasks are cancelled, nothing is written).
+
+Where the work runs (``check``, ``report``, ``experiment``): in this process by default;
+``--workers N`` starts a local Dask cluster of N single-threaded processes,
+``--scheduler ADDRESS`` uses an existing one (see docs/scale-out.md).  The results are
+gathered in a fixed order, so the output is the same wherever the work ran.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from verify.claims import PROFILES, UnknownClaimError, all_claims, get
 from verify.claims._helpers import fmt
 
-__all__ = ["main"]
+__all__ = ["main", "UsageError"]
 
 
 class UsageError(Exception):
@@ -28,6 +35,8 @@ class _Parser(argparse.ArgumentParser):
                          if " " in self.prog else f"{message} (see `python -m verify --help`)")
 
 
+# ----------------------------------------------------------------------------- option types
+
 def _seed(text: str) -> int:
     try:
         v = int(text)
@@ -38,34 +47,102 @@ def _seed(text: str) -> int:
     return v
 
 
+def _seeds(text: str) -> list[int]:
+    from verify.runner import parse_seeds
+    try:
+        return parse_seeds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(name: str, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer in 1..{hi}; got {text!r}") from None
+        if not 1 <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer in 1..{hi}; got {text!r}")
+        return v
+    return parse
+
+
+def _timeout(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds; got {text!r}")
+    return v
+
+
+def _add_seeds(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--seed", type=_seed, default=None, metavar="N",
+                   help="one seed (default 0); shorthand for --seeds N")
+    g.add_argument("--seeds", type=_seeds, default=None, metavar="SPEC",
+                   help="several seeds: 0-19, 1,5,9 or a mix such as 0-3,7")
+
+
+def _add_execution(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", type=_positive_int("--workers", 256), metavar="N",
+                   help="run on a local Dask cluster of N single-threaded worker processes")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on an existing Dask cluster, e.g. tcp://127.0.0.1:8786")
+
+
+def _add_claim_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    _add_seeds(p)
+    p.add_argument("--examples", type=_positive_int("--examples", 100_000), metavar="N",
+                   help="Hypothesis-drawn instances per claim (default: the profile's)")
+    p.add_argument("--timeout", type=_timeout, metavar="SECONDS",
+                   help="time budget of each (claim, seed) run; a run over it is reported "
+                        "as an error and the others go on")
+    _add_execution(p)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="verify", description="Symbolic-numeric verification suite for the "
-                "mean-field theory of wide two-layer ReLU networks.")
+                "mean-field theory of wide two-layer ReLU networks.",
+                epilog="`python -m verify COMMAND --help` describes a command; "
+                       "docs/scale-out.md describes --workers and --scheduler.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     sub.add_parser("list", help="list the claims: id, title, source")
 
     c = sub.add_parser("check", help="run derivations and checks; exit 0 only if all pass")
     c.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
-    c.add_argument("--profile", choices=PROFILES, default="quick")
-    c.add_argument("--seed", type=_seed, default=0)
-    c.add_argument("--json", metavar="FILE", help="write the evidence as JSON")
+    _add_claim_run(c)
+    c.add_argument("--json", metavar="FILE",
+                   help="write the evidence as JSON: one row per (claim, seed)")
     c.add_argument("--negative-controls", action="store_true",
                    help="run the negative controls instead; exit 0 only if every one fails")
 
     r = sub.add_parser("report", help="regenerate the derivation report (Markdown + HTML + figures)")
     r.add_argument("--out", default="report", metavar="DIR")
-    r.add_argument("--profile", choices=PROFILES, default="quick")
-    r.add_argument("--seed", type=_seed, default=0)
     r.add_argument("--only", nargs="+", metavar="ID", help="restrict to these claim ids")
+    _add_claim_run(r)
 
     e = sub.add_parser("experiment", help="run a named experiment (writes NAME.json and NAME.png)")
     e.add_argument("name", nargs="?", help="experiment name (see --list)")
-    e.add_argument("--list", action="store_true", help="list the experiments")
+    e.add_argument("--list", action="store_true",
+                   help="list the experiments with every setting, its default and range")
     e.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting (repeatable)")
+    e.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="run the grid of these values (repeatable: the product of all "
+                        "sweeps, times the seeds); writes NAME-sweep.json and NAME-sweep.png")
+    e.add_argument("--metric", metavar="KEY",
+                   help="the measured quantity a sweep plots (a scalar in the experiment's "
+                        "data; default: the experiment's declared metric, else the first scalar)")
     e.add_argument("--out", default="out", metavar="DIR")
     e.add_argument("--profile", choices=PROFILES, default="quick")
-    e.add_argument("--seed", type=_seed, default=0)
+    _add_seeds(e)
+    e.add_argument("--timeout", type=_timeout, metavar="SECONDS",
+                   help="time budget of each run (each sweep point)")
+    _add_execution(e)
 
     b = sub.add_parser("bench", help="time the particle engines against the references (and PyTorch)")
     try:
@@ -73,11 +150,128 @@ def _build_parser() -> argparse.ArgumentParser:
         bench.add_arguments(b)
     except ImportError:
         pass
+
+    mutate = _optional("verify.mutate")
+    if mutate is not None and hasattr(mutate, "add_arguments"):
+        m = sub.add_parser("mutate", help="mutation sensitivity: perturb each derived result "
+                           "and formula output; exit 0 only if every mutant is caught")
+        mutate.add_arguments(m)
     return p
 
 
+def _optional(module: str):
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+# ----------------------------------------------------------------------------- display
+
+class _Display:
+    """Result lines on stdout (verdicts coloured on a terminal) and, on a terminal, a
+    progress bar with ETA on stderr; in a log file one plain line per result, no ``\\r``."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        self.out = Console(highlight=False, soft_wrap=True)  # follows sys.stdout
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.live = self.err.is_terminal and not self.err.is_dumb_terminal
+        self._progress = None
+        self._task = None
+        self._sub = None
+
+    def line(self, *parts: tuple[str, str | None] | str) -> None:
+        from rich.text import Text
+        text = Text()
+        for part in parts:
+            if isinstance(part, tuple):
+                text.append(part[0], style=part[1] if self.out.is_terminal else None)
+            else:
+                text.append(part)
+        self.out.print(text)
+
+    def log(self, message: str) -> None:
+        """A progress line on stderr, for log files (the bar shows it on a terminal)."""
+        if not self.live:
+            print(message, file=sys.stderr, flush=True)
+
+    def start(self, total: int, what: str) -> None:
+        if not self.live:
+            return
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
+                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), TimeElapsedColumn(),
+                                  TextColumn("ETA"), TimeRemainingColumn(),
+                                  console=self.err, transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(what, total=total)
+
+    def advance(self, description: str | None = None) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1,
+                                  **({"description": description} if description else {}))
+
+    def sub_progress(self, done: int, total: int, what: str) -> None:
+        """Progress inside one long task (``verify.runner.report_progress``)."""
+        if self._progress is None:
+            return
+        if self._sub is None:
+            self._sub = self._progress.add_task(what or "instances", total=total)
+        self._progress.update(self._sub, completed=done, total=total, description=what or "instances",
+                              visible=done < total)
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def _style(ok: bool | None) -> str | None:
+    return None if ok is None else ("green" if ok else "bold red")
+
+
+# ----------------------------------------------------------------------------- helpers
+
 def _resolve(ids: Sequence[str]):
     return [get(i) for i in ids] if ids else all_claims()
+
+
+def _seed_list(args: argparse.Namespace) -> list[int]:
+    if getattr(args, "seeds", None) is not None:
+        return list(args.seeds)
+    return [args.seed if args.seed is not None else 0]
+
+
+def _executor(args: argparse.Namespace):
+    from verify.runner import ExecutionError, Executor
+    try:
+        return Executor(workers=getattr(args, "workers", None),
+                        scheduler=getattr(args, "scheduler", None))
+    except ExecutionError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _validate_file(path: str | None, what: str) -> Path | None:
+    if path is None:
+        return None
+    from verify._paths import validate_output_file
+    try:
+        return validate_output_file(path, what)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _ratio(ev: Any) -> float:
+    """error / tolerance (inf for a positive error against a zero tolerance)."""
+    e, t = float(ev.error), float(ev.tolerance)
+    if not math.isfinite(e):
+        return math.inf
+    if t <= 0:
+        return 0.0 if e <= 0 else math.inf
+    return e / t
 
 
 def _cmd_list() -> int:
@@ -88,76 +282,247 @@ def _cmd_list() -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- check
+
+def _claim_summary(results: list, neg: bool) -> dict[str, Any]:
+    """Per claim over its seeds: passes, worst seed (an error first, then a wrong verdict,
+    then the largest error/tolerance of a check or the smallest of a control)."""
+    def ok_of(r):
+        if r.error is not None:
+            return False
+        return (not r.evidence.passed) if neg else r.evidence.passed
+
+    def badness(r):
+        if r.error is not None:
+            return (2, 0.0, -r.task.seed)
+        ratio = _ratio(r.evidence)
+        return (0 if ok_of(r) else 1, (-ratio if neg else ratio), -r.task.seed)
+
+    worst = max(results, key=badness)
+    return {"ok": sum(ok_of(r) for r in results), "n": len(results), "worst": worst,
+            "errors": sum(r.error is not None for r in results),
+            "bad": [r for r in results if not ok_of(r)],
+            "seconds": sum(r.seconds for r in results)}
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
+    from verify.runner import Task, format_seeds
     claims = _resolve(args.ids)
+    seeds = _seed_list(args)
+    json_path = _validate_file(args.json, "--json")
     neg = args.negative_controls
-    evidence, bad = [], 0
-    print(f"{'id':<5} {'measured error':>14} {'tolerance':>10}  {'verdict':<22} {'seconds':>7}")
-    for c in claims:
-        t0 = time.perf_counter()
+    tasks = [Task("claim", c.id, args.profile, s, negative_control=neg, examples=args.examples,
+                  timeout=args.timeout) for c in claims for s in seeds]
+    ns = len(seeds)
+    display = _Display()
+    header = (f"{'id':<5} {'passed':>7} {'worst seed':>10} {'measured error':>14} "
+              f"{'tolerance':>10}  {'verdict':<20} {'seconds':>7}")
+    printed = [0]
+    done = [0] * len(claims)
+    results: list = [None] * len(tasks)
+
+    def print_claim(k: int) -> None:
+        rs = results[k * ns:(k + 1) * ns]
+        s = _claim_summary(rs, neg)
+        w = s["worst"]
+        all_ok = s["ok"] == s["n"]
+        if s["errors"] and (w.error is not None):
+            verdict = "ERROR"
+        elif neg:
+            verdict = "fails (as required)" if all_ok else "DID NOT FAIL"
+        else:
+            verdict = "pass" if all_ok else "FAIL"
+        err = "-" if w.error is not None else fmt(w.evidence.error)
+        tol = "-" if w.error is not None else fmt(w.evidence.tolerance)
+        display.line(f"{claims[k].id:<5} {s['ok']:>3}/{s['n']:<3} {w.task.seed:>10} {err:>14} "
+                     f"{tol:>10}  ", (f"{verdict:<20}", _style(all_ok)), f" {s['seconds']:7.1f}",
+                     f"  {w.error_line}" if w.error is not None and ns == 1 else "")
+        if ns > 1:
+            for r in s["bad"][:8]:
+                what = (f"ERROR {r.error_line}" if r.error is not None else
+                        f"{'passed' if neg else 'failed'}: error {fmt(r.evidence.error)}, "
+                        f"tolerance {fmt(r.evidence.tolerance)}")
+                display.line(f"      seed {r.task.seed}: ", (what, _style(False)))
+            if len(s["bad"]) > 8:
+                display.line(f"      ... and {len(s['bad']) - 8} more seed(s)")
+
+    def on_result(i: int, r) -> None:
+        results[i] = r
+        k = i // ns
+        done[k] += 1
+        display.advance(f"{r.task.label}")
+        while printed[0] < len(claims) and done[printed[0]] == ns:
+            print_claim(printed[0])
+            printed[0] += 1
+
+    with _executor(args) as ex:
+        print(header, flush=True)
+        display.start(len(tasks), "check")
+        from verify.runner import progress_hook
         try:
-            ev = c.run(args.profile, args.seed, negative_control=neg)
-            evidence.append(ev.to_json())
-            ok = (not ev.passed) if neg else ev.passed
-            verdict = ("fails (as required)" if ok else "DID NOT FAIL") if neg else \
-                      ("pass" if ok else "FAIL")
-            line = f"{c.id:<5} {fmt(ev.error):>14} {fmt(ev.tolerance):>10}  {verdict:<22} {ev.seconds:7.1f}"
-        except Exception as exc:
-            ok = False
-            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
-            evidence.append({"claim_id": c.id, "exception": msg})
-            line = f"{c.id:<5} {'-':>14} {'-':>10}  {'ERROR':<22} {time.perf_counter() - t0:7.1f}  {msg}"
-        bad += not ok
-        print(line, flush=True)
+            with progress_hook(display.sub_progress):
+                ex.run(tasks, on_result=on_result)
+        finally:
+            display.stop()
+    bad = 0
+    for k in range(len(claims)):
+        s = _claim_summary(results[k * ns:(k + 1) * ns], neg)
+        bad += s["ok"] != s["n"]
     what = "negative controls failed as required" if neg else "claims verified"
-    print(f"{len(claims) - bad}/{len(claims)} {what}" + ("" if not bad else f"; {bad} problem(s)"))
-    if args.json:
+    at = f" at every seed ({format_seeds(seeds)})" if ns > 1 else ""
+    print(f"{len(claims) - bad}/{len(claims)} {what}{at}" + ("" if not bad else f"; {bad} problem(s)"))
+    if len(tasks) > 1:
+        slow = max(results, key=lambda r: r.seconds)
+        print(f"slowest run: {slow.task.label}, {slow.seconds:.1f} s")
+    if json_path is not None:
+        rows = []
+        for r in results:
+            if r.evidence is not None:
+                row = r.evidence.to_json()
+                if r.error is not None:
+                    row["exception"] = r.error_line
+            else:
+                row = {"claim_id": r.task.name, "seed": r.task.seed, "profile": r.task.profile,
+                       "negative_control": neg, "passed": False, "exception": r.error_line,
+                       "seconds": r.seconds}
+            rows.append(row)
         from verify._atomic import atomic_write_bytes
-        atomic_write_bytes(args.json, json.dumps(
-            {"profile": args.profile, "seed": args.seed, "negative_controls": neg,
-             "evidence": evidence}, indent=1).encode())
+        atomic_write_bytes(json_path, json.dumps(
+            {"profile": args.profile, "seeds": seeds, "negative_controls": neg,
+             "examples": args.examples, "evidence": rows}, indent=1).encode())
     return 0 if bad == 0 else 1
 
+
+# ----------------------------------------------------------------------------- report
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from verify.report import build_report
     if args.only:
         _resolve(args.only)  # unknown ids -> exit 2 before any work
-    summary = build_report(args.out, args.profile, args.seed, args.only)
-    print(f"report written to {summary['out']}/ (report.md, index.html, "
-          f"{len(summary['figures'])} figures): {summary['verified']}/{summary['claims']} "
-          f"claims verified, {summary['negative_controls_failing']}/{summary['claims']} "
-          "negative controls fail as required")
-    return 0 if summary["verified"] == summary["claims"] == summary["negative_controls_failing"] else 1
+    from verify._paths import validate_report_out
+    try:
+        out = validate_report_out(args.out, "--out")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    seeds = _seed_list(args)
+    display = _Display()
+    with _executor(args) as ex:
+        from verify.runner import progress_hook
+        n_claims = len(args.only) if args.only else len(all_claims())
+        display.start(n_claims * len(seeds) * 2, "report")
+        try:
+            with progress_hook(display.sub_progress):
+                summary = build_report(
+                    out, args.profile, seeds=seeds, only=args.only, executor=ex,
+                    examples=args.examples, timeout=args.timeout,
+                    progress=None if display.live else sys.stderr,
+                    on_task=lambda i, n, r: display.advance(r.task.label))
+        finally:
+            display.stop()
+    ok = summary["verified"] == summary["claims"] == summary["negative_controls_failing"]
+    display.line(f"report written to {summary['out']}/ (report.md, index.html, "
+                 f"{len(summary['figures'])} figures): ",
+                 (f"{summary['verified']}/{summary['claims']} claims verified", _style(
+                     summary["verified"] == summary["claims"])),
+                 (f", {summary['negative_controls_failing']}/{summary['claims']} negative controls "
+                  "fail as required", _style(summary["negative_controls_failing"] == summary["claims"])),
+                 f" at every seed ({summary['seeds']})" if len(seeds) > 1 else "")
+    return 0 if ok else 1
 
+
+# ----------------------------------------------------------------------------- experiment
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from verify import experiments
     if args.list or not args.name:
         if not args.list:
             raise UsageError("experiment needs a NAME or --list")
+        describe = getattr(experiments, "describe_settings", None)
         for exp in experiments.all_experiments():
             claims = f" [{', '.join(exp.claims)}]" if exp.claims else ""
             print(f"{exp.name:<20} {exp.description}{claims}")
+            lines = describe(exp) if describe is not None else [
+                f"{k}={v!r}" for k, v in sorted(exp.defaults.items())]
+            for line in lines:
+                print(f"    {line}")
         return 0
+    if args.sweep:
+        from verify import sweep
+        try:
+            plan = sweep.plan(args.name, args.set, args.sweep, args.out, args.profile,
+                              _seed_list(args), metric=args.metric, timeout=args.timeout)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(str(exc).strip("'\"")) from None
+        display = _Display()
+        with _executor(args) as ex:
+            display.start(len(plan.tasks), f"sweep {args.name}")
+            try:
+                count = [0]
+
+                def on_result(i: int, r) -> None:
+                    count[0] += 1
+                    display.advance(sweep.point_label(plan, r))
+                    display.log(f"[{count[0]}/{len(plan.tasks)}] {sweep.point_label(plan, r)}")
+                results = ex.run(plan.tasks, on_result=on_result)
+            finally:
+                display.stop()
+        summary = sweep.write(plan, results)
+        for line in summary["lines"]:
+            print(line)
+        return 0 if summary["errors"] == 0 else 1
+    if args.metric:
+        raise UsageError("--metric applies to --sweep runs only")
+    seeds = _seed_list(args)
+    if len(seeds) != 1:
+        raise UsageError("an experiment runs at one seed (--seed N); use --sweep with --seeds "
+                         "to run several")
     try:
-        exp = experiments.get(args.name)
-        experiments.parse_settings(exp, args.set, args.profile)
+        if hasattr(experiments, "prepare"):
+            exp, params, outdir = experiments.prepare(args.name, args.set, args.out, args.profile)
+        else:
+            exp = experiments.get(args.name)
+            params = experiments.parse_settings(exp, args.set, args.profile)
+            outdir = Path(args.out)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    experiments.run(args.name, args.set, args.out, args.profile, args.seed)
-    png = Path(args.out) / f"{args.name}.png"
-    print(f"wrote {args.out}/{args.name}.json" + (f" and {png}" if png.exists() else ""))
+    from verify.runner import Task, write_experiment
+    task = Task("experiment", exp.name, args.profile, seeds[0], params=params, figures=True,
+                timeout=args.timeout)
+    with _executor(args) as ex:
+        [result] = ex.run([task])
+    if result.error is not None:
+        print(f"verify: experiment {exp.name} failed: {result.error_line}", file=sys.stderr)
+        if result.traceback:
+            print(result.traceback, file=sys.stderr)
+        return 1
+    written = write_experiment(result, outdir)
+    print("wrote " + " and ".join(str(p) for p in written))
     return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+def _delegate(module: str, args: argparse.Namespace) -> int:
+    mod = _optional(module)
+    if mod is None:
+        raise UsageError(f"the {args.command} command is not available in this build")
+    for opt in ("json",):
+        if getattr(args, opt, None) is not None:
+            _validate_file(getattr(args, opt), f"--{opt}")
+    try:
+        return mod.run(args)
+    except ValueError as exc:  # argument validation of the command
+        raise UsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
+    from verify.runner import ExecutionError
     try:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
-            return 2
+            return 0
         if args.command == "list":
             return _cmd_list()
         if args.command == "check":
@@ -167,19 +532,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "experiment":
             return _cmd_experiment(args)
         if args.command == "bench":
-            try:
-                from verify import bench
-            except ImportError:
-                raise UsageError("the bench command is not available in this build") from None
-            return bench.run(args)
-    except UsageError as exc:
-        print(f"verify: error: {exc}", file=sys.stderr)
-        return 2
-    except UnknownClaimError as exc:
+            return _delegate("verify.bench", args)
+        if args.command == "mutate":
+            return _delegate("verify.mutate", args)
+    except (UsageError, UnknownClaimError, ExecutionError) as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("verify: interrupted", file=sys.stderr)
+        print("verify: interrupted; nothing was written", file=sys.stderr)
         return 130
     return 2
 
