@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 import mpmath
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.special import beta as beta_fn, betainc, roots_jacobi
+from functools import lru_cache
+
+from scipy.special import betainc, roots_jacobi
 
 from numerics.validation import as_float_array, require_in_range, require_positive_int
 
@@ -55,6 +57,19 @@ def validate_dims(d, d_H) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------ sphere marginals
+@lru_cache(maxsize=256)
+def _beta_half(k: int) -> float:
+    """B(1/2, (k-1)/2) = int_0^pi sin^{k-2}: the normalizer of the coordinate density of
+    Unif(S^{k-1}), correctly rounded via mpmath (scipy's beta loses ~1e-10 near k = 1e6)."""
+    with mpmath.workdps(30):
+        return float(mpmath.beta(mpmath.mpf(1) / 2, (mpmath.mpf(k) - 1) / 2))
+
+
+#: half-width, in standard deviations 1/sqrt(k - 2), beyond which the coordinate density
+#: sin^{k-2}(psi) = cos^{k-2}(psi - pi/2) <= exp(-L^2/2) ~ 2e-22 of its peak is dropped
+_PEAK_SD = 10.0
+
+
 def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
     """(P(R > a), E[R 1{R > a}]) for R the first coordinate of Unif(S^{k-1}), a in [-1, 1]."""
     a = np.clip(np.asarray(a, dtype=np.float64), -1.0, 1.0)
@@ -70,7 +85,8 @@ def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
     half_tail = np.where(a2 < 0.5, 0.5 - 0.5 * betainc(0.5, (k - 1) / 2, a2),
                          0.5 * betainc((k - 1) / 2, 0.5, one_m))
     P = np.where(a >= 0, half_tail, 1 - half_tail)
-    M1 = one_m ** ((k - 1) / 2) / ((k - 1) * beta_fn(0.5, (k - 1) / 2))
+    with np.errstate(divide="ignore"):
+        M1 = np.exp((k - 1) / 2 * np.log(one_m)) / ((k - 1) * _beta_half(k))
     return P, M1
 
 
@@ -101,8 +117,8 @@ _TS = {h: _tanh_sinh(h) for h in (1 / 16, 1 / 32, 1 / 64)}
 
 
 def _rule_for(kperp: int):
-    """Finer steps for large kperp: the density sin^{k-2}(psi) peaks at pi/2 with width
-    ~1/sqrt(k), where tanh-sinh nodes are sparsest (checked to 1e-13 up to d = 200)."""
+    """Finer steps for large kperp: after truncation to +-10 standard deviations the peak
+    of sin^{k-2}(psi) still has a width ~1/10 of the interval."""
     return _TS[1 / 16 if kperp <= 12 else (1 / 32 if kperp <= 60 else 1 / 64)]
 
 
@@ -133,20 +149,26 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
         one = np.ones_like(s)
         val = 0.5 * (g(s, one, c, ct, st) + g(-s, -one, c, ct, st))
         return val.reshape(shape)
-    B = beta_fn(0.5, (kP - 1) / 2)
-    # closed part: S >= t0 = c/s (only when s > c), where cR + sS > 0 surely
+    B = _beta_half(kP)
+    # closed part: S >= t0 = c/s (only when s > c), where cR + sS > 0 surely;
+    # E[S; S > t0] = (1 - t0^2)^{(kP-1)/2} / ((kP - 1) B), in log space (kP up to 1e18)
     has_out = s > c
     t0 = np.divide(c, s, out=np.ones_like(c), where=has_out & (s > 0))
-    tail_m1 = (1 - t0) * (1 + t0)
-    tail_m1 = np.where(has_out, tail_m1 ** ((kP - 1) / 2) / ((kP - 1) * B), 0.0)
+    with np.errstate(divide="ignore"):
+        log_tail = (kP - 1) / 2 * np.log1p(-np.minimum(t0 * t0, 1.0))
+    tail_m1 = np.where(has_out, np.exp(log_tail) / ((kP - 1) * B), 0.0)
     closed = (st if derivative else s) * tail_m1
-    # middle part psi in [psi0, pi - psi0], psi0 = arccos(t0)
-    psi0 = np.where(has_out, np.arccos(t0), 0.0)
-    half = HALF_PI - psi0                      # half-length of the interval
-    x, w, oma = _rule_for(kP)
-    psi = HALF_PI + half[:, None] * x[None, :]
-    S = np.cos(psi)
-    dens = np.sin(psi) ** (kP - 2) / B
+    # middle part psi = pi/2 + x, |x| <= half = pi/2 - arccos(t0) = arcsin(t0); the
+    # density cos^{kP-2}(x) / B concentrates in |x| ~ 1/sqrt(kP - 2): beyond _PEAK_SD
+    # standard deviations it is below 1e-21 of its peak and the interval is cut there
+    half = np.where(has_out, np.arcsin(np.minimum(t0, 1.0)), HALF_PI)
+    if kP > 2:
+        half = np.minimum(half, _PEAK_SD / np.sqrt(kP - 2.0))
+    x, w, _ = _rule_for(kP)
+    xs = half[:, None] * x[None, :]
+    S = -np.sin(xs)                                           # cos(pi/2 + x)
+    # cos^{kP-2}(x) = exp((kP - 2) log(1 - 2 sin^2(x/2))), accurate for huge kP
+    dens = np.exp((kP - 2) * np.log1p(-2.0 * np.sin(xs / 2) ** 2)) / B
     y = s[:, None] * S
     vals = g(y, S, c[:, None], ct[:, None], st[:, None])
     middle = half * ((vals * dens) @ w)
@@ -175,6 +197,21 @@ def phi_tilde_dtheta(theta, phi, d: int, d_H: int) -> np.ndarray:
     return _phi_parts(th, ph, d, d_H, derivative=True)
 
 
+def _peak_points(lo, hi, k: int) -> list:
+    """Breakpoints for mpmath.quad of a function times sin^{k-2}(psi) on [lo, hi]: the
+    density peaks at pi/2 with standard deviation 1/sqrt(k - 2), so for large k the
+    interval (k > 100) is cut at pi/2 +- j/sqrt(k - 2), j = 1/4, 1/2, 1, 2, 4, 8, 16, 32 (mpmath's
+    degree doubling then resolves each piece); far from the peak nothing is added."""
+    pts = [lo, hi]
+    if k > 100:
+        sd = 1 / mpmath.sqrt(k - 2)
+        for j in (0, 0.25, 0.5, 1, 2, 4, 8, 16, 32):
+            for p in (mpmath.pi / 2 - j * sd, mpmath.pi / 2 + j * sd):
+                if lo < p < hi:
+                    pts.append(p)
+    return sorted(set(pts))
+
+
 def phi_tilde_mp(theta, phi, d: int, d_H: int, dps: int = 25) -> mpmath.mpf:
     """Independent high-precision reference: the double integral over R = cos(w),
     S = cos(p) with densities sin^{k-2}, integrating c cos(w) + s cos(p) over the
@@ -197,16 +234,17 @@ def phi_tilde_mp(theta, phi, d: int, d_H: int, dps: int = 25) -> mpmath.mpf:
             wstar = mpmath.acos(-y / c)
             Z = mpmath.beta(mpmath.mpf(1) / 2, mpmath.mpf(kH - 1) / 2)
             f = lambda w: (c * mpmath.cos(w) + y) * mpmath.sin(w) ** (kH - 2)  # noqa: E731
-            return mpmath.quad(f, [0, wstar], method="gauss-legendre") / Z
+            return mpmath.quad(f, _peak_points(0, wstar, kH), method="gauss-legendre") / Z
 
         if kP == 1:
             val = (inner(s) + inner(-s)) / 2
         else:
             Z = mpmath.beta(mpmath.mpf(1) / 2, mpmath.mpf(kP - 1) / 2)
-            pts = [0, mpmath.pi]
+            pts = [mpmath.mpf(0), mpmath.pi]
             if s > c and c > 0:
                 p0 = mpmath.acos(c / s)
-                pts = [0, p0, mpmath.pi - p0, mpmath.pi]
+                pts = [mpmath.mpf(0), p0, mpmath.pi - p0, mpmath.pi]
+            pts = sorted(set(sum((_peak_points(lo, hi, kP) for lo, hi in zip(pts, pts[1:])), [])))
             val = mpmath.quad(lambda p: inner(s * mpmath.cos(p)) * mpmath.sin(p) ** (kP - 2), pts) / Z
     with mpmath.workdps(dps):
         return +val
