@@ -1,0 +1,134 @@
+"""What a user of the suite gets in their own tests: the pytest plugin, the strategies,
+``assert_agrees``, and formulas with real signatures (docs/testing.md)."""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from verify import formulas, strategies
+from verify.testing import assert_agrees
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _example_blocks(doc: Path) -> dict[str, str]:
+    """``<!-- example: NAME -->`` followed by a fenced python block."""
+    text = doc.read_text()
+    return dict(re.findall(r"<!-- example: (\S+) -->\s*```python\n(.*?)```", text, re.S))
+
+
+def _pytest(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS",)}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_docs_example_passes_in_an_empty_directory(tmp_path: Path) -> None:
+    blocks = _example_blocks(ROOT / "docs" / "testing.md")
+    assert "test_my_model.py" in blocks
+    (tmp_path / "test_my_model.py").write_text(blocks["test_my_model.py"])
+    r = _pytest([], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"\b5 passed\b", r.stdout), r.stdout
+
+
+def test_plugin_runs_claims_as_items_anywhere(tmp_path: Path) -> None:
+    r = _pytest(["--claims", "H1f,W2e"], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"\b4 passed\b", r.stdout), r.stdout
+
+
+def test_plugin_unknown_id_is_one_line_usage_error(tmp_path: Path) -> None:
+    r = _pytest(["--claims", "H1z"], tmp_path, timeout=300)
+    assert r.returncode == 4
+    err = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert len(err) == 1 and "H1f" in err[0] and "Traceback" not in r.stderr, err
+
+
+def test_plugin_is_silent_without_claims(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    r = _pytest(["-p", "no:randomly"], tmp_path, timeout=300)
+    assert r.returncode == 0 and re.search(r"\b1 passed\b", r.stdout), r.stdout
+
+
+@given(strategies.datasets_1d(min_points=1, max_points=12, min_gap=0.02))
+def test_datasets_1d_domain(data) -> None:
+    x, y = data
+    assert x.dtype == y.dtype == np.float64 and x.shape == y.shape and 1 <= x.size <= 12
+    assert np.isfinite(x).all() and np.isfinite(y).all()
+    assert (np.diff(x) >= 0.02 * (1 - 1e-9)).all()
+    assert x.min() >= -2 and x.max() <= 2
+
+
+@given(strategies.relu1d_networks(min_width=2, max_width=9, init="uniform"))
+def test_relu1d_networks_domain(net) -> None:
+    a, b, c = net
+    assert a.shape == b.shape == c.shape and 2 <= a.size <= 9
+    assert (np.abs(np.stack([a, b, c])) <= 1).all() and (np.hypot(a, b) >= 1e-3).all()
+
+
+@given(strategies.twolayer_networks(d=4, min_width=1, max_width=6))
+def test_twolayer_networks_domain(net) -> None:
+    a, B = net
+    assert B.shape == (a.size, 4) and (np.linalg.norm(B, axis=1) >= 1e-3).all()
+
+
+@given(strategies.finite_groups())
+def test_finite_groups_are_orthogonal_groups(group) -> None:
+    P = group.projector()
+    assert np.allclose(P @ P, P, atol=1e-12) and np.allclose(P, P.T, atol=1e-12)
+    assert group.order >= 2
+
+
+@given(strategies.particle_measures(dim=3, max_particles=10))
+def test_particle_measures_domain(m) -> None:
+    pts, w = m
+    assert pts.shape == (w.size, 3) and (w > 0).all() and abs(w.sum() - 1) < 1e-12
+
+
+@pytest.mark.parametrize("bad", [dict(min_points=0), dict(min_points=5, max_points=2),
+                                 dict(min_gap=-1.0), dict(max_points=1000, min_gap=0.5)])
+def test_strategy_arguments_are_validated(bad) -> None:
+    with pytest.raises(ValueError):
+        strategies.datasets_1d(**bad)
+
+
+def test_assert_agrees_passes_and_fails() -> None:
+    assert_agrees(np.pi, formulas.alpha_constant, 2)
+    assert_agrees(formulas.alpha_constant(np.arange(1, 50)), formulas.alpha_constant,
+                  np.arange(1, 50), rtol=1e-14)
+    with pytest.raises(AssertionError, match="alpha_constant disagrees"):
+        assert_agrees(3.14, formulas.alpha_constant, 2)
+    with pytest.raises(AssertionError):  # a 1e-8 relative error at rtol 1e-10
+        assert_agrees(np.pi * (1 + 1e-8), formulas.alpha_constant, 2)
+    with pytest.raises(ValueError, match="rtol"):
+        assert_agrees(np.pi, formulas.alpha_constant, 2, rtol=float("nan"))
+
+
+def test_assert_agrees_on_an_interpolant() -> None:
+    x = np.array([-0.5, 0.1, 0.7])
+    y = np.array([1.0, -0.2, 0.4])
+    pts = np.linspace(-1, 1, 7)
+    f = formulas.kernel_interpolant(x, y)
+    assert_agrees(f, formulas.kernel_interpolant, x, y, at=pts, rtol=1e-9)
+    with pytest.raises(AssertionError):
+        assert_agrees(lambda t: f(t) * (1 + 1e-6), formulas.kernel_interpolant, x, y, at=pts,
+                      rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", [n for n in formulas.__all__
+                                  if callable(getattr(formulas, n))])
+def test_formula_signatures_name_their_parameters(name: str) -> None:
+    sig = inspect.signature(getattr(formulas, name))
+    kinds = {p.kind for p in sig.parameters.values()}
+    assert sig.parameters and inspect.Parameter.VAR_POSITIONAL not in kinds, f"{name}{sig}"
