@@ -87,8 +87,10 @@ AUTHORS_FIG3 = {
 def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: int = 2000,
                  snapshot_steps: tuple[int, ...] = ()):
     """The Figure-3 weight-position simulation with the step given in ``time_unit``
-    (``paper``: the authors' data N(0, I_d); ``suite``: N(0, I_d / d)).  Returns the run
-    (suite times) and the conversion factor E|x|^2."""
+    (``paper``: the authors' data N(0, I_d); ``suite``: N(0, I_d / d)) and the field from
+    deterministic quadrature (``estimator=quadrature``) or from the authors' Monte Carlo
+    estimate with ``n_mc`` fresh samples per step (``montecarlo``, numerics.reduced_mc;
+    no histogram snapshots).  Returns the run (suite times), E|x|^2 and the suite step."""
     from numerics import paper_units as pu
     from numerics import reduced as rd
     from numerics.rng import make_rng
@@ -97,9 +99,18 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     steps = int(params["steps"])
     s2 = pu.hajjar_data_second_moment(d, str(params["time_unit"]))
     step_suite = pu.hajjar_step_to_suite(float(params["step"]), d, str(params["time_unit"]))
-    tab = _table(d, d_H, int(params["n_theta"]), int(params["n_phi"]))
     st = rd.initial_state(make_rng(seed, stream, "tau+"), make_rng(seed, stream, "tau-"),
                           m, d, d_H)
+    estimator = str(params.get("estimator", "quadrature"))
+    if estimator == "montecarlo":
+        from numerics.reduced_mc import simulate_gd_mc
+        run = simulate_gd_mc(st, d, d_H, step_suite, steps, make_rng(seed, stream, "mc"),
+                             n_samples=int(params["n_mc"]),
+                             record_every=max(1, steps // n_records))
+        return run, s2, step_suite
+    if estimator != "quadrature":
+        raise ValueError(f"estimator must be 'quadrature' or 'montecarlo'; got {estimator!r}")
+    tab = _table(d, d_H, int(params["n_theta"]), int(params["n_phi"]))
     snap_every = 0
     if snapshot_steps:
         snap_every = int(np.gcd.reduce([k for k in snapshot_steps if k > 0] or [steps]))
@@ -141,7 +152,8 @@ def _fig3(params: dict[str, Any], profile: str, seed: int):
     times = run.times / s2
     t_star = rd.critical_time(times, run.plus_mass, alpha)
     data: dict[str, Any] = {
-        "time_unit": params["time_unit"], "data_second_moment": s2,
+        "time_unit": params["time_unit"], "estimator": params["estimator"],
+        "data_second_moment": s2,
         "time_conversion": "t = t_suite / E|x|^2 (E|x|^2 = d in the authors' convention)",
         "step_suite_units": step_suite, "times": times, "times_suite": run.times,
         "plus_mass": run.plus_mass, "minus_mass": run.minus_mass,
@@ -226,6 +238,9 @@ def _fig2(params: dict[str, Any], profile: str, seed: int):
     from numerics.validation import require_choice
     from verify.plotting import new_figure
     require_choice(params["time_unit"], "time_unit", TIME_UNITS)
+    if params["estimator"] != "quadrature":
+        raise ValueError("hajjar-fig2 needs the particle snapshots of estimator=quadrature; "
+                         f"got estimator={params['estimator']}")
     steps = int(params["steps"])
     run, s2, _ = _reduced_run(params, seed, "hajjar-fig2",
                               snapshot_steps=tuple(range(0, steps + 1, max(1, steps // 4))))
@@ -247,7 +262,7 @@ def _fig2(params: dict[str, Any], profile: str, seed: int):
 #: paper settings: d = 30, d_H = 5, m = 1024, the authors' step 5e-3 in their units (data
 #: N(0, I_d)), 20000 steps: t = 100 in their units (t = 3000 in the suite's)
 _FIG3_DEFAULTS = {"d": 30, "d_H": 5, "m": 1024, "step": 5e-3, "steps": 20000, "n_theta": 513,
-                  "n_phi": 48, "time_unit": "paper"}
+                  "n_phi": 48, "time_unit": "paper", "estimator": "quadrature", "n_mc": 1000}
 _FIG3_QUICK = {"m": 256, "step": 5e-3, "steps": 2000, "n_theta": 257, "n_phi": 32}
 
 EXPERIMENTS = [
