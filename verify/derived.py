@@ -9,9 +9,10 @@ caches an evaluator built from a derived expression must key it by the generatio
 (:func:`lambdified` and :func:`per_generation` do).
 
 >>> from verify import derived
->>> import sympy as sp
->>> sp.nsimplify(derived.results("H1f")["alpha"].subs("d_H", 2))
-pi
+>>> "H1f" in derived.known_ids()
+True
+>>> derived.derivation("H1f") is derived.derivation("H1f")  # one object for every reader
+True
 """
 from __future__ import annotations
 
