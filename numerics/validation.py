@@ -76,15 +76,6 @@ def as_float_array(x: Any, name: str, *, ndim: int | None = None,
     NaN/inf, and entries with ``|x| > max_abs`` when ``max_abs`` is given."""
     what = "a real number or an array of real numbers"
     _reject_non_numeric(x, name, what)
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "b":
-            raise ArgumentTypeError(f"{name} must be {what}; got a boolean array (convert "
-                                    "with .astype(float) if you mean 0/1)")
-        if x.dtype.kind == "c":
-            raise ArgumentTypeError(f"{name} must be {what}; got a complex array (pass its "
-                                    ".real part)")
-        if x.dtype.kind in "US":
-            raise ArgumentTypeError(f"{name} must be {what}; got an array of text")
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError) as exc:
@@ -98,11 +89,11 @@ def as_float_array(x: Any, name: str, *, ndim: int | None = None,
                     raise ArgumentTypeError(f"{name} must be {what}; got an entry of type "
                                             f"{type(v).__name__}")
         elif raw.dtype.kind == "b":
-            raise ArgumentTypeError(f"{name} must be {what}; got booleans (convert them to "
-                                    "0.0/1.0 if you mean numbers)")
+            raise ArgumentTypeError(f"{name} must be {what}; got booleans (convert them with "
+                                    ".astype(float) if you mean 0/1)")
         elif raw.dtype.kind == "c":
             raise ArgumentTypeError(f"{name} must be {what}; got complex values (pass the "
-                                    "real part)")
+                                    ".real part)")
         else:
             raise ArgumentTypeError(f"{name} must be {what}; got text {_preview(raw)}")
     try:
