@@ -10,12 +10,16 @@ Everything is derived with SymPy from the definitions; functions return SymPy ob
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 
 import sympy as sp
 
-__all__ = ["a", "b", "c", "x", "r", "theta", "delta", "rho", "nu", "alpha",
+from derivations.base import Derivation, Step
+
+__all__ = ["a", "b", "c", "x", "xk", "r", "theta", "delta", "rho", "nu", "alpha", "eta",
+           "g_a", "g_b", "g_c", "s_j", "s_k", "W2H_SYMBOLS",
            "relu", "canonical_map", "derive_W2a", "derive_W2b", "derive_W2c",
-           "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2h"]
+           "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2h", "DERIVATIONS"]
 
 a, b, c = sp.symbols("a b c", real=True)
 x, xk = sp.symbols("x x_k", real=True)
@@ -28,6 +32,9 @@ k = sp.Symbol("k", positive=True)        # rescaling factor
 alpha = sp.Symbol("alpha", positive=True)
 u = sp.Symbol("u", real=True)
 _p = sp.Symbol("p", positive=True)
+eta = sp.Symbol("eta", positive=True)
+g_a, g_b, g_c = sp.symbols("g_a g_b g_c", real=True)
+s_j, s_k = sp.symbols("s_j s_k", nonnegative=True)   # activation indicators in {0, 1}
 
 
 def relu(z: sp.Expr) -> sp.Expr:
@@ -115,30 +122,41 @@ def derive_W2a() -> dict:
 # ------------------------------------------------------------------ W2b
 @lru_cache(maxsize=None)
 def derive_W2b() -> dict:
-    """d delta_i / dt = 0 along dz/dt = -grad L, with 2 neurons and 2 samples written out
-    (the identity holds term by term in the sums)."""
-    a1, b1, c1, a2, b2, c2 = sp.symbols("a_1 b_1 c_1 a_2 b_2 c_2", real=True)
-    x1, x2, y1, y2 = sp.symbols("x_1 x_2 y_1 y_2", real=True)
-    f = lambda xx: (c1 * relu(a1 * xx - b1) + c2 * relu(a2 * xx - b2)) / alpha  # noqa: E731
-    L = ((f(x1) - y1) ** 2 + (f(x2) - y2) ** 2) / 2
-    ddelta = (2 * c1 * (-sp.diff(L, c1)) - 2 * a1 * (-sp.diff(L, a1))
-              - 2 * b1 * (-sp.diff(L, b1)))
+    """The gradient-flow field of one neuron from L, and d(delta)/dt along it.
+
+    L is a sum over samples, so one sample's term ell = (f(x) - y)^2 / 2 with
+    f = (c (a x - b)_+ + R) / alpha (R: the other neurons) gives the per-sample field;
+    the flow field of neuron i is the sum over the samples."""
+    R, yv = sp.symbols("R y", real=True)
+    f = (c * relu(a * x - b) + R) / alpha
+    ell = (f - yv) ** 2 / 2
+    raw = [-sp.diff(ell, v) for v in (a, b, c)]
+    # residual rho = f - y, i.e. R = alpha (rho + y) - c (a x - b)_+
+    on_rho = [sp.simplify(e.subs(R, alpha * (rho + yv) - c * relu(a * x - b))) for e in raw]
     # Euler identity of the positively homogeneous ReLU: u H(u) = max(u, 0)
     euler = u * sp.Heaviside(u) - sp.Max(u, 0)
-    euler_ok = _zero_on_both_signs(euler, u)
-    # substitute the identity: Max(z, 0) -> z Heaviside(z) for every ReLU argument
-    dd_sub = ddelta.replace(lambda e: isinstance(e, sp.Max), lambda e: e.args[0] * sp.Heaviside(e.args[0])
-                            if e.args[1] == 0 else e.args[1] * sp.Heaviside(e.args[1]))
-    dd_sub = sp.simplify(sp.expand(dd_sub))
-    if not euler_ok or dd_sub != 0:
-        raise ArithmeticError(f"W2b: d delta/dt does not vanish: {dd_sub}")
-    # gradient-descent step: delta changes by eta^2 (g_c^2 - g_a^2 - g_b^2)
-    eta, ga, gb, gc = sp.symbols("eta g_a g_b g_c", real=True)
-    dgd = sp.expand((c - eta * gc) ** 2 - (a - eta * ga) ** 2 - (b - eta * gb) ** 2
-                    - (c**2 - a**2 - b**2))
-    dgd_first = sp.expand(dgd - eta**2 * (gc**2 - ga**2 - gb**2))
-    return {"ddelta_raw": ddelta, "ddelta": dd_sub, "euler": euler, "gd_change": dgd,
-            "gd_first_order": dgd_first, "gd_second_order": sp.factor(dgd - dgd_first)}
+    if not _zero_on_both_signs(euler, u):
+        raise ArithmeticError("Euler identity of the ReLU")
+    to_ind = lambda e: e.replace(lambda q: isinstance(q, sp.Max),  # noqa: E731
+                                 lambda q: q.args[0] * sp.Heaviside(q.args[0]) if q.args[1] == 0
+                                 else q.args[1] * sp.Heaviside(q.args[1]))
+    field = [sp.expand(to_ind(e)).subs(sp.Heaviside(a * x - b), s_j) for e in on_rho]
+    field = [sp.factor(e) for e in field]
+    # d delta / dt = grad(delta) . z'  (the same per-sample term for every sample)
+    ddelta = sp.expand(2 * c * field[2] - 2 * a * field[0] - 2 * b * field[1])
+    ddelta = sp.simplify(ddelta)
+    # one GD step z -> z - eta g changes delta by a polynomial in eta; its first-order
+    # coefficient is -d(delta)/dt evaluated at z' = -g (the same contraction)
+    gd_full = sp.expand((c - eta * g_c) ** 2 - (a - eta * g_a) ** 2 - (b - eta * g_b) ** 2
+                        - (c**2 - a**2 - b**2))
+    first = gd_full.coeff(eta, 1)
+    first_on_field = sp.simplify(first.subs({g_a: -field[0], g_b: -field[1], g_c: -field[2]}))
+    if first_on_field != 2 * ddelta and sp.simplify(first_on_field + 2 * ddelta) != 0:
+        raise ArithmeticError("W2b: first-order GD coefficient")
+    gd_change = sp.expand(gd_full.coeff(eta, 2) * eta**2) + eta * ddelta
+    return {"field_a": field[0], "field_b": field[1], "field_c": field[2],
+            "ddelta_dt": ddelta, "gd_change": gd_change, "raw_field": raw,
+            "euler": euler, "gd_full": gd_full}
 
 
 # ------------------------------------------------------------------ W2c
@@ -316,3 +334,177 @@ def derive_W2h() -> dict:
             "reduced_active": red_act, "reduced_inactive": red_inact,
             "attractor": attractor, "repulsor": repulsor, "attractor_rpos": att_pos,
             "symbols": {"S": S, "rho_star": rs, "x_star": xs, "g": g, "c0": c0}}
+
+
+# ====================================================================== claim derivations
+def _eq(lhs: str, expr) -> Step:
+    return Step("", expr, lhs=lhs)
+
+
+def _homogeneous(expr: sp.Expr, variables: tuple) -> bool:
+    """expr(k v) == k expr(v) for k > 0 (degree-1 positive homogeneity in ``variables``)."""
+    return sp.simplify(expr.subs({v: k * v for v in variables}, simultaneous=True) - k * expr) == 0
+
+
+def _build_W2a() -> Derivation:
+    w = derive_W2a()
+    if not (_homogeneous(w["nu2"], (r, delta)) and _homogeneous(w["nu2_rationalized"], (r, delta))):
+        raise ArithmeticError("W2a: |(a,b)|^2 is not homogeneous of degree 1 in (r, delta)")
+    return Derivation(steps=[
+        Step("Canonical map ($\\alpha(m) = m$): $r = c|(a,b)|$, $\\theta = \\mathrm{atan2}(b,a)$:",
+             sp.Tuple(w["r"], w["theta"])),
+        Step("Write $(a,b) = \\nu\\,d(\\theta)$, $\\nu>0$: the neuron is",
+             sp.Eq(w["neuron_full"], w["neuron_canonical"])),
+        Step("which holds by positive homogeneity of the ReLU (zero for $u>0$, $u<0$, $u=0$):",
+             sp.Eq(w["homogeneity"], 0)),
+        Step("and $|(a,b)|\\,d(\\mathrm{atan2}(b,a)) - (a,b)$ simplifies to", w["recover"]),
+        Step("Rescaling $(ka, kb, c/k)$, $k>0$, leaves $\\pi$ unchanged:",
+             sp.simplify(w["rescaled_r"]), lhs="r(ka, kb, c/k)"),
+        Step("Conversely $\\pi(a',b',c') = (r,\\theta)$ forces $(a',b') = \\nu' d(\\theta)$ and",
+             w["c_on_fibre"], lhs="c'"),
+        Step("i.e. $(a',b',c') = (ka, kb, c/k)$ with $k = \\nu'/\\nu$: the fibres are the rescaling "
+             "orbits. On a fibre, $\\delta = c^2 - \\nu^2$ picks one point: $\\nu^4 + \\delta\\nu^2 - r^2 = 0$ "
+             "has the roots", sp.Tuple(*w["nu2_roots"])),
+        Step("of which the positive one is (and, rationalized, for $\\delta > 0$)",
+             sp.Tuple(w["nu2"], w["nu2_rationalized"]), lhs="|(a,b)|^2"),
+        Step("Both are positively homogeneous of degree 1 in $(r, \\delta)$ (checked by SymPy), "
+             "which the float64 evaluator uses to scale large arguments.", ),
+    ], results={"r": w["r"], "theta": w["theta"], "delta": w["delta_def"],
+                "nu2": w["nu2"], "nu2_rationalized": w["nu2_rationalized"]})
+
+
+def _build_W2b() -> Derivation:
+    w = derive_W2b()
+    return Derivation(steps=[
+        Step("One sample's term of $L$, $\\ell = \\frac12(f(x) - y)^2$ with "
+             "$f = (c\\,(ax-b)_+ + R)/\\alpha$ ($R$: the other neurons); SymPy differentiates "
+             "$\\max(u,0)$ to $H(u)$ and the Euler identity of the ReLU", sp.Eq(w["euler"], 0)),
+        Step("(checked for $u>0$, $u<0$, $u=0$) turns $-\\nabla_{(a,b,c)}\\ell$, written with "
+             "$\\rho = f(x) - y$ and $s = H(ax-b)$, into the flow field (summed over the samples):",
+             sp.Tuple(w["field_a"], w["field_b"], w["field_c"]), lhs="(\\dot a, \\dot b, \\dot c)"),
+        Step("Along it, $\\dot\\delta = 2c\\dot c - 2a\\dot a - 2b\\dot b$ is", w["ddelta_dt"],
+             lhs="\\dot\\delta"),
+        Step("One GD step $z \\to z - \\eta g$ changes $\\delta$ by", w["gd_full"], lhs="\\Delta\\delta"),
+        Step("whose first-order coefficient is $-2(c g_c - a g_a - b g_b)$, i.e. $2\\dot\\delta$ at "
+             "$\\dot z = -g$: it vanishes by the same identity, leaving", w["gd_change"],
+             lhs="\\Delta\\delta_{GD}"),
+    ], results={"field_a": w["field_a"], "field_b": w["field_b"], "field_c": w["field_c"],
+                "ddelta_dt": w["ddelta_dt"], "gd_change": w["gd_change"]})
+
+
+def _build_W2c() -> Derivation:
+    w = derive_W2c()
+    return Derivation(steps=[
+        Step("Jacobian of $\\pi(a,b,c) = (\\kappa c\\sqrt{a^2+b^2}, \\mathrm{atan2}(b,a))$, "
+             "$\\kappa = m/\\alpha(m)$:", w["J"]),
+        Step("$\\dot w = J\\dot z = -JJ^T\\nabla_w\\tilde L$, with ($s_2 = a^2+b^2$)", w["JJt"]),
+        Step("diagonal. For $\\kappa = 1$, on the fibre with invariant $\\delta$ "
+             "(W2a: $s_2 = (\\sqrt{\\delta^2+4r^2}-\\delta)/2$):", w["g_rr"], lhs="G^{-1}_{rr}"),
+        _eq("G^{-1}_{\\theta\\theta}", w["g_thth"]),
+        Step("(rationalized for $\\delta > 0$):", w["g_thth_rationalized"], lhs="G^{-1}_{\\theta\\theta}"),
+        Step("Kernel regime: $\\lim_{\\delta\\to-\\infty} \\delta^2 G^{-1}_{\\theta\\theta}/G^{-1}_{rr}$ =",
+             w["kernel_limit"]),
+        Step("(angles move $\\delta^2$ times slower than radii: knots frozen). Adaptive regime: "
+             "$G^{-1}_{rr}/\\delta \\to$", w["adaptive_limit_r"]),
+        Step("and $r^2 G^{-1}_{\\theta\\theta}/\\delta \\to$", w["adaptive_limit_theta"]),
+        Step("i.e. $G^{-1} \\approx \\delta\\,\\mathrm{diag}(1, 1/r^2)$: the time-rescaled gradient flow "
+             "in the particle-plane metric $dr^2 + r^2 d\\theta^2$ (the reduced flow). The next "
+             "terms, $\\lim \\delta\\,(G^{-1} - \\delta\\,\\mathrm{diag}(1, 1/r^2))$:", w["adaptive_correction"]),
+    ], results={"g_rr": w["g_rr"], "g_thth": w["g_thth"],
+                "g_thth_rationalized": w["g_thth_rationalized"]})
+
+
+def _build_W2d() -> Derivation:
+    w = derive_W2d()
+    return Derivation(steps=[
+        Step("With $\\phi_{ij} = \\phi(w_i; x_j)$ (here $m = s = 3$ written out), "
+             "$\\tilde L - [\\frac12\\sum y_j^2 - \\int F d\\mu + \\frac12\\iint K d\\mu d\\mu]$ expands to",
+             w["identity"]),
+        Step("$V(w;\\mu) = -F(w) + \\int K(w,\\cdot)d\\mu$ minus $\\sum_j\\rho_j\\phi(w;x_j)$ expands to",
+             w["V_minus_rho_phi"]),
+        Step("and $\\partial\\tilde L/\\partial\\phi_{ij} = \\rho_j/m = \\frac1m\\partial V/\\partial\\phi_j$, so "
+             "$\\nabla_{w_i}\\tilde L = \\frac1m\\nabla V(w_i;\\mu)$ with", w["phi"], lhs="\\phi(w; x)"),
+    ], results={"phi": w["phi"]})
+
+
+def _build_W2e() -> Derivation:
+    w = derive_W2e()
+    return Derivation(steps=[
+        Step("On a region $A_k$ (fixed active set $C_k$) $\\phi = r\\langle\\tilde x_j, d(\\theta)\\rangle$ for "
+             "$j\\in C_k$, with", w["inner"], lhs="\\langle\\tilde x, d(\\theta)\\rangle"),
+        Step("per active sample:", w["dV_dr_term"], lhs="\\partial_r V\\ \\text{term}"),
+        _eq("\\partial_\\theta V\\ \\text{term}", w["dV_dtheta_term"]),
+        Step("i.e. $\\partial_rV = \\sum_{C_k}\\rho_j\\langle\\tilde x_j,d(\\theta)\\rangle$, "
+             "$\\partial_\\theta V = r\\sum_{C_k}\\rho_j\\langle\\tilde x_j,t(\\theta)\\rangle$ with",
+             w["tangent"], lhs="\\langle\\tilde x, t(\\theta)\\rangle"),
+        Step("second derivatives in $\\rho$ (linearity in the residual vector):",
+             sp.Tuple(*w["second_derivative_in_rho"])),
+    ], results={"inner": w["inner"], "dV_dr_term": w["dV_dr_term"],
+                "dV_dtheta_term": w["dV_dtheta_term"]})
+
+
+def _build_W2f() -> Derivation:
+    w = derive_W2f()
+    if not (_homogeneous(w["magnitude"], (r,)) and _homogeneous(w["magnitude"], (rho,))):
+        raise ArithmeticError("W2f: the jump is not homogeneous of degree 1 in r and in rho")
+    jr, jt = w["jumps"]["atan(x)"]
+    jr2, jt2 = w["jumps"]["atan(x) - pi"]
+    return Derivation(steps=[
+        Step("Boundary $\\langle\\tilde x_{j*}, d(\\theta)\\rangle = 0$: SymPy's solutions",
+             sp.Tuple(*w["boundary_solutions"])),
+        Step("i.e. $\\theta^* = \\arctan x_{j*}$ or $\\arctan x_{j*} - \\pi$. Crossing toggles "
+             "$j^*$ in the active set; the jump of $(\\partial_rV, \\partial_\\theta V)$ "
+             "(active minus inactive side) at $\\theta^* = \\arctan x$:", sp.Tuple(jr, jt)),
+        Step("and at $\\theta^* = \\arctan x - \\pi$:", sp.Tuple(jr2, jt2)),
+        Step("purely angular, of magnitude", w["magnitude"], lhs="|\\text{jump}|"),
+        Step("(positively homogeneous of degree 1 in $r$ and in $\\rho_*$ separately, checked by "
+             "SymPy; the float64 evaluator uses it to avoid overflow and underflow)."),
+    ], results={"magnitude": w["magnitude"],
+                "jump_upper": [jr, jt], "jump_lower": [jr2, jt2]})
+
+
+def _build_W2g() -> Derivation:
+    w = derive_W2g()
+    return Derivation(steps=[
+        Step("In a region, $f(x_j) = \\frac1\\alpha\\sum_i c_i s_{ij}(a_i x_j - b_i)$; one neuron "
+             "contributes to $H_{jk} = \\nabla_z f(x_j)\\cdot\\nabla_z f(x_k)$", w["h"], lhs="h_{jk}"),
+        Step("= random-feature part (from $c$)", w["h_rf"]),
+        Step("+ first-layer part (from $a, b$)", w["h_first_layer"]),
+        Step("and $\\dot\\rho + H\\rho$ for $\\dot z = -\\nabla L$ (one neuron, two samples) simplifies to",
+             w["gap"]),
+        Step("On a Filippov sliding segment the velocity of a sliding neuron is projected on its "
+             "sample line; the same computation with the projected gradient gives the kernel of "
+             "the constrained flow (the check integrates the ODE with the integrator's own "
+             "activation pattern on every segment and stops at the first sliding event)."),
+    ], results={"h": w["h"]})
+
+
+W2H_SYMBOLS = {k: sp.Symbol(n, real=True) for k, n in
+               (("S", "S"), ("rho_star", "rho_*"), ("x_star", "x_*"), ("g", "g"), ("c0", "c_0"))}
+
+
+def _build_W2h() -> Derivation:
+    w = derive_W2h()
+    return Derivation(steps=[
+        Step("At the boundary $\\tan\\theta^* = x_*$ write $c_0 = \\cos\\theta^*$; a neighbouring active "
+             "sample contributes $\\langle\\tilde x_j, t(\\theta^*)\\rangle$ =", w["neighbour_factor"]),
+        Step("so the neighbours enter through $S = \\sum_{j\\in C\\setminus j^*}\\rho_j(1 + x_j x_*)$. "
+             "The normal rate of $u_* = \\langle\\tilde x_*, d(\\theta)\\rangle$ under "
+             "$\\dot\\theta = -g\\,\\partial_\\theta V$ ($g>0$ any diagonal metric) on the side where "
+             "$j^*$ is active:", w["udot_active"], lhs="\\dot u_*^{\\mathrm{act}}"),
+        Step("and where it is inactive:", w["udot_inactive"], lhs="\\dot u_*^{\\mathrm{inact}}"),
+        Step("Dividing by $g c_0^2(1+x_*^2) > 0$: attractor ($\\dot u_* < 0$ on the active side, "
+             "$> 0$ on the other) iff", w["attractor"]),
+        Step("repulsor iff", w["repulsor"]),
+        Step("For $r > 0$ the attractor condition on $\\rho_*$ (with $S<0$) reads", w["attractor_rpos"]),
+        Step("i.e. the residual at $x_*$ is large, has the sign of $r$, and the weighted neighbouring "
+             "residual sum $S$ has the opposite sign (Lemma 2). Prediction tested: a neuron reaching "
+             "the line of $x_*$ slides on it (its knot stays at the sample) exactly when this "
+             "condition holds, and crosses otherwise."),
+    ], results={"udot_active": w["udot_active"], "udot_inactive": w["udot_inactive"]})
+
+
+DERIVATIONS: dict[str, Callable[[], Derivation]] = {
+    "W2a": _build_W2a, "W2b": _build_W2b, "W2c": _build_W2c, "W2d": _build_W2d,
+    "W2e": _build_W2e, "W2f": _build_W2f, "W2g": _build_W2g, "W2h": _build_W2h,
+}

@@ -1,38 +1,60 @@
 """Claims W2a-W2h: mean-field dynamics of shallow univariate ReLU networks (Williams,
-Trager, Silva, Panozzo, Zorin, Bruna, NeurIPS 2019; MATH.md W.1/W.2).
+Trager, Silva, Panozzo, Zorin, Bruna, NeurIPS 2019).
 
-Derivations: ``derivations.relu1d``.  Numerics: ``numerics.relu1d`` (dense gradients,
-event-driven DOP853 gradient flow with Filippov sliding, reduced canonical flow).
-All flows use alpha(m) = m (the canonical normalization) unless said otherwise.
+Derivations: ``derivations.relu1d.DERIVATIONS`` (read here only through
+``ctx.derivation().results`` / ``verify.derived`` and the formulas, which read the same
+objects).  Numerics: ``numerics.relu1d`` (dense gradients, event-driven DOP853 gradient
+flow with Filippov sliding, reduced canonical flow).  Every check compares a derived
+result with something computed independently of it: finite differences of the loss, the
+integrated flow, one-sided limits of the numerics' gradient.  All flows use
+alpha(m) = m (the canonical normalization) unless said otherwise.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import sympy as sp
+from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
 from derivations import relu1d as D
 from numerics import relu1d as N
-from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
+from numerics.rng import make_rng
+from verify import derived
+from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
+from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
+from verify.strategies import datasets_1d, relu1d_networks
 
 SOURCE = ("Williams, Trager, Silva, Panozzo, Zorin, Bruna (NeurIPS 2019), arXiv 1906.07842, "
           "Section 3")
 RTOL = 1e-12
-SIGN_NOTE = ("Source discrepancy (MATH.md W.1): the seed text says a sample x_j corresponds "
+U = 2.0 ** -53
+SIGN_NOTE = ("Source discrepancy: the paper's text says a sample x_j corresponds "
              "to the line 'u x_j + v = 0' in the particle picture; with knots e_i = b_i/a_i and "
              "(u, v) = |r| d(theta) the sample line is u x_j - v = 0 (theta = atan(x_j) mod pi), "
-             "which is the convention used here. The seed's region angles "
+             "which is the convention used here. The text's region angles "
              "'arctan(x_j) +- pi/2' are likewise inconsistent with x~ = (x, -1): the boundaries "
              "are at theta = atan(x_j) and atan(x_j) - pi (derived in W2f).")
 
 
-def _data(rng: np.random.Generator, s: int) -> tuple[np.ndarray, np.ndarray]:
+# ====================================================================== instances
+_f = lambda lo, hi: st.floats(lo, hi, allow_nan=False, allow_infinity=False)  # noqa: E731
+
+
+@st.composite
+def canonical_particles(draw, min_m: int = 1, max_m: int = 40, r_max: float = 2.0):
+    """``(r, theta)``: m canonical particles, r in [-r_max, r_max], theta in [-pi, pi)."""
+    m = draw(st.integers(min_m, max_m))
+    r = np.array(draw(st.lists(_f(-r_max, r_max), min_size=m, max_size=m)))
+    th = np.array(draw(st.lists(_f(-np.pi, np.pi), min_size=m, max_size=m)))
+    return r, th
+
+
+def _data_rng(rng: np.random.Generator, s: int) -> tuple[np.ndarray, np.ndarray]:
     x = np.sort(rng.uniform(-1.0, 1.0, s))
     y = np.sin(np.pi * x) + 0.3 * rng.standard_normal(s)
     return x, y
@@ -44,118 +66,197 @@ def _ab_c(rng: np.random.Generator, m: int, scale_c: float = 1.0):
     return a, b, c
 
 
-def _lam(args, expr):
-    return sp.lambdify(args, expr, "numpy")
+def _lam(cid: str, key: Any, args: tuple):
+    return derived.lambdified(cid, key, args, modules=("numpy",))
+
+
+def _wrap(angle: np.ndarray) -> np.ndarray:
+    return np.angle(np.exp(1j * np.asarray(angle)))
 
 
 # ====================================================================== W2a
-def derive_w2a() -> Derivation:
-    w = D.derive_W2a()
-    return Derivation(steps=[
-        Step("Canonical map ($\\alpha(m) = m$):", sp.Eq(sp.Symbol("pi(a,b,c)"), sp.Tuple(w["r"], w["theta"]))),
-        Step("Write $(a,b) = \\nu\\,d(\\theta)$, $\\nu>0$: the neuron is", sp.Eq(w["neuron_full"], w["neuron_canonical"])),
-        Step("which holds by positive homogeneity of the ReLU (zero for $u>0$, $u<0$, $u=0$):",
-             sp.Eq(w["homogeneity"], 0)),
-        Step("and $|(a,b)|\\,d(\\mathrm{atan2}(b,a)) - (a,b)$ simplifies to", w["recover"]),
-        Step("Rescaling $(ka, kb, c/k)$, $k>0$, leaves $\\pi$ unchanged:",
-             sp.Eq(sp.Symbol("r(ka,kb,c/k)"), sp.simplify(w["rescaled_r"]))),
-        Step("Conversely $\\pi(a',b',c') = (r,\\theta)$ forces $(a',b') = \\nu' d(\\theta)$ and",
-             sp.Eq(sp.Symbol("c'"), w["c_on_fibre"])),
-        Step("i.e. $(a',b',c') = (ka, kb, c/k)$ with $k = \\nu'/\\nu$: the fibres are the rescaling "
-             "orbits. On a fibre, $\\delta = c^2 - \\nu^2$ picks one point: $\\nu^4 + \\delta\\nu^2 - r^2 = 0$ "
-             "has the roots", sp.Tuple(*w["nu2_roots"])),
-        Step("of which the positive one is", sp.Eq(sp.Symbol("|(a,b)|^2"), w["nu2"])),
-        Step("and then", sp.Eq(sp.Symbol("c^2"), w["c2"])),
-    ], results=w)
+def _w2a(ctx: RunContext, wrong: bool) -> Outcome:
+    xs = np.linspace(-3, 3, 401)
 
+    def measure(z) -> SubCheck:
+        a, b, c = z
+        m = a.size
+        f_full = N.forward_dense(a, b, c, xs, "m")
+        r, th, dl = canonical_from_full(a, b, c)
+        r, th, dl = np.atleast_1d(r), np.atleast_1d(th), np.atleast_1d(dl)
+        if wrong:
+            th = th + 2e-11  # near miss: an angle off by 2e-11 rad
+        f_can = N.canonical_forward(r, th, xs)
+        scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
+        return SubCheck("f_z vs f~_pi(z)", float(np.max(np.abs(f_full - f_can)) / scale),
+                        4 * (m + 2) * U, "sums of m terms in float64: (m + 2) roundings of "
+                        "the summed magnitudes")
 
-def _w2a(ctx: RunContext, swap: bool) -> Outcome:
-    rng = ctx.rng("w2a")
-    m, n = (200, 400) if ctx.quick else (2000, 4000)
-    a, b, c = _ab_c(rng, m)
-    xs = np.linspace(-3, 3, n)
-    f_full = N.forward_dense(a, b, c, xs, "m")
-    r, th, dl = canonical_from_full(a, b, c)
-    if swap:
-        th = np.arctan2(a, b)
-    f_can = N.canonical_forward(r, th, xs)
-    scale = np.max(np.abs(f_full))
-    err_f = float(np.max(np.abs(f_full - f_can)) / scale)
-    k = rng.uniform(0.1, 10.0, m)
-    r2, th2, _ = canonical_from_full(k * a, k * b, c / k)
-    err_orbit = float(max(np.max(np.abs(r2 - r) / np.abs(r)), np.max(np.abs(np.angle(np.exp(1j * (th2 - th)))))))
-    a3, b3, c3 = full_from_canonical(r, th, dl)
-    err_inv = float(np.max(np.abs(np.concatenate([a3 - a, b3 - b, c3 - c]))))
-    # another point of the same fibre (delta' != delta) gives the same function
-    a4, b4, c4 = full_from_canonical(r, th, dl + 1.0)
-    err_fib = float(np.max(np.abs(N.forward_dense(a4, b4, c4, xs, "m") - f_full)) / scale)
-    eps_reason = "float64 evaluation of O(1)-size sums of m terms: rounding ~ m eps ~ 1e-13"
+    def measure_fibre(z) -> SubCheck:
+        a, b, c = z
+        m = a.size
+        r, th, dl = (np.atleast_1d(v) for v in canonical_from_full(a, b, c))
+        k = 10.0 ** np.linspace(-1, 1, m)
+        r2, th2, dl2 = (np.atleast_1d(v) for v in canonical_from_full(k * a, k * b, c / k))
+        e_orbit = max(np.max(np.abs(r2 - r) / np.abs(r)), np.max(np.abs(_wrap(th2 - th))))
+        a3, b3, c3 = full_from_canonical(r, th, dl)
+        zscale = np.maximum(np.abs(c), np.hypot(a, b))
+        e_inv = np.max(np.abs(np.stack([a3 - a, b3 - b, c3 - c])) / zscale)
+        f_full = N.forward_dense(a, b, c, xs, "m")
+        a4, b4, c4 = full_from_canonical(r, th, dl + 1.0)
+        scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
+        e_fib = np.max(np.abs(N.forward_dense(a4, b4, c4, xs, "m") - f_full)) / scale
+        err = float(max(e_orbit, e_inv, e_fib / (m + 2)))
+        return SubCheck("fibres", err, 64 * U, "a few roundings in sqrt/atan2/division "
+                        "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)")
+
+    # output weights |c| >= 1e-3 (r = 0 has no angle to compare)
+    nets = relu1d_networks(1, 24, min_norm=1e-3).map(
+        lambda z: (z[0], z[1], np.where(np.abs(z[2]) < 1e-3, 1.0, z[2])))
+    s_f = for_all_instances(ctx, "f_z vs f~_pi(z) (dense numerics vs canonical numerics with "
+                            "the derived pi)", nets, measure, quick=8, full=60)
+    s_fib = for_all_instances(ctx, "fibres: pi(ka, kb, c/k) = pi(a, b, c); full_from_canonical o "
+                              "pi = id; the point with delta + 1 represents the same f",
+                              nets, measure_fibre, quick=8, full=60)
+    # the float64 evaluators vs mpmath of the same derived expressions, over magnitudes
+    worst = 0.0
+    mags = [1e-150, 1e-3, 1.0, 7e2, 1e150]
+    for av in mags:
+        for bv in (-1e-3, 2.0, -1e140):
+            for cv in (3e-2, -1e100):
+                try:
+                    got = canonical_from_full(av, bv, cv)
+                except ValueError:
+                    continue  # delta overflows: the documented error
+                ref = canonical_from_full.mpmath(av, bv, cv, dps=40)
+                worst = max(worst, max(abs(float((g - q) / q)) if q != 0 else abs(g)
+                                       for g, q in zip(got, ref)))
+    for rv in (1e-100, -0.3, 1.0, 1e200):
+        for dv in (-1e200, -1.0, 0.0, 2.0, 1e200):
+            try:
+                got = full_from_canonical(rv, 0.7, dv)
+            except ValueError:
+                continue
+            ref = full_from_canonical.mpmath(rv, 0.7, dv, dps=40)
+            worst = max(worst, max(abs(float((g - q) / q)) for g, q in zip(got, ref)))
+    s_mp = SubCheck("float64 evaluators (hypot, scaled homogeneous form) vs mpmath of the "
+                    "derived expressions, |args| in 1e-150..1e200", worst, 8 * U,
+                    "a few roundings (hypot, sqrt, products)")
     return combine("f_z (dense numerics) vs f~_{pi(z)} (canonical numerics with the derived pi); "
-                   "rescaling orbits vs pi; full_from_canonical o pi = id", [
-        SubCheck(f"max |f_z - f~_pi(z)| / max|f| on {n} points, m = {m}", err_f, 1e-12, eps_reason),
-        SubCheck("pi(ka, kb, c/k) vs pi(a, b, c), k ~ U(0.1, 10)", err_orbit, 1e-13, "a few roundings"),
-        SubCheck("full_from_canonical(pi(z), delta(z)) vs z", err_inv, 1e-13, "square roots of O(1) numbers"),
-        SubCheck("fibre point with delta + 1 represents the same f", err_fib, 1e-12, eps_reason),
-    ], details={"m": m, "n_points": n}, notes=[SIGN_NOTE])
+                   "rescaling orbits vs pi; full_from_canonical o pi = id", [s_f, s_fib, s_mp],
+                   notes=[SIGN_NOTE])
 
 
 # ====================================================================== W2b
-def derive_w2b() -> Derivation:
-    w = D.derive_W2b()
-    return Derivation(steps=[
-        Step("Along $\\dot z = -\\nabla L$ (2 neurons, 2 samples written out, $\\alpha$ symbolic):",
-             sp.Eq(sp.Symbol("ddelta_1/dt"), sp.Symbol("2c_1 c_1' - 2a_1 a_1' - 2 b_1 b_1'"))),
-        Step("SymPy differentiates $\\max(u,0)$ to $H(u)$; the Euler identity of the ReLU", sp.Eq(w["euler"], 0)),
-        Step("(checked for $u>0$, $u<0$, $u=0$) makes every term cancel:", sp.Eq(sp.Symbol("ddelta_1/dt"), w["ddelta"])),
-        Step("One GD step changes $\\delta$ by (first-order part vanishes by the same identity, since "
-             "$c g_c = a g_a + b g_b$):", sp.Eq(sp.Symbol("Delta delta"), w["gd_change"])),
-        Step("leaving the $O(\\eta^2)$ drift", sp.Eq(sp.Symbol("Delta delta_GD"), w["gd_second_order"])),
-    ], results=w)
+def _sum_over_samples(fn, a, b, c, x, rho, s, alpha):
+    """sum_j fn(a_i, b_i, c_i, x_j, rho_j, s_ij, alpha) for every neuron i."""
+    A = lambda v: np.asarray(v)[:, None]  # noqa: E731
+    vals = fn(A(a), A(b), A(c), x[None, :], rho[None, :], s.astype(float), alpha)
+    return np.broadcast_to(vals, s.shape).sum(axis=1)
+
+
+def _field(a, b, c, x, y):
+    """The derived flow field (sum over samples of the per-sample term), alpha = m."""
+    args = (D.a, D.b, D.c, D.x, D.rho, D.s_j, D.alpha)
+    m = a.size
+    rho = N.forward_dense(a, b, c, x, "m") - y
+    s = (np.multiply.outer(a, x) - b[:, None]) > 0
+    return [_sum_over_samples(_lam("W2b", k, args), a, b, c, x, rho, s, float(m))
+            for k in ("field_a", "field_b", "field_c")]
+
+
+def _fd_loss_grad(a, b, c, x, y, h):
+    """Central finite differences of L (numerics' loss only), per parameter."""
+    z = np.concatenate([a, b, c])
+    m = a.size
+    g = np.empty_like(z)
+    for k in range(z.size):
+        zp, zm = z.copy(), z.copy()
+        zp[k] += h
+        zm[k] -= h
+        lp = N.loss_and_grad_dense(zp[:m], zp[m:2 * m], zp[2 * m:], x, y, "m")[0]
+        lm = N.loss_and_grad_dense(zm[:m], zm[m:2 * m], zm[2 * m:], x, y, "m")[0]
+        g[k] = (lp - lm) / (2 * h)
+    return g
 
 
 @lru_cache(maxsize=4)
 def _w2b_flow(quick: bool, seed: int):
-    from numerics.rng import make_rng
     rng = make_rng(seed, "W2b", "flow")
     m, s, T = (20, 6, 200.0) if quick else (60, 10, 2000.0)
     a, b, c = _ab_c(rng, m, 2.0)
-    x, y = _data(rng, s)
+    x, y = _data_rng(rng, s)
     res = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, 41), rtol=RTOL, atol=1e-14)
     return (a, b, c, x, y), res
 
 
 def _w2b(ctx: RunContext, wrong: bool) -> Outcome:
+    h = 1e-6
+
+    def measure_field(inst) -> SubCheck:
+        (a, b, c), (x, y) = inst
+        fa, fb, fc = _field(a, b, c, x, y)
+        u = np.abs(np.multiply.outer(a, x) - b[:, None])
+        # only neurons whose pattern cannot change within +-h (L is smooth there)
+        ok = np.min(u, axis=1) > 4 * h * (1 + np.max(np.abs(x)))
+        fd = -_fd_loss_grad(a, b, c, x, y, h)
+        m = a.size
+        loss = N.loss_and_grad_dense(a, b, c, x, y, "m")[0]
+        derived_field = np.concatenate([fa, fb, fc])
+        mask = np.concatenate([ok, ok, ok])
+        scale = max(1.0, loss) + np.max(np.abs(fd))
+        err = float(np.max(np.abs(derived_field - fd)[mask], initial=0.0) / scale)
+        return SubCheck("derived field vs finite differences of L", err, 1e-7,
+                        "L is quadratic in each parameter inside a region (central "
+                        "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)")
+
+    inst = st.tuples(relu1d_networks(2, 12, min_norm=0.05),
+                     datasets_1d(3, 7, 0.05, x_range=(-1.0, 1.0)))
+    s_field = for_all_instances(ctx, "derived field vs finite differences of L (per sample "
+                                "term -grad ell summed over the active samples)", inst,
+                                measure_field, quick=4, full=30)
+
     (a, b, c, x, y), res = _w2b_flow(ctx.quick, ctx.seed)
     A, B, C = res.state[:, 0], res.state[:, 1], res.state[:, 2]
-    inv = (C**2 + A**2 + B**2) if wrong else (C**2 - A**2 - B**2)
-    drift = float(np.max(np.abs(inv - inv[0])) / np.max(np.abs(inv[0])))
-    loss = [N.loss_and_grad_dense(A[k], B[k], C[k], x, y, "m")[0] for k in (0, -1)]
-    # GD: per-step drift = eta^2 (g_c^2 - g_a^2 - g_b^2)
-    w = D.derive_W2b()
-    eta_s, ga, gb, gc = sp.symbols("eta g_a g_b g_c", real=True)
-    pred = _lam((eta_s, ga, gb, gc), w["gd_second_order"])
-    rows, worst_rel, per_eta = [], 0.0, []
-    for eta in (0.2, 0.1, 0.05):
-        gd = N.gradient_descent(a, b, c, x, y, "m", eta=eta, steps=50)
+    inv = C**2 - (1 + (1e-8 if wrong else 0.0)) * (A**2 + B**2)
+    # derived d(delta)/dt along the flow, integrated (trapezoid) over the output times
+    args = (D.a, D.b, D.c, D.x, D.rho, D.s_j, D.alpha)
+    ddt = _lam("W2b", "ddelta_dt", args)
+    m = a.size
+    rates = []
+    for k in range(res.t.size):
+        rho = N.forward_dense(A[k], B[k], C[k], x, "m") - y
+        s_ = (np.multiply.outer(A[k], x) - B[k][:, None]) > 0
+        rates.append(_sum_over_samples(ddt, A[k], B[k], C[k], x, rho, s_, float(m)))
+    rates = np.array(rates)
+    pred = np.concatenate([[np.zeros(m)], np.cumsum(0.5 * (rates[1:] + rates[:-1])
+                                                    * np.diff(res.t)[:, None], axis=0)])
+    drift = float(np.max(np.abs(inv - inv[0] - pred)) / np.max(np.abs(inv[0])))
+    # GD: per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) + eta d(delta)/dt
+    gd_fn = _lam("W2b", "gd_change", (D.eta, D.g_a, D.g_b, D.g_c))
+    worst_rel, rows = 0.0, []
+    for eta in (0.2, 0.05):
+        gd = N.gradient_descent(a, b, c, x, y, "m", eta=eta, steps=30)
         d = gd.c**2 - gd.a**2 - gd.b**2
         step = np.diff(d, axis=0)
-        pr = np.array([pred(eta, *N.loss_and_grad_dense(gd.a[k], gd.b[k], gd.c[k], x, y, "m")[1])
+        pr = np.array([gd_fn(eta, *N.loss_and_grad_dense(gd.a[k], gd.b[k], gd.c[k], x, y, "m")[1])
                        for k in range(gd.a.shape[0] - 1)])
-        worst_rel = max(worst_rel, float(np.max(np.abs(step - pr)) / np.max(np.abs(pr))))
-        per_eta.append(float(np.max(np.abs(step))))
-        rows.append([eta, fmt(per_eta[-1]), fmt(per_eta[-1] / eta**2)])
-    slope = loglog_slope([0.2, 0.1, 0.05], per_eta)
-    return combine("delta_i = c_i^2 - a_i^2 - b_i^2 along the integrated flow (DOP853, events) and "
-                   "along plain GD", [
-        SubCheck(f"relative drift of delta over the flow (T = {res.t[-1]:g}, {res.n_steps} steps, "
-                 f"{len(res.events)} switching events)", drift, 1e-9,
+        scale = np.max(np.abs(d))
+        worst_rel = max(worst_rel, float(np.max(np.abs(step - pr)) / (eta**2 * np.max(np.abs(pr))
+                                                                       + 64 * U * scale)))
+        rows.append([eta, fmt(float(np.max(np.abs(step)))), fmt(float(np.max(np.abs(step))) / eta**2)])
+    return combine("derived field (from L) vs finite differences of L; delta_i along the "
+                   "integrated flow vs the derived d(delta)/dt; GD steps vs the derived change", [
+        s_field,
+        SubCheck(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
+                 f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} events), "
+                 "relative to max |delta(0)|", drift, 1e-9,
                  "rtol = 1e-12 per step, accumulated over <= 1e3 steps"),
-        SubCheck("GD per-step drift vs derived eta^2 (g_c^2 - g_a^2 - g_b^2), relative", worst_rel, 1e-8,
-                 "cancellation in differences of O(1) invariants: eps / eta^2 ~ 1e-14 / 2.5e-3"),
-        SubCheck("GD drift order in eta (fitted log-log slope, expect 2)", abs(slope - 2.0), 0.1,
-                 "exact eta^2 law; gradients differ slightly along different GD paths"),
-    ], details={"flow_drift": drift, "gd_slope": slope, "loss_start_end": loss,
-                "events": len(res.events), "sliding_events": res.n_slides},
+        SubCheck("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
+                 "(relative to the eta^2 term, plus 64 u |delta|)", worst_rel, 1e-6,
+                 "cancellation in the difference of O(1) invariants: u |delta| per step, "
+                 "absorbed in the denominator; the rest is rounding of the gradient"),
+    ], details={"flow_drift": drift, "events": len(res.events), "sliding_events": res.n_slides},
         tables=[Table("GD: max per-step change of delta", ["eta", "max |Delta delta| per step",
                                                               "/ eta^2"], rows)],
         artifacts={"t": res.t, "inv": inv})
@@ -178,49 +279,24 @@ def _fig_w2b(ev: Evidence, outdir: Path):
 
 
 # ====================================================================== W2c
-def derive_w2c() -> Derivation:
-    w = D.derive_W2c()
-    return Derivation(steps=[
-        Step("Jacobian of $\\pi(a,b,c) = (\\kappa c\\sqrt{a^2+b^2}, \\mathrm{atan2}(b,a))$, "
-             "$\\kappa = m/\\alpha(m)$:", w["J"]),
-        Step("$\\dot w = J\\dot z = -JJ^T\\nabla_w\\tilde L$, with ($s_2 = a^2+b^2$)", w["JJt"]),
-        Step("diagonal. For $\\kappa = 1$, on the fibre with invariant $\\delta$ "
-             "(W2a: $s_2 = (\\sqrt{\\delta^2+4r^2}-\\delta)/2$):",
-             sp.Eq(sp.Symbol("G^{-1}_{rr}"), w["g_rr"])),
-        Step("", sp.Eq(sp.Symbol("G^{-1}_{theta theta}"), w["g_thth"])),
-        Step("so the metric $G(r, \\delta)$ in $(r, \\theta)$ is", w["metric"]),
-        Step("In the frame $d\\tau = r\\,d\\theta$: $\\dot\\tau = -c^2\\,\\partial_\\tau\\tilde L$ with",
-             sp.Eq(sp.Symbol("c^2"), w["g_tautau"])),
-        Step("Kernel regime: $\\lim_{\\delta\\to-\\infty} \\delta^2 G^{-1}_{\\theta\\theta}/G^{-1}_{rr}$ =",
-             w["kernel_limit"]),
-        Step("(angles move $\\delta^2$ times slower than radii: knots frozen). Adaptive regime: "
-             "$G^{-1}_{rr}/\\delta \\to$", w["adaptive_limit_r"]),
-        Step("and $r^2 G^{-1}_{\\theta\\theta}/\\delta \\to$", w["adaptive_limit_theta"]),
-        Step("i.e. $G^{-1} \\approx \\delta\\,\\mathrm{diag}(1, 1/r^2)$: the time-rescaled gradient flow "
-             "in the particle-plane metric $dr^2 + r^2 d\\theta^2$ (the reduced flow). The next "
-             "terms, $\\lim \\delta\\,(G^{-1} - \\delta\\,\\mathrm{diag}(1, 1/r^2))$:", w["adaptive_correction"]),
-    ], results=w)
-
-
-@lru_cache(maxsize=None)
-def _metric_fn(wrong: bool = False):
-    w = D.derive_W2c()
-    g_rr = _lam((D.r, D.delta), w["g_rr"])
-    g_a = _lam((D.r, D.delta), w["g_thth"])
-    g_b = _lam((D.r, D.delta), w["g_thth_rationalized"])
+def _metric(wrong: bool):
+    args = (D.r, D.delta)
+    g_rr = _lam("W2c", "g_rr", args)
+    g_a = _lam("W2c", "g_thth", args)
+    g_b = _lam("W2c", "g_thth_rationalized", args)
 
     def ginv(r, dl):
-        g_t = np.where(dl > 0, g_b(r, dl), g_a(r, dl))
-        if wrong:  # a plausible slip: |(a,b)|^2 instead of 1/|(a,b)|^2 for the angle
-            g_t = 1.0 / g_t
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g_t = np.where(dl > 0, g_b(r, dl), g_a(r, dl))
+        if wrong:  # near miss: the angular entry off by 1e-7
+            g_t = g_t * (1 + 1e-7)
         return g_rr(r, dl) * np.ones_like(r), g_t
     return ginv
 
 
 def _match_events(e1, e2) -> tuple[bool, float]:
     """Same events (kind, neuron, sample) with the same multiplicities?  And the largest
-    time difference between corresponding occurrences (simultaneous events may be
-    recorded in either order)."""
+    time difference between corresponding occurrences."""
     def by_key(ev):
         d: dict = {}
         for t, *key in ev:
@@ -237,20 +313,19 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
     rng = ctx.rng("w2c")
     m, s, T = (12, 5, 40.0) if ctx.quick else (40, 8, 200.0)
     a, b, c = _ab_c(rng, m, 1.5)
-    x, y = _data(rng, s)
+    x, y = _data_rng(rng, s)
     te = np.linspace(0, T, 21)
     full = N.gradient_flow(a, b, c, x, y, "m", te)
     r0, th0, dl = canonical_from_full(a, b, c)
-    red = N.reduced_flow(r0, th0, dl, x, y, te, inverse_metric=_metric_fn(wrong))
+    red = N.reduced_flow(r0, th0, dl, x, y, te, inverse_metric=_metric(wrong))
     rf, tf, _ = canonical_from_full(full.state[:, 0], full.state[:, 1], full.state[:, 2])
     err = float(max(np.max(np.abs(rf - red.state[:, 0])) / np.max(np.abs(rf)),
-                    np.max(np.abs(np.angle(np.exp(1j * (tf - red.state[:, 1])))))))
+                    np.max(np.abs(_wrap(tf - red.state[:, 1])))))
     same_seq, ev_dt = _match_events(full.events, red.events)
-    # regimes: a common initial (r, theta), all delta_i = delta
     m2, s2 = (8, 4) if ctx.quick else (20, 6)
     rng2 = ctx.rng("w2c-regimes")
-    xr, yr = _data(rng2, s2)
-    rr0 = rng2.standard_normal(m2)
+    xr, yr = _data_rng(rng2, s2)
+    rr0 = rng2.choice([-1.0, 1.0], m2) * rng2.uniform(0.3, 1.5, m2)
     tt0 = rng2.uniform(-np.pi, np.pi, m2)
     T0 = 2.0
     kern_rows, kern, adapt_rows, adapt = [], [], [], []
@@ -259,14 +334,14 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
         aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, -dlt))
         fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
         _, thT, _ = canonical_from_full(*fl.state[-1])
-        dth = float(np.max(np.abs(np.angle(np.exp(1j * (thT - tt0))))))
+        dth = float(np.max(np.abs(_wrap(thT - tt0))))
         kern.append(dth)
         kern_rows.append([-dlt, fmt(dth), fmt(dth * dlt**2)])
         aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, dlt))
         fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
         rT, thT, _ = canonical_from_full(*fl.state[-1])
         dev = float(max(np.max(np.abs(rT - plane.state[-1, 0])),
-                        np.max(np.abs(rT * np.angle(np.exp(1j * (thT - plane.state[-1, 1])))))))
+                        np.max(np.abs(rT * _wrap(thT - plane.state[-1, 1])))))
         adapt.append(dev)
         adapt_rows.append([dlt, fmt(dev), fmt(dev * dlt**2)])
     ds = np.log([10.0, 100.0, 1000.0])
@@ -274,11 +349,12 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
     sa = float(np.polyfit(ds, np.log(adapt), 1)[0])
     return combine("pi(full flow of z) vs reduced flow of (r, theta) integrated with the derived "
                    "metric G(r, delta); kernel/adaptive limits", [
-        SubCheck(f"max deviation (relative r, absolute theta) over t in [0, {T:g}], m = {m}, s = {s}",
-                 err, 1e-8, "both flows DOP853 at rtol 1e-12 with located events; "
+        SubCheck(f"max deviation of pi(z(t)) from the reduced flow (relative r, absolute theta), "
+                 f"t in [0, {T:g}], m = {m}, s = {s}", err, 1e-8,
+                 "both flows DOP853 at rtol 1e-12 with located events; "
                  "error accumulation over ~1e3 steps and ~10 events stays < 1e-9"),
-        SubCheck(f"switching events (crossings/slides) of both flows: same events "
-                 f"({len(full.events)} events), max time difference", ev_dt, 1e-7,
+        SubCheck(f"switching events of both flows: same events ({len(full.events)} events), "
+                 "max time difference", ev_dt, 1e-7,
                  "an event time moves by (state error ~1e-11) / (normal speed |du/dt|, down "
                  "to ~1e-3 at grazing crossings)", passed=same_seq and ev_dt <= 1e-7),
         SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
@@ -311,353 +387,398 @@ def _fig_w2c(ev: Evidence, outdir: Path):
                    "approaches the particle-plane reduced flow as delta^-2.")]
 
 
-# ====================================================================== W2d / W2e
-def derive_w2d() -> Derivation:
-    w = D.derive_W2d()
-    return Derivation(steps=[
-        Step("With $\\phi_{ij} = \\phi(w_i; x_j)$ (here $m = s = 3$ written out), "
-             "$\\tilde L - [\\frac12\\sum y_j^2 - \\int F d\\mu + \\frac12\\iint K d\\mu d\\mu]$ expands to",
-             w["identity"]),
-        Step("$V(w;\\mu) = -F(w) + \\int K(w,\\cdot)d\\mu$ minus $\\sum_j\\rho_j\\phi(w;x_j)$ expands to",
-             w["V_minus_rho_phi"]),
-        Step("and $\\partial\\tilde L/\\partial\\phi_{ij} = \\rho_j/m = \\frac1m\\partial V/\\partial\\phi_j$, so "
-             "$\\nabla_{w_i}\\tilde L = \\frac1m\\nabla V(w_i;\\mu)$ with", sp.Eq(sp.Symbol("phi(w;x)"), w["phi"])),
-    ], results=w)
+# ====================================================================== W2d
+def _phi_matrix(r, th, x):
+    """phi(w_i; x_j) from the derived phi (m, s)."""
+    fn = _lam("W2d", "phi", (D.r, D.theta, D.x))
+    R, TH, X = np.broadcast_arrays(r[:, None], th[:, None], x[None, :])
+    return np.asarray(fn(R, TH, X), dtype=np.float64)
 
 
-def derive_w2e() -> Derivation:
-    w = D.derive_W2e()
-    return Derivation(steps=[
-        Step("On a region $A_k$ (fixed active set $C_k$) $\\phi = r\\langle\\tilde x_j, d(\\theta)\\rangle$ for "
-             "$j\\in C_k$; per active sample:", sp.Eq(sp.Symbol("dV/dr term"), w["dV_dr_term"])),
-        Step("", sp.Eq(sp.Symbol("dV/dtheta term"), w["dV_dtheta_term"])),
-        Step("i.e. $\\partial_rV = \\sum_{C_k}\\rho_j\\langle\\tilde x_j,d(\\theta)\\rangle$, "
-             "$\\partial_\\theta V = r\\sum_{C_k}\\rho_j\\langle\\tilde x_j,t(\\theta)\\rangle$ with",
-             sp.Eq(sp.Symbol("<x~, t(theta)>"), w["tangent"])),
-        Step("second derivatives in $\\rho$ (linearity in the residual vector):",
-             sp.Tuple(*w["second_derivative_in_rho"])),
-    ], results=w)
-
-
-def _config(rng, m, s):
-    x, y = _data(rng, s)
-    r = rng.standard_normal(m)
-    th = rng.uniform(-np.pi, np.pi, m)
-    return r, th, x, y
-
-
-def _fd_grad(r, th, x, y, h=1e-6):
-    """m x central differences of L~ (numerics), per particle."""
+def _fd_canonical(r, th, x, y, h):
+    """m x central differences of L~ (numerics' loss only), per particle and coordinate."""
     m = r.size
     gr, gt = np.empty(m), np.empty(m)
+    L = lambda rr, tt: N.canonical_loss_and_grad(rr, tt, x, y)[0]  # noqa: E731
     for i in range(m):
         e = np.zeros(m)
         e[i] = h
-        gr[i] = (N.canonical_loss_and_grad(r + e, th, x, y)[0] - N.canonical_loss_and_grad(r - e, th, x, y)[0]) / (2 * h)
-        gt[i] = (N.canonical_loss_and_grad(r, th + e, x, y)[0] - N.canonical_loss_and_grad(r, th - e, x, y)[0]) / (2 * h)
+        gr[i] = (L(r + e, th) - L(r - e, th)) / (2 * h)
+        gt[i] = (L(r, th + e) - L(r, th - e)) / (2 * h)
     return m * gr, m * gt
 
 
 def _w2d(ctx: RunContext, wrong: bool) -> Outcome:
-    rng = ctx.rng("w2d")
-    m, s = (40, 7) if ctx.quick else (200, 15)
-    r, th, x, y = _config(rng, m, s)
-    # keep particles away from boundaries so that central differences stay in one region
-    u = np.multiply.outer(np.cos(th), x) - np.sin(th)[:, None]
-    keep = np.min(np.abs(u), axis=1) > 1e-4
-    r, th = r[keep], th[keep]
+    h = 1e-6
+
+    def measure(inst) -> SubCheck:
+        (r, th), (x, y) = inst
+        u = np.multiply.outer(np.cos(th), x) - np.sin(th)[:, None]
+        keep = np.min(np.abs(u), axis=1) > 4 * h * (1 + np.max(np.abs(x)))
+        r, th = r[keep], th[keep]
+        if r.size == 0:
+            return SubCheck("m x FD", 0.0, 1e-7, "no particle inside a region")
+        m = r.size
+        Phi = _phi_matrix(r, th, x)
+        rho = Phi.mean(axis=0) - y
+        # V(w; mu) = sum_j rho_j phi(w; x_j) with the derived phi: its FD gradient at w_i
+        res = rho * (1 + 1e-6) if wrong else rho  # near miss: residuals off by 1e-6
+        V = lambda rr, tt: (_phi_matrix(rr, tt, x) @ res)  # noqa: E731
+        gV_r = (V(r + h, th) - V(r - h, th)) / (2 * h)
+        gV_t = (V(r, th + h) - V(r, th - h)) / (2 * h)
+        fr, ft = _fd_canonical(r, th, x, y, h)
+        scale = max(np.max(np.abs(fr)), np.max(np.abs(ft)), 1.0)
+        err = float(max(np.max(np.abs(gV_r - fr)), np.max(np.abs(gV_t - ft))) / scale)
+        return SubCheck("m x FD", err, 1e-7, "central differences h = 1e-6 inside a region: "
+                        "truncation h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9")
+
+    def measure_identity(inst) -> SubCheck:
+        (r, th), (x, y) = inst
+        Phi = _phi_matrix(r, th, x)
+        F = Phi @ y
+        K = Phi @ Phi.T
+        L_mf = 0.5 * y @ y - F.mean() + 0.5 * K.mean()
+        L_direct = N.canonical_loss_and_grad(r, th, x, y)[0]
+        scale = 0.5 * y @ y + np.abs(F).mean() + 0.5 * np.abs(K).mean() + 1e-300
+        return SubCheck("identity", float(abs(L_direct - L_mf) / scale), 8 * (r.size + x.size) * U,
+                        "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes")
+
+    inst = st.tuples(canonical_particles(1, 30), datasets_1d(2, 8, 0.05, x_range=(-1.0, 1.0)))
+    return combine("mean-field form of L~ with the derived phi vs numerics' L~; grad of the "
+                   "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~", [
+        for_all_instances(ctx, "m x FD of L~ vs FD of the potential V (derived phi), relative",
+                          inst, measure, quick=5, full=40),
+        for_all_instances(ctx, "L~ (numerics) vs 1/2 sum y^2 - int F dmu + 1/2 int int K dmu dmu "
+                          "(derived phi), relative", inst, measure_identity, quick=5, full=40),
+    ])
+
+
+# ====================================================================== W2e
+def _particle_contrib(r, th, x):
+    """Each particle's contribution r_i <x~_j, d(theta_i)>_+ to m f~ (numerics), (m, s)."""
+    return np.array([N.canonical_forward([ri], [ti], x) for ri, ti in zip(r, th)])
+
+
+def _fd_richardson(r, th, x, y, h):
+    """m grad_{w_i} L~ by Richardson-extrapolated central differences of L~ computed without
+    cancellation: L(+) - L(-) = (D+ - D-) . (2 rho + D+ + D-) / 2, D the change of f~."""
     m = r.size
-    f = N.canonical_forward(r, th, x)
-    rho = f - y
-    phi = r[:, None] * np.maximum(np.multiply.outer(np.cos(th), x) - np.sin(th)[:, None], 0.0)
-    L_direct = N.canonical_loss_and_grad(r, th, x, y)[0]
-    F = phi @ y
-    K = phi @ phi.T
-    L_mf = 0.5 * y @ y - F.mean() + 0.5 * K.mean()
-    err_id = abs(L_direct - L_mf) / L_direct
-    res = -y if wrong else rho  # wrong: V = -F (interaction term dropped)
-    g_r, g_t = potential_gradient(r, th, x, res)
-    fr, ft = _fd_grad(r, th, x, y)
-    scale = max(np.max(np.abs(fr)), np.max(np.abs(ft)))
-    err_g = float(max(np.max(np.abs(g_r - fr)), np.max(np.abs(g_t - ft))) / scale)
-    return combine("mean-field form of L~ and grad V (formula potential_gradient, derived) vs "
-                   "m x central finite differences of the loss (numerics)", [
-        SubCheck(f"m x FD of L~ vs potential_gradient, m = {m}, s = {s} (relative)", err_g, 1e-7,
-                 "central differences h = 1e-6: truncation 0 inside a region (L~ is quadratic "
-                 "in r, trigonometric in theta: h^2 ~ 1e-12) plus roundoff eps L/h ~ 1e-10"),
-        SubCheck("L~ vs 1/2 sum y^2 - int F dmu + 1/2 int int K dmu dmu", float(err_id), 1e-13,
-                 "float64 sums of O(m^2) terms"),
-    ], details={"m": m, "s": s})
+    rho = N.canonical_forward(r, th, x) - y
+    base = _particle_contrib(r, th, x)
+    out = []
+    for coord in (0, 1):
+        ds = []
+        for hh in (h, 2 * h):
+            dp = _particle_contrib(r + (hh if coord == 0 else 0), th + (hh if coord == 1 else 0), x)
+            dm = _particle_contrib(r - (hh if coord == 0 else 0), th - (hh if coord == 1 else 0), x)
+            Dp, Dm = (dp - base) / m, (dm - base) / m
+            ds.append(np.sum((Dp - Dm) * (2 * rho + Dp + Dm), axis=1) / 2 / (2 * hh))
+        out.append(m * (4 * ds[0] - ds[1]) / 3)
+    return out[0], out[1], rho
 
 
 def _w2e(ctx: RunContext, wrong: bool) -> Outcome:
+    h = 1e-3
+
+    def measure(inst) -> SubCheck:
+        (r, th), (x, y) = inst
+        xt = np.hypot(x, 1.0)
+        u = np.multiply.outer(np.cos(th), x) - np.sin(th)[:, None]
+        keep = np.all(np.abs(u) > 3 * h * xt[None, :], axis=1)  # stays in its region
+        fr, ft, rho = _fd_richardson(r, th, x, y, h)
+        pr, pt = (np.atleast_1d(v) for v in potential_gradient(r, th, x, rho))
+        if wrong:
+            pt = pt * (1 + 1e-9)  # near miss: angular component off by 1e-9
+        scale = np.sum(np.abs(rho) * xt) * np.maximum(np.abs(r), 1.0) + 1e-300
+        err = np.maximum(np.abs(pr - fr), np.abs(pt - ft)) / scale
+        return SubCheck("FD", float(np.max(err[keep], initial=0.0)), 1e-10,
+                        "Richardson (h = 1e-3): truncation h^4 |phi^(5)| / 30 ~ 3e-14 of the "
+                        "scale sum |rho_j| |x~_j| max(|r|, 1); roundoff u |phi| / h ~ 1e-13")
+
+    def measure_inner(inst) -> SubCheck:
+        (r, th), (x, _) = inst
+        fn = _lam("W2e", "inner", (D.r, D.theta, D.x, D.rho))
+        R, TH, X = np.broadcast_arrays(np.ones_like(r)[:, None], th[:, None], x[None, :])
+        inner = np.asarray(fn(R, TH, X, np.zeros_like(X)), dtype=np.float64)
+        relu = _particle_contrib(np.ones_like(r), th, x)  # numerics: <x~_j, d(theta_i)>_+
+        err = np.abs(np.maximum(inner, 0.0) - relu) / np.hypot(X, 1.0)
+        return SubCheck("inner", float(np.max(err)), 4 * U, "two float64 evaluations of "
+                        "x cos(theta) - sin(theta)")
+
+    inst = st.tuples(canonical_particles(1, 40), datasets_1d(2, 9, 0.05, x_range=(-1.5, 1.5)))
+    s_fd = for_all_instances(ctx, "derived components (potential_gradient) vs Richardson finite "
+                             "differences of L~ (numerics' loss), relative", inst, measure,
+                             quick=6, full=50)
+    s_in = for_all_instances(ctx, "derived <x~, d(theta)> vs the numerics' preactivation",
+                             inst, measure_inner, quick=6, full=50)
     rng = ctx.rng("w2e")
-    m, s = (300, 9) if ctx.quick else (3000, 20)
-    r, th, x, y = _config(rng, m, s)
-    rho = N.canonical_forward(r, th, x) - y
-    _, (gr, gt) = N.canonical_loss_and_grad(r, th, x, y)  # numerics' own gradient
-    pr, pt = potential_gradient(r, th, x, rho)
-    if wrong:
-        pt = -pt  # flipped angular component
-    scale = max(np.max(np.abs(m * gr)), np.max(np.abs(m * gt)))
-    err = float(max(np.max(np.abs(pr - m * gr)), np.max(np.abs(pt - m * gt))) / scale)
-    # linearity in the residual vector and the cylinder structure (dV/dr indep. of r, dV/dth ~ r)
-    r1, r2 = rng.standard_normal((2, s))
+    r, th = rng.standard_normal(50), rng.uniform(-np.pi, np.pi, 50)
+    x = np.sort(rng.uniform(-1, 1, 7))
+    r1, r2 = rng.standard_normal((2, 7))
     A = np.array(potential_gradient(r, th, x, 2.0 * r1 - 3.0 * r2))
     B = 2.0 * np.array(potential_gradient(r, th, x, r1)) - 3.0 * np.array(potential_gradient(r, th, x, r2))
     err_lin = float(np.max(np.abs(A - B)) / np.max(np.abs(A)))
     C = np.array(potential_gradient(2.5 * r, th, x, r1))
     E = np.array(potential_gradient(r, th, x, r1))
     err_cyl = float(max(np.max(np.abs(C[0] - E[0])), np.max(np.abs(C[1] - 2.5 * E[1]))) / np.max(np.abs(E)))
-    return combine("derived radial/angular components (potential_gradient) vs numerics' gradient "
-                   "code (m grad L~); linearity in rho; piecewise-linear structure on R x A_k", [
-        SubCheck(f"vs m x canonical_loss_and_grad, m = {m}, s = {s} (relative)", err, 1e-12,
-                 "two float64 evaluations of sums of s terms"),
-        SubCheck("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2)", err_lin, 1e-13, "rounding"),
-        SubCheck("dV/dr independent of r, dV/dtheta proportional to r", err_cyl, 1e-13, "rounding"),
-    ], details={"m": m, "s": s})
+    return combine("derived radial/angular components vs finite differences of the loss; "
+                   "linearity in rho; piecewise-linear structure on R x A_k", [
+        s_fd, s_in,
+        SubCheck("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2)", err_lin,
+                 64 * U, "rounding of sums of 7 terms"),
+        SubCheck("dV/dr independent of r, dV/dtheta proportional to r", err_cyl, 64 * U, "rounding"),
+    ])
 
 
 # ====================================================================== W2f
-def derive_w2f() -> Derivation:
-    w = D.derive_W2f()
-    jr, jt = w["jumps"]["atan(x)"]
-    jr2, jt2 = w["jumps"]["atan(x) - pi"]
-    return Derivation(steps=[
-        Step("Boundary $\\langle\\tilde x_{j*}, d(\\theta)\\rangle = 0$: SymPy's solutions",
-             sp.Tuple(*w["boundary_solutions"])),
-        Step("i.e. $\\theta^* = \\arctan x_{j*}$ or $\\arctan x_{j*} - \\pi$. Crossing toggles "
-             "$j^*$ in the active set; the jump of $(\\partial_rV, \\partial_\\theta V)$ at $\\theta^* = \\arctan x$:",
-             sp.Tuple(jr, jt)),
-        Step("and at $\\theta^* = \\arctan x - \\pi$:", sp.Tuple(jr2, jt2)),
-        Step("purely angular, of magnitude", sp.Eq(sp.Symbol("|jump|"), w["magnitude"])),
-    ], results=w)
-
-
 def _grad_canonical_from_full(r, th, x, y, i):
-    """(m dL~/dr_i, m dL~/dtheta_i) from numerics' full-parameter gradient (alpha = m):
-    dL~/dr = dL/dc / nu, dL~/dtheta = nu (-sin th dL/da + cos th dL/db) (delta = 0 lift)."""
-    a, b, c = full_from_canonical(r, th, np.zeros_like(r))
+    """(m dL~/dr_i, m dL~/dtheta_i) from numerics' full-parameter gradient (alpha = m,
+    delta = 0 lift): dL~/dr = dL/dc / nu, dL~/dtheta = nu (-sin th dL/da + cos th dL/db)."""
+    a, b, c = full_from_canonical(r, th, _lift(r))
     _, (ga, gb, gc) = N.loss_and_grad_dense(a, b, c, x, y, "m")
     nu = np.hypot(a[i], b[i])
     m = r.size
-    return m * gc[i] / nu, m * nu * (-np.sin(th[i]) * ga[i] + np.cos(th[i]) * gb[i])
+    return np.array([m * gc[i] / nu, m * nu * (-np.sin(th[i]) * ga[i] + np.cos(th[i]) * gb[i])])
+
+
+def _lift(r: np.ndarray) -> np.ndarray:
+    """Invariants of a full-parameter lift: delta = 0 (|(a, b)|^2 = |r|), and delta = -1
+    (c = 0, |(a, b)| = 1) for the dead particles r = 0 that have no delta = 0 preimage."""
+    return np.where(r == 0, -1.0, 0.0)
+
+
+@st.composite
+def _boundary(draw):
+    """(r, theta, x, y, j*, branch): particle 0 placed on the line of sample j*."""
+    x, y = draw(datasets_1d(2, 7, 0.05, x_range=(-1.5, 1.5)))
+    r, th = draw(canonical_particles(2, 15))
+    r[0] = draw(st.one_of(_f(0.05, 2.0), _f(-2.0, -0.05)))
+    j = draw(st.integers(0, x.size - 1))
+    lower = draw(st.booleans())
+    return r, th, x, y, j, lower
+
+
+def _one_sided(r, th, x, y, eps=1e-7):
+    """Richardson one-sided limits (error O(eps^2)) of (m dL~/dr_0, m dL~/dtheta_0) on the
+    two sides of theta_0, from the numerics' full gradient."""
+    out = {}
+    for sgn in (+1, -1):
+        vals = []
+        for hh in (eps, 2 * eps):
+            t2 = th.copy()
+            t2[0] += sgn * hh
+            vals.append(_grad_canonical_from_full(r, t2, x, y, 0))
+        out[sgn] = 2 * vals[0] - vals[1]
+    return out
 
 
 def _w2f(ctx: RunContext, wrong: bool) -> Outcome:
-    rng = ctx.rng("w2f")
-    n_cases = 12 if ctx.quick else 100
-    m, s = 15, 6
-    worst_t, worst_r, rows = 0.0, 0.0, []
-    eps = 1e-5
-    for q in range(n_cases):
-        r, th, x, y = _config(rng, m, s)
-        j = int(rng.integers(s))
-        th[0] = np.arctan(x[j]) - (np.pi if q % 2 else 0.0)
-        rho_star = (N.canonical_forward(r, th, x) - y)[j]
-        side = []
-        for sgn in (+1, -1):
-            vals = []
-            for h in (eps, 2 * eps):
-                t2 = th.copy()
-                t2[0] += sgn * h
-                vals.append(np.array(_grad_canonical_from_full(r, t2, x, y, 0)))
-            side.append(2 * vals[0] - vals[1])  # Richardson: one-sided limit, error O(eps^2)
-        jump = side[0] - side[1]
-        pred = velocity_jump(r[0], x[j], rho_star)
+    args = (D.r, D.x, D.rho)
+
+    def measure(inst) -> SubCheck:
+        r, th, x, y, j, lower = inst
+        th = th.copy()
+        th[0] = np.arctan(x[j]) - (np.pi if lower else 0.0)
+        rho = N.canonical_forward(r, th, x) - y
+        u_other = np.delete(np.cos(th[0]) * x - np.sin(th[0]), j)
+        if np.any(np.abs(u_other) < 1e-3):  # another line too close: not a single crossing
+            return SubCheck("jump", 0.0, 1.0, "skipped: two boundaries within 1e-3")
+        sides = _one_sided(r, th, x, y)
+        # which side of theta* has j* active: u_j* = x cos - sin decreases in theta when cos > 0
+        act_up = (np.cos(th[0] + 1e-7) * x[j] - np.sin(th[0] + 1e-7)) > 0
+        jump = (sides[+1] - sides[-1]) if act_up else (sides[-1] - sides[+1])
+        key = "jump_lower" if lower else "jump_upper"
+        jr = float(np.broadcast_to(_lam("W2f", (key, 0), args)(r[0], x[j], rho[j]), ()))
+        jt = float(np.broadcast_to(_lam("W2f", (key, 1), args)(r[0], x[j], rho[j]), ()))
+        mag = float(velocity_jump(r[0], x[j], rho[j]))
         if wrong:
-            pred = abs(r[0] * rho_star)  # missing |x~_{j*}|
-        et = abs(abs(jump[1]) - pred) / pred
-        er = abs(jump[0]) / pred
-        worst_t, worst_r = max(worst_t, et), max(worst_r, er)
-        if q < 6:
-            rows.append([q, fmt(x[j]), fmt(rho_star), fmt(jump[0]), fmt(jump[1]), fmt(pred), fmt(et)])
+            mag = mag * (1 + 1e-8)  # near miss: |x~| off by 1e-8
+        # field scale: residual terms plus the particle's own effect on the residuals
+        scale = abs(r[0]) * np.sum(np.abs(rho) * np.hypot(x, 1.0)) + r[0] ** 2 * np.sum(1 + x**2) / r.size
+        err = max(abs(jump[0] - jr), abs(jump[1] - jt), abs(abs(jump[1]) - mag)) / scale
+        return SubCheck("jump", float(err), 1e-10, "Richardson one-sided limits from theta* +- "
+                        "(1e-7, 2e-7): truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the "
+                        "field scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no difference "
+                        "quotient: roundoff ~ 3 u (m + s) of the scale)")
+
+    s = for_all_instances(ctx, "angular jump magnitude (velocity_jump) and the signed jumps "
+                          "(radial, angular) vs one-sided limits of the numerics' gradient, "
+                          "relative to the field scale", _boundary(), measure, quick=12, full=100)
     return combine("one-sided limits of (dV/dr, dV/dtheta) from numerics' full-parameter gradient "
-                   "(Richardson from theta* +- eps, +- 2 eps) vs the derived jump (velocity_jump)", [
-        SubCheck(f"angular jump magnitude, {n_cases} random boundaries (relative)", float(worst_t), 1e-7,
-                 "Richardson extrapolation error O(eps^2) = 1e-10 relative, plus roundoff "
-                 "eps_mach / eps ~ 1e-11 amplified by the O(1) extrapolation weights"),
-        SubCheck("radial jump / predicted angular jump", float(worst_r), 1e-7, "same"),
-    ], details={"cases": n_cases, "m": m, "s": s, "eps": eps},
-        tables=[Table("Jumps at boundaries", ["case", "x*", "rho*", "radial jump", "angular jump",
-                                              "|r rho*| sqrt(1+x*^2)", "rel. error"], rows)])
+                   "(Richardson) vs the derived jump", [s])
 
 
 # ====================================================================== W2g
-def derive_w2g() -> Derivation:
-    w = D.derive_W2g()
-    return Derivation(steps=[
-        Step("In a region, $f(x_j) = \\frac1\\alpha\\sum_i c_i s_{ij}(a_i x_j - b_i)$; one neuron "
-             "contributes to $H_{jk} = \\nabla_z f(x_j)\\cdot\\nabla_z f(x_k)$", sp.Eq(sp.Symbol("h_jk"), w["h"])),
-        Step("= random-feature part (from $c$)", w["h_rf"]),
-        Step("+ first-layer part (from $a, b$)", w["h_first_layer"]),
-        Step("and $\\dot\\rho + H\\rho$ for $\\dot z = -\\nabla L$ (one neuron, two samples) simplifies to",
-             w["gap"]),
-    ], results=w)
-
-
-@lru_cache(maxsize=None)
-def _h_fn(wrong: bool):
-    w = D.derive_W2g()
-    expr = w["h_rf"] if wrong else w["h"]
-    return _lam((D.a, D.b, D.c, D.x, w["xk"], w["sj"], w["sk"], D.alpha), expr)
-
-
-def _H(z, x, m, wrong, pattern=None):
-    """Tangent kernel H(z) (s x s) from the derived per-neuron h; ``pattern`` (m, s) fixes
-    the activation indicators (default: [a x - b > 0])."""
-    a, b, c = z[:m], z[m:2 * m], z[2 * m:]
-    s_ = (np.multiply.outer(a, x) - b[:, None]) > 0 if pattern is None else pattern
+def _H(z, x, m, P, c2_factor=1.0):
+    """Tangent kernel H(z) (s x s) from the derived per-neuron h with the activation
+    pattern P (m, s)."""
+    fn = _lam("W2g", "h", (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha))
+    a, b, c = z[:m], z[m:2 * m], z[2 * m:] * np.sqrt(c2_factor)
     A = lambda v: v[:, None, None]  # noqa: E731
-    vals = _h_fn(wrong)(A(a), A(b), A(c), x[None, :, None], x[None, None, :],
-                        s_[:, :, None].astype(float), s_[:, None, :].astype(float), float(m))
+    vals = fn(A(a), A(b), A(c), x[None, :, None], x[None, None, :],
+              P[:, :, None].astype(float), P[:, None, :].astype(float), float(m))
     return np.broadcast_to(vals, (m, x.size, x.size)).sum(axis=0)
 
 
-def _w2g(ctx: RunContext, wrong: bool) -> Outcome:
-    rng = ctx.rng("w2g")
-    m, s, T = (12, 5, 30.0) if ctx.quick else (40, 10, 200.0)
-    a, b, c = _ab_c(rng, m, 0.3)
-    x, y = _data(rng, s)
-    te = np.linspace(0, T, 31)
-    fl = N.gradient_flow(a, b, c, x, y, "m", te, dense=True)
+def _w2g_run(z0, x, y, T, wrong: bool) -> tuple[float, float, int]:
+    """Residual ODE along one flow up to its first sliding event; (error, t_end, segments)."""
+    m = z0.size // 3
+    a, b, c = z0[:m], z0[m:2 * m], z0[2 * m:]
+    fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, 7), dense=True)
     slides = [e[0] for e in fl.events if e[1] == "slide"]
     t_end = min(slides) if slides else T
-    cuts = [0.0] + sorted({e[0] for e in fl.events if e[0] < t_end}) + [t_end]
     rho0 = N.forward_dense(a, b, c, x, "m") - y
     rho = rho0.copy()
-    worst, rows = 0.0, []
-    for t0, t1 in zip(cuts[:-1], cuts[1:]):
+    worst, nseg = 0.0, 0
+    for t0, t1, _, P, S in fl.segments:
+        if t0 >= t_end:
+            break
+        t1 = min(t1, t_end)
         if t1 <= t0:
             continue
-        tm = 0.5 * (t0 + t1)
-        zm = fl.dense(tm)
-        sm = (np.multiply.outer(zm[:m], x) - zm[m:2 * m, None]) > 0
-
-        def rhs(t, q, sm=sm):
-            return -_H(fl.dense(t), x, m, wrong, sm) @ q
-        sol = solve_ivp(rhs, (t0, t1), rho, method="DOP853", rtol=1e-12, atol=1e-14)
+        sol = solve_ivp(lambda t, q, P=P: -_H(fl.dense(t), x, m, P, 1 + (1e-7 if wrong else 0.0)) @ q,
+                        (t0, t1), rho, method="DOP853", rtol=1e-12, atol=1e-14)
         rho = sol.y[:, -1]
+        nseg += 1
         z1 = fl.dense(t1)
         direct = N.forward_dense(z1[:m], z1[m:2 * m], z1[2 * m:], x, "m") - y
-        err = float(np.max(np.abs(rho - direct)) / np.max(np.abs(rho0)))
-        worst = max(worst, err)
-        rows.append([fmt(t1), fmt(float(np.linalg.norm(direct))), fmt(err)])
-        rho = direct if not wrong else rho
-    # instantaneous identity at the output times: rho' = J z' vs -H rho
-    inst = 0.0
-    for k in range(0, te.size, 5):
-        if te[k] >= t_end:
-            break
-        z = fl.state[k].ravel()
-        _, (ga, gb, gc) = N.loss_and_grad_dense(z[:m], z[m:2 * m], z[2 * m:], x, y, "m")
+        worst = max(worst, float(np.max(np.abs(rho - direct)) / np.max(np.abs(rho0))))
+    return worst, t_end, nseg
+
+
+def _w2g(ctx: RunContext, wrong: bool) -> Outcome:
+    T = 30.0 if ctx.quick else 200.0
+    ends = []
+
+    def measure(inst) -> SubCheck:
+        (a, b, c), (x, y) = inst
+        err, t_end, nseg = _w2g_run(np.concatenate([a, b, c]), x, y, T, wrong)
+        ends.append(t_end)
+        return SubCheck("ODE", err, 1e-9, f"flow and residual ODE both at rtol 1e-12 on {nseg} "
+                        "segments of constant pattern; dense-output interpolation error ~ rtol; "
+                        "accumulated over <= 1e3 steps")
+
+    inst = st.tuples(relu1d_networks(3, 12, "uniform", min_norm=0.05),
+                     datasets_1d(3, 6, 0.1, x_range=(-1.0, 1.0)))
+    s = for_all_instances(ctx, "ODE solution rho' = -H rho (derived H, the integrator's activation "
+                          "pattern on every segment) vs f(z(t)) - y up to the first sliding "
+                          "event, relative to |rho(0)|", inst, measure, quick=3, full=20)
+    # instantaneous identity: rho' along -grad L by central differences vs -H rho
+    rng = ctx.rng("w2g")
+    inst_worst = 0.0
+    for _ in range(5):
+        m, s_ = 12, 5
+        a, b, c = _ab_c(rng, m, 0.3)
+        x, y = _data_rng(rng, s_)
+        z = np.concatenate([a, b, c])
+        _, (ga, gb, gc) = N.loss_and_grad_dense(a, b, c, x, y, "m")
+        g = np.concatenate([ga, gb, gc])
         hh = 1e-7
-        zp = z - hh * np.concatenate([ga, gb, gc])
-        zq = z + hh * np.concatenate([ga, gb, gc])
-        rdot = (N.forward_dense(zp[:m], zp[m:2 * m], zp[2 * m:], x, "m")
-                - N.forward_dense(zq[:m], zq[m:2 * m], zq[2 * m:], x, "m")) / (2 * hh)
-        rk = N.forward_dense(z[:m], z[m:2 * m], z[2 * m:], x, "m") - y
-        pred = -_H(z, x, m, wrong) @ rk
-        inst = max(inst, float(np.max(np.abs(rdot - pred)) / np.max(np.abs(pred))))
+        fp = N.forward_dense(*np.split(z - hh * g, 3), x, "m")
+        fm = N.forward_dense(*np.split(z + hh * g, 3), x, "m")
+        rdot = (fp - fm) / (2 * hh)
+        P = (np.multiply.outer(a, x) - b[:, None]) > 0
+        pred = -_H(z, x, m, P, 1 + (1e-7 if wrong else 0.0)) @ (N.forward_dense(a, b, c, x, "m") - y)
+        inst_worst = max(inst_worst, float(np.max(np.abs(rdot - pred)) / np.max(np.abs(pred))))
     return combine("residuals along the integrated flow (dense output) vs the residual ODE "
                    "rho' = -H(t) rho integrated with the derived tangent kernel H", [
-        SubCheck(f"ODE solution vs f(z(t)) - y over {len(rows)} event-free segments up to t = {t_end:.4g}"
-                 " (relative to |rho(0)|)", worst, 1e-9,
-                 "flow and residual ODE both at rtol 1e-12; dense-output interpolation error "
-                 "~ rtol; accumulated over <= 1e3 steps"),
-        SubCheck("instantaneous: central-difference rho' along -grad L vs -H rho", inst, 1e-6,
-                 "central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff eps/h ~ 1e-9"),
-    ], details={"m": m, "s": s, "t_end": t_end, "segments": len(rows),
-                "note": "the check stops at the first Filippov sliding event: on a sliding "
-                        "segment the projected velocity modifies H (the W2g ODE holds inside regions)"},
-        tables=[Table("Segment ends", ["t", "|rho|", "rel. error"], rows[:12])])
+        s,
+        SubCheck("instantaneous: central-difference rho' along -grad L vs -H rho", inst_worst, 1e-6,
+                 "central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff u/h ~ 1e-9"),
+    ], details={"t_end": ends,
+                "note": "the statement holds with the tangent kernel H = J J^T off sliding "
+                        "segments; on a Filippov sliding segment the projected velocity gives "
+                        "rho' = -J Pi J^T rho (Pi the projection on the sample line), so the "
+                        "check stops at the first sliding event"})
 
 
 # ====================================================================== W2h
-def derive_w2h() -> Derivation:
-    w = D.derive_W2h()
-    sy = w["symbols"]
-    return Derivation(steps=[
-        Step("At the boundary $\\tan\\theta^* = x_*$ write $c_0 = \\cos\\theta^*$; a neighbouring active "
-             "sample contributes $\\langle\\tilde x_j, t(\\theta^*)\\rangle$ =", w["neighbour_factor"]),
-        Step("so the neighbours enter through $S = \\sum_{j\\in C\\setminus j^*}\\rho_j(1 + x_j x_*)$. "
-             "The normal rate of $u_* = \\langle\\tilde x_*, d(\\theta)\\rangle$ under "
-             "$\\dot\\theta = -g\\,\\partial_\\theta V$ ($g>0$ any diagonal metric) on the side where $j^*$ is active:",
-             sp.Eq(sp.Symbol("u*'_active"), w["udot_active"])),
-        Step("and where it is inactive:", sp.Eq(sp.Symbol("u*'_inactive"), w["udot_inactive"])),
-        Step("Dividing by $g c_0^2(1+x_*^2) > 0$: attractor ($u' < 0$ on the active side, $> 0$ on the other) iff",
-             w["attractor"]),
-        Step("repulsor iff", w["repulsor"]),
-        Step("For $r > 0$ the attractor condition on $\\rho_*$ (with $S<0$) reads", w["attractor_rpos"]),
-        Step("i.e. the residual at $x_*$ is large, has the sign of $r$, and the weighted neighbouring "
-             "residual sum $S$ has the opposite sign (Lemma 2)."),
-    ], results=w)
+def _rates_derived(r, S, rho_star, x_star, g, c0, wrong=False):
+    fa = _lam("W2h", "udot_active", (D.r, D.W2H_SYMBOLS["S"], D.W2H_SYMBOLS["rho_star"],
+                                     D.W2H_SYMBOLS["x_star"], D.W2H_SYMBOLS["g"], D.W2H_SYMBOLS["c0"]))
+    fi = _lam("W2h", "udot_inactive", (D.r, D.W2H_SYMBOLS["S"], D.W2H_SYMBOLS["rho_star"],
+                                       D.W2H_SYMBOLS["x_star"], D.W2H_SYMBOLS["g"], D.W2H_SYMBOLS["c0"]))
+    act = float(fa(r, S, rho_star * (1 + (1e-6 if wrong else 0.0)), x_star, g, c0))
+    return act, float(fi(r, S, rho_star, x_star, g, c0))
 
 
-@lru_cache(maxsize=None)
-def _cond_fns():
-    w = D.derive_W2h()
-    sy = w["symbols"]
-    args = (D.r, sy["S"], sy["rho_star"], sy["x_star"])
-    return _lam(args, w["reduced_active"]), _lam(args, w["reduced_inactive"])
-
-
-def _classify_pred(r, S, rs, xs, wrong):
-    fa, fi = _cond_fns()
-    act, inact = fa(r, S, rs, xs), fi(r, S, rs, xs)
-    if wrong:
-        act = fa(r, S, -rs, xs)
-    return "attractor" if act < 0 < inact else ("repulsor" if act > 0 > inact else "crossing")
+def _neighbour_sum(theta, x, rho, j):
+    u = np.cos(theta) * x - np.sin(theta)
+    act = u > 0
+    act[j] = False
+    return float(np.sum(rho[act] * (1 + x[act] * x[j]))), u
 
 
 def _w2h(ctx: RunContext, wrong: bool) -> Outcome:
-    rng = ctx.rng("w2h")
-    n_cases = 200 if ctx.quick else 2000
-    m, s = 10, 6
-    agree, counts, eps = 0, {"attractor": 0, "repulsor": 0, "crossing": 0}, 1e-6
-    for q in range(n_cases):
-        r, th, x, y = _config(rng, m, s)
-        j = int(rng.integers(s))
-        th[0] = np.arctan(x[j]) - (np.pi if q % 2 else 0.0)
+    g_fn = _lam("W2c", "g_thth", (D.r, D.delta))
+
+    def measure(inst) -> SubCheck:
+        r, th, x, y, j, lower = inst
+        th = th.copy()
+        th[0] = np.arctan(x[j]) - (np.pi if lower else 0.0)
+        m = r.size
         rho = N.canonical_forward(r, th, x) - y
-        u = np.cos(th[0]) * x - np.sin(th[0])
-        act = (u > 1e-12)
-        act[j] = False
-        S = float(np.sum(rho[act] * (1 + x[act] * x[j])))
-        pred = _classify_pred(r[0], S, rho[j], x[j], wrong)
-        # numerics: one-sided normal rates u*' = <x~*, (a', b')> from the full gradient
-        rates = []
+        S, u = _neighbour_sum(th[0], x, rho, j)
+        if np.any(np.abs(np.delete(u, j)) < 1e-3):
+            return SubCheck("rates", 0.0, 1.0, "skipped: two boundaries within 1e-3")
+        g = float(g_fn(r[0], 0.0)) / m  # theta' = -(G^-1_thth / m) dV/dtheta (W2c, W2d)
+        pred_act, pred_in = _rates_derived(r[0], S, rho[j], x[j], g, np.cos(th[0]), wrong)
+        nu = np.sqrt(abs(r[0]))  # delta = 0 lift: |(a, b)|^2 = |r|
+        meas = {}
         for sgn in (+1, -1):
-            t2 = th.copy()
-            t2[0] += sgn * eps
-            a, b, c = full_from_canonical(r, t2, np.zeros(m))
-            _, (ga, gb, _) = N.loss_and_grad_dense(a, b, c, x, y, "m")
-            us = np.cos(t2[0]) * x[j] - np.sin(t2[0])
-            rates.append((us > 0, x[j] * (-ga[0]) - (-gb[0])))
-        r_act = [v for on, v in rates if on][0]
-        r_in = [v for on, v in rates if not on][0]
-        obs = "attractor" if r_act < 0 < r_in else ("repulsor" if r_act > 0 > r_in else "crossing")
-        counts[obs] += 1
-        agree += obs == pred
-    frac_bad = 1.0 - agree / n_cases
-    # simulation: adaptive vs kernel regime
+            vals = []
+            for hh in (1e-7, 2e-7):
+                t2 = th.copy()
+                t2[0] += sgn * hh
+                a, b, c = full_from_canonical(r, t2, _lift(r))
+                _, (ga, gb, _) = N.loss_and_grad_dense(a, b, c, x, y, "m")
+                vals.append(x[j] * (-ga[0]) - (-gb[0]))  # <x~*, (a', b')>
+            on = (np.cos(t2[0]) * x[j] - np.sin(t2[0])) > 0
+            meas["act" if on else "in"] = 2 * vals[0] - vals[1]  # Richardson to the line
+        scale = nu * g * np.cos(th[0]) ** 2 * (1 + x[j] ** 2) * abs(r[0]) * (
+            np.sum(np.abs(rho) * (1 + np.abs(x * x[j]))) + abs(rho[j]) * (1 + x[j] ** 2)
+            + abs(r[0]) * np.sum(1 + x**2) / m)
+        err = max(abs(meas["act"] - nu * pred_act), abs(meas["in"] - nu * pred_in)) / scale
+        return SubCheck("rates", float(err), 1e-10, "Richardson one-sided limits at theta* +- "
+                        "(1e-7, 2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff "
+                        "~ 3 u (m + s) of the scale (no difference quotient)")
+
+    s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
+                                "numerics' full gradient on both sides of the sample line, "
+                                "relative", _boundary(), measure, quick=10, full=80)
     sim = _w2h_sim(ctx.quick, ctx.seed)
-    violations = sum(_classify_pred(*p, wrong) != "attractor" for p in sim["sliding_data"])
-    return combine("Lemma 2 classification (derived inequality) vs one-sided normal velocities from "
-                   "numerics' gradient; knot clustering at samples, adaptive vs kernel regime", [
-        SubCheck(f"fraction of {n_cases} random boundary configurations classified differently",
-                 frac_bad, 0.0, "the classification is exact; eps = 1e-6 offsets change rates by "
-                 "O(eps) only, far below the typical margins"),
-        SubCheck("adaptive regime: fraction of knots within 1e-3 of a sample (must exceed 0.25)",
-                 sim["adaptive"], 1.0, "observation", passed=sim["adaptive"] > 0.25),
-        SubCheck("kernel regime: same fraction (must stay below 0.05)", sim["kernel"], 0.05,
-                 "knots frozen at their initial positions: chance level ~ s 2e-3 / 2"),
-        SubCheck("every sliding pair at the end satisfies the derived attractor inequality",
-                 violations, 0, "exact (a Filippov sliding pair has both one-sided normal "
-                 "velocities pointing at the line)"),
-    ], details={"cases": n_cases, "counts": counts, "sliding_violations": violations,
-                **{k: v for k, v in sim.items() if k not in ("sliding_data",) and not k.endswith("_state")}},
-        tables=[Table("Knots within 1e-3 of a sample at the end", ["regime", "delta", "fraction"],
+    disagree, ambiguous = 0, 0
+    rows = []
+    for (t, kind, i, j, rr, S, rs, xs, c0, g) in sim["event_data"]:
+        pa, pi_ = _rates_derived(rr, S, rs, xs, g, c0)
+        scale = abs(g) * c0**2 * (1 + xs**2) * abs(rr) * (abs(S) + abs(rs) * (1 + xs**2))
+        if min(abs(pa), abs(pi_)) <= 1e-9 * scale:
+            ambiguous += 1
+            continue
+        attractor = pa < 0 < pi_
+        ok = attractor if kind in ("slide", "end") else not attractor
+        disagree += not ok
+        if len(rows) < 12:
+            rows.append([fmt(t), kind, i, j, fmt(pa / scale), fmt(pi_ / scale),
+                         "attractor" if attractor else "not", "ok" if ok else "DISAGREE"])
+    return combine("Lemma 2: derived normal rates vs the numerics' gradient; the integrator's "
+                   "slide/cross decisions in an adaptive-regime run vs the derived condition", [
+        s_rates,
+        SubCheck(f"events of the adaptive run (delta = {sim['delta']:g}) whose slide/cross "
+                 "decision contradicts the derived attractor condition (also the sliding pairs "
+                 "at the end)", float(disagree), 0.0,
+                 "exact: the integrator decides from its own one-sided normal velocities; "
+                 f"{ambiguous} events with a rate within 1e-9 of 0 not classified"),
+    ], details={"events_classified": len(sim["event_data"]) - ambiguous, "ambiguous": ambiguous,
+                "fraction_knots_at_samples": {"adaptive": sim["adaptive"], "kernel": sim["kernel"]},
+                "sliding_pairs_end": sim["sliding_pairs"], "collapsed_neurons": sim["collapsed"],
+                "observation": "in the adaptive regime knots reach sample points and stay there "
+                               "exactly where the derived attractor condition holds; in the kernel "
+                               "regime (delta = -50) knots barely move"},
+        tables=[Table("Events vs the derived condition (rates / scale)",
+                      ["t", "event", "neuron", "sample", "u*' active", "u*' inactive",
+                       "derived", "verdict"], rows),
+                Table("Knots within 1e-6 of a sample at the end", ["regime", "delta", "fraction"],
                       [["kernel", -sim["delta"], fmt(sim["kernel"])],
                        ["adaptive", sim["delta"], fmt(sim["adaptive"])]])],
         artifacts={"sim": sim})
@@ -665,52 +786,57 @@ def _w2h(ctx: RunContext, wrong: bool) -> Outcome:
 
 @lru_cache(maxsize=4)
 def _w2h_sim(quick: bool, seed: int) -> dict:
-    from numerics.rng import make_rng
     rng = make_rng(seed, "W2h", "sim")
     m, s = (40, 6) if quick else (200, 10)
     x = np.sort(rng.uniform(-1.0, 1.0, s))
     y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
-    # |r| bounded away from 0 (a neuron with small |r| and delta > 0 rotates at rate
-    # ~ delta / r^2, which makes the explicit integration stiff)
     r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
     t0 = rng.uniform(-np.pi, np.pi, m)
     dlt = 50.0
     T = 40.0 if quick else 200.0
-    out = {"delta": dlt, "m": m, "s": s, "x": x, "y": y}
+    g_fn = derived.lambdified("W2c", "g_thth_rationalized", (D.r, D.delta), modules=("numpy",))
+    out: dict[str, Any] = {"delta": dlt, "m": m, "s": s, "x": x, "y": y}
     for name, dl in (("adaptive", dlt), ("kernel", -dlt)):
         a, b, c = full_from_canonical(r0, t0, np.full(m, dl))
-        fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T / dlt, 11))
+        fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T / dlt, 11), dense=(name == "adaptive"))
         A, B, C = fl.state[-1]
         e = N.knots(A, B)
         dist = np.min(np.abs(e[:, None] - x[None, :]), axis=1)
-        out[name] = float(np.mean(dist < 1e-3))
-        out[name + "_loss"] = N.loss_and_grad_dense(A, B, C, x, y, "m")[0]
+        out[name] = float(np.mean(dist < 1e-6))
         out[name + "_state"] = fl.state
         if name == "adaptive":
-            rT, thT, _ = canonical_from_full(A, B, C)
-            rho = N.canonical_forward(rT, thT, x) - y
-            pairs = []
-            for i, j in zip(*np.nonzero(fl.sliding)):
-                u = np.cos(thT[i]) * x - np.sin(thT[i])
-                act = u > 1e-9
-                act[j] = False
-                pairs.append((rT[i], float(np.sum(rho[act] * (1 + x[act] * x[j]))), rho[j], x[j]))
-            out["sliding_data"] = pairs
-            out["sliding_pairs"] = len(pairs)
+            data = []
+            ev = [(t, k, i, j) for t, k, i, j in fl.events if k in ("slide", "cross")]
+            ends = [(T / dlt, "end", int(i), int(j)) for i, j in zip(*np.nonzero(fl.sliding))]
+            for t, kind, i, j in ev + ends:
+                z = fl.dense(t) if kind != "end" else np.concatenate([A, B, C])
+                Az, Bz, Cz = z[:m], z[m:2 * m], z[2 * m:]
+                ok = np.hypot(Az, Bz) > 0
+                r, th, dl_ = (np.zeros(m) for _ in range(3))
+                r[ok], th[ok], dl_[ok] = canonical_from_full(Az[ok], Bz[ok], Cz[ok])
+                if not ok[i]:
+                    continue
+                rho = N.forward_dense(Az, Bz, Cz, x, "m") - y
+                S, _ = _neighbour_sum(th[i], x, rho, j)
+                g = float(g_fn(r[i], dl_[i])) / m
+                data.append((t, kind, i, j, r[i], S, rho[j], x[j], np.cos(th[i]), g))
+            out["event_data"] = data
+            out["sliding_pairs"] = int(fl.sliding.sum())
+            out["collapsed"] = sum(1 for e_ in fl.events if e_[1] == "collapse")
     return out
 
 
 def _fig_w2h(ev: Evidence, outdir: Path):
-    from verify.plotting import new_figure, save_figure
+    from verify.plotting import new_figure, particle_picture, save_figure
     sim = ev.artifacts.get("sim")
     if sim is None:
         return []
-    from verify.experiments.williams import particle_picture
     fig, axes = new_figure(2, 1, width=4.0, height=3.8)
     for ax, name in zip(axes, ("kernel", "adaptive")):
         A, B, C = sim[name + "_state"][-1]
-        r, th, _ = canonical_from_full(A, B, C)
-        particle_picture(ax, r, th, sim["x"])
+        keep = np.hypot(A, B) > 0
+        r, th, _ = canonical_from_full(A[keep], B[keep], C[keep])
+        particle_picture(ax, np.atleast_1d(r), np.atleast_1d(th), sim["x"])
         ax.set_title(f"{name}: {sim[name]:.2f} of knots at samples", fontsize=8)
     name = "W2h_particles.png"
     save_figure(fig, outdir / name)
@@ -719,46 +845,49 @@ def _fig_w2h(ev: Evidence, outdir: Path):
 
 
 # ====================================================================== registry
-def _mk(cid, title, statement, derive, fn, negdesc, figures=None, kind="theorem", notes=()):
-    return Claim(id=cid, title=title, source=SOURCE, statement=statement, derive=derive,
+def _mk(cid, title, statement, fn, negdesc, target, figures=None, kind="theorem", notes=()):
+    return Claim(id=cid, title=title, source=SOURCE, statement=statement,
                  check=lambda ctx: fn(ctx, False), negative_control=lambda ctx: fn(ctx, True),
-                 negative_control_description=negdesc, figures=figures, kind=kind, notes=tuple(notes))
+                 negative_control_description=negdesc, figures=figures, kind=kind,
+                 notes=tuple(notes), negative_target=target)
 
 
 CLAIMS = [
     _mk("W2a", "Canonical parametrization: pi(z) reproduces f_z; fibres are rescaling orbits",
         r"$\pi(a,b,c) = (c|(a,b)|, \mathrm{atan2}(b,a))$ satisfies $\tilde f_{\pi(z)} = f_z$ "
         r"($\alpha(m)=m$), and $\pi(z)=\pi(z')$ iff $z' = (ka, kb, c/k)$, $k>0$, per neuron.",
-        derive_w2a, _w2a, "theta = atan2(a, b) (arguments swapped) in the canonical map",
+        _w2a, "the canonical angle off by 2e-11 rad", "f_z vs f~_pi(z)",
         notes=(SIGN_NOTE,), kind="convention"),
     _mk("W2b", "delta_i = c_i^2 - a_i^2 - b_i^2 is conserved by the gradient flow",
         r"$\frac{d}{dt}\delta_i = 0$ along $\dot z = -\nabla L(z)$; one GD step changes $\delta_i$ by "
-        r"$\eta^2(g_c^2 - g_a^2 - g_b^2)$.", derive_w2b, _w2b,
-        "the non-invariant c^2 + a^2 + b^2 in place of delta", figures=_fig_w2b),
+        r"$\eta^2(g_c^2 - g_a^2 - g_b^2)$.", _w2b,
+        "the invariant with weights off by 1e-8: c^2 - (1 + 1e-8)(a^2 + b^2)",
+        "delta_i(t) - delta_i(0) along the flow", figures=_fig_w2b),
     _mk("W2c", "Full flow = reduced flow under the metric G(r, delta); kernel and adaptive regimes",
         r"$\pi(z(t))$ solves $\dot w_i = -G(r_i,\delta_i)^{-1}\nabla_{w_i}\tilde L$ with "
         r"$G^{-1} = \mathrm{diag}\big(\sqrt{\delta^2+4r^2},\ 2/(\sqrt{\delta^2+4r^2}-\delta)\big)$; "
         r"$\delta\to-\infty$ freezes knots, $\delta\to+\infty$ gives the reduced flow.",
-        derive_w2c, _w2c, "angular metric entry inverted (|(a,b)|^2 instead of 1/|(a,b)|^2)",
+        _w2c, "angular metric entry off by 1e-7 relative", "max deviation of pi(z(t))",
         figures=_fig_w2c, kind="reconstructed"),
     _mk("W2d", "Mean-field form of the loss and the potential V",
         r"$\tilde L = \frac12\sum_j y_j^2 - \int F d\mu + \frac12\iint K d\mu d\mu$, "
         r"$\nabla_{w_i}\tilde L = \frac1m\nabla V(w_i;\mu)$, $V = -F + \int K(\cdot,w')d\mu(w') = \sum_j\rho_j\phi(\cdot;x_j)$.",
-        derive_w2d, _w2d, "V = -F (interaction term dropped): residuals replaced by -y"),
+        _w2d, "residuals in V off by 1e-6 relative", "m x FD of L~"),
     _mk("W2e", "Velocity field in a region: radial and angular components, linear in rho",
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "
         r"$\partial_\theta V = r\sum_{j\in C_k}\rho_j\langle\tilde x_j,t(\theta)\rangle$.",
-        derive_w2e, _w2e, "angular component with the wrong sign"),
+        _w2e, "angular component off by 1e-9 relative", "derived components"),
     _mk("W2f", "The jump of the velocity field at a boundary is angular, |r rho*| sqrt(1+x*^2)",
         r"Crossing $\langle\tilde x_{j^*},d(\theta)\rangle = 0$ changes only $\partial_\theta V$, by "
-        r"$|r\rho_{j^*}|\sqrt{1+x_{j^*}^2}$.", derive_w2f, _w2f,
-        "magnitude |r rho*| (the factor |x~_{j*}| dropped)"),
+        r"$|r\rho_{j^*}|\sqrt{1+x_{j^*}^2}$.", _w2f,
+        "magnitude off by 1e-8 relative", "angular jump magnitude"),
     _mk("W2g", "Residual ODE rho' = -H(t) rho with the tangent kernel of the full parametrization",
         r"$\dot\rho = -H\rho$, $H_{jk} = \frac{1}{\alpha^2}\sum_i s_{ij}s_{ik}\big[(a_ix_j-b_i)(a_ix_k-b_i) "
-        r"+ c_i^2(1 + x_jx_k)\big]$.", derive_w2g, _w2g,
-        "H without the first-layer term c^2 (1 + x_j x_k) (random-feature kernel only)"),
+        r"+ c_i^2(1 + x_jx_k)\big]$ (off Filippov sliding segments).", _w2g,
+        "first-layer term c^2 (1 + x_j x_k) of H off by 1e-7 relative", "ODE solution"),
     _mk("W2h", "Attractors and repulsors at sample lines (Lemma 2); clustering of knots",
         r"With $S = \sum_{j\in C\setminus j^*}\rho_j(1+x_jx_*)$: attractor iff $rS < 0 < r(S + \rho_*(1+x_*^2))$, "
-        r"repulsor iff $rS > 0 > r(S + \rho_*(1+x_*^2))$.", derive_w2h, _w2h,
-        "the sign of rho* flipped in the active-side condition", figures=_fig_w2h),
+        r"repulsor iff $rS > 0 > r(S + \rho_*(1+x_*^2))$.", _w2h,
+        "rho* in the active-side rate off by 1e-6 relative", "derived one-sided normal rates",
+        figures=_fig_w2h),
 ]

@@ -16,29 +16,13 @@ from numerics.rng import make_rng
 from verify.experiments import Experiment
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
 
-__all__ = ["EXPERIMENTS", "particle_picture"]
+__all__ = ["EXPERIMENTS"]
 
 
 def _data(rng, s):
     x = np.sort(rng.uniform(-1.0, 1.0, s))
     y = 3.0 * (np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x))  # targets larger than the initial f
     return x, y
-
-
-def _sample_lines(ax, x, R):
-    """The sample lines u x_j - v = 0 (theta = atan(x_j) mod pi) of the particle plane."""
-    for xj in x:
-        v = np.array([np.cos(np.arctan(xj)), np.sin(np.arctan(xj))]) * R
-        ax.plot([-v[0], v[0]], [-v[1], v[1]], color="0.75", lw=0.8, zorder=0)
-
-
-def particle_picture(ax, r: np.ndarray, theta: np.ndarray, x: np.ndarray) -> None:
-    """Neurons drawn at |r| d(theta), red for r > 0 and blue for r < 0, with the sample
-    lines (MATH.md W.2 particle picture)."""
-    _sample_lines(ax, x, 1.1 * np.max(np.abs(r)))
-    col = np.where(r > 0, "tab:red", "tab:blue")
-    ax.scatter(np.abs(r) * np.cos(theta), np.abs(r) * np.sin(theta), c=col, s=12)
-    ax.set_aspect("equal"), ax.set_xlabel("u"), ax.set_ylabel("v")
 
 
 def _initial_particles(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +34,7 @@ def _initial_particles(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np
 
 
 def fig1(params: dict[str, Any], profile: str, seed: int):
-    from verify.plotting import new_figure
+    from verify.plotting import new_figure, particle_picture
     rng = make_rng(seed, "williams-fig1")
     m, s = int(params["m"]), int(params["s"])
     x, y = _data(rng, s)
@@ -80,7 +64,7 @@ def fig1(params: dict[str, Any], profile: str, seed: int):
 
 
 def fig2(params: dict[str, Any], profile: str, seed: int):
-    from verify.plotting import new_figure
+    from verify.plotting import new_figure, sample_lines
     rng = make_rng(seed, "williams-fig2")
     m, s = int(params["m"]), int(params["s"])
     x, y = _data(rng, s)
@@ -97,7 +81,7 @@ def fig2(params: dict[str, Any], profile: str, seed: int):
         fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, n_t))
         r, th, _ = canonical_from_full(fl.state[:, 0], fl.state[:, 1], fl.state[:, 2])
         R = 1.1 * np.max(np.abs(r))
-        _sample_lines(ax, x, R)
+        sample_lines(ax, x, R)
         U, V = np.abs(r) * np.cos(th), np.abs(r) * np.sin(th)
         for i in range(m):
             ax.plot(U[:, i], V[:, i], "-", color="tab:red" if r[-1, i] > 0 else "tab:blue", lw=0.6)

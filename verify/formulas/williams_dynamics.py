@@ -1,45 +1,107 @@
 """Canonical parametrization of 1-D ReLU networks and the mean-field velocity field
-(Williams et al. 2019; claims W2a, W2e, W2f), generated from the SymPy derivations in
-``derivations.relu1d``.
+(Williams et al. 2019; claims W2a, W2e, W2f), evaluated from the SymPy results those
+claims derive (``verify.derived``: the objects the checks test, perturbed by the mutation
+harness).
 
-- ``canonical_from_full(a, b, c) -> (r, theta, delta)``          (W2a, W2b)
-- ``full_from_canonical(r, theta, delta) -> (a, b, c)``          (W2a, W2c)
+- ``canonical_from_full(a, b, c) -> (r, theta, delta)``          (W2a)
+- ``full_from_canonical(r, theta, delta) -> (a, b, c)``          (W2a)
 - ``potential_gradient(r, theta, x_data, residuals) -> (dV/dr, dV/dtheta)`` (W2e)
 - ``velocity_jump(r, x_star, rho_star)`` = |r rho*| sqrt(1 + x*^2)         (W2f)
 
-Conventions (MATH.md W.2, alpha(m) = m): r = c |(a, b)|, theta = atan2(b, a),
-delta = c^2 - a^2 - b^2, x~ = (x, -1); ReLU'(0) = 0 (a sample exactly on a particle's
-boundary line counts as inactive).
+Conventions (alpha(m) = m): r = c |(a, b)|, theta = atan2(b, a), delta = c^2 - a^2 - b^2,
+x~ = (x, -1); ReLU'(0) = 0 (a sample exactly on a particle's boundary line is inactive).
+
+Float64 care (a mechanical rewrite of the derived expressions, never a retyped formula):
+every ``sqrt(p^2 + q^2)`` of a derived expression is evaluated as ``hypot(p, q)``;
+``full_from_canonical`` uses that |(a, b)|^2 is positively homogeneous of degree 1 in
+(r, delta) (checked in the derivation) to evaluate at scaled arguments; ``velocity_jump``
+is homogeneous of degree 1 in r and in rho* separately and is evaluated on their
+mantissas, the exponents added back exactly.  A result that float64 cannot hold raises
+ValueError naming the overflow.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any
 
+import mpmath
 import numpy as np
 import sympy as sp
 
 from derivations import relu1d as D
 from numerics.validation import as_float_array, require_same_shape
-from verify.formulas._base import DerivedFunction
+from verify import derived
+from verify.formulas._base import DerivedFunction, check_dps
 
 __all__ = ["canonical_from_full", "full_from_canonical", "potential_gradient", "velocity_jump"]
 
+_HYPOT = sp.Function("hypot")
+_NP = [{"hypot": np.hypot}, "numpy"]
+_MP = [{"hypot": mpmath.hypot}, "mpmath"]
 
-def _out(v: np.ndarray) -> Any:
+
+def _out(v: Any) -> Any:
     v = np.asarray(v, dtype=np.float64)
-    return v[()] if v.ndim == 0 else v
+    return float(v) if v.ndim == 0 else v
+
+
+def _hypot_rewrite(expr: Any) -> Any:
+    """Every sqrt(k1 p^2 + k2 q^2 [+ k3]) (k_i > 0) of ``expr`` as hypot(sqrt(k1) p, ...):
+    the same expression, without overflow in the squares."""
+    def legs(e):
+        if not (isinstance(e, sp.Pow) and e.exp == sp.S.Half and isinstance(e.base, sp.Add)):
+            return None
+        out = []
+        for term in e.base.args:
+            k, rest = term.as_coeff_Mul()
+            if k > 0 and rest == 1:
+                out.append(sp.sqrt(k))
+            elif k > 0 and isinstance(rest, sp.Pow) and rest.exp == 2:
+                out.append(sp.sqrt(k) * rest.base)
+            else:
+                return None
+        return out
+
+    def to_hypot(e):
+        ls = legs(e)
+        h = ls[0]
+        for q in ls[1:]:
+            h = _HYPOT(h, q)
+        return h
+    return expr.replace(lambda e: legs(e) is not None, to_hypot)
+
+
+def _lam(claim: str, key: str | tuple, args: tuple, careful: bool = True, mp: bool = False):
+    """Evaluator of a derived result (cached per derivation generation)."""
+    def build():
+        expr: Any = derived.results(claim)
+        for k in (key if isinstance(key, tuple) else (key,)):
+            expr = expr[k]
+        if careful:
+            expr = _hypot_rewrite(sp.sympify(expr))
+        return sp.lambdify(args, expr, modules=_MP if mp else _NP)
+    return _cached(build, (claim, key, args, careful, mp))
+
+
+_CACHE: dict[tuple, Any] = {}
+
+
+def _cached(build, key):
+    k = key + (derived.generation(),)
+    fn = _CACHE.get(k)
+    if fn is None:
+        if len(_CACHE) > 256:
+            _CACHE.clear()
+        fn = _CACHE[k] = build()
+    return fn
+
+
+def _finite_or_raise(name: str, value: np.ndarray, hint: str) -> None:
+    if not np.all(np.isfinite(value)):
+        bad = np.flatnonzero(~np.isfinite(np.ravel(value)))[:5].tolist()
+        raise ValueError(f"{name} overflows float64 at flat index {bad}: {hint}")
 
 
 # ------------------------------------------------------------------ canonical map
-@functools.lru_cache(maxsize=None)
-def _canon_fns():
-    w = D.derive_W2a()
-    args = (D.a, D.b, D.c)
-    return (sp.lambdify(args, w["r"], "numpy"), sp.lambdify(args, w["theta"], "numpy"),
-            sp.lambdify(args, w["delta_def"], "numpy"))
-
-
 def _canonical_from_full(a: Any, b: Any, c: Any):
     a = as_float_array(a, "a")
     b = as_float_array(b, "b")
@@ -48,27 +110,55 @@ def _canonical_from_full(a: Any, b: Any, c: Any):
     if np.any((a == 0) & (b == 0)):
         raise ValueError("a and b must not both vanish: theta = atan2(b, a) is undefined for "
                          "a neuron with (a, b) = (0, 0); drop such neurons (they are constant 0)")
-    fr, ft, fd = _canon_fns()
-    return _out(fr(a, b, c)), _out(ft(a, b, c)), _out(fd(a, b, c))
+    args = (D.a, D.b, D.c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.asarray(_lam("W2a", "r", args)(a, b, c), dtype=np.float64)
+        th = np.asarray(_lam("W2a", "theta", args)(a, b, c), dtype=np.float64)
+        dl = np.asarray(_lam("W2a", "delta", args)(a, b, c), dtype=np.float64)
+    _finite_or_raise("r = c |(a, b)|", r, "rescale (a, b, c) -> (k a, k b, c / k) first")
+    _finite_or_raise("delta = c^2 - a^2 - b^2", dl, "|(a, b)| or |c| exceeds ~1.3e154; rescale "
+                     "the inputs (delta is quadratic)")
+    shape = np.broadcast_shapes(a.shape)
+    return (_out(np.broadcast_to(r, shape)), _out(np.broadcast_to(th, shape)),
+            _out(np.broadcast_to(dl, shape)))
+
+
+def _canonical_from_full_mp(a: Any, b: Any, c: Any, dps: int = 30):
+    dps = check_dps(dps)
+    args = (D.a, D.b, D.c)
+    with mpmath.workdps(dps):
+        vals = [mpmath.mpf(float(v)) for v in (a, b, c)]
+        return tuple(+_lam("W2a", k, args, mp=True)(*vals) for k in ("r", "theta", "delta"))
 
 
 canonical_from_full = DerivedFunction(
-    "canonical_from_full", "W2a", expr_fn=lambda: (D.derive_W2a()["r"], D.derive_W2a()["theta"], D.derive_W2a()["delta_def"]),
-    impl=_canonical_from_full,
+    "canonical_from_full", "W2a",
+    expr_fn=lambda: tuple(derived.results("W2a")[k] for k in ("r", "theta", "delta")),
+    impl=_canonical_from_full, mpmath=_canonical_from_full_mp,
     doc="""pi(z) and the invariant: (r, theta, delta) = (c |(a,b)|, atan2(b, a), c^2 - a^2 - b^2)
-(claims W2a, W2b).  Arrays of one shape; (a, b) = (0, 0) is rejected (no angle).
+(claims W2a, W2b).
+
+Parameters: ``a``, ``b``, ``c`` (first-layer slopes, offsets, output weights), arrays of
+one shape; (a, b) = (0, 0) is rejected (no angle).  Returns ``(r, theta, delta)`` of that
+shape.  r uses hypot (no overflow in a^2 + b^2); a delta beyond float64 raises.
 
 >>> canonical_from_full(3.0, 4.0, 2.0)
 (10.0, 0.9272952180016122, -21.0)
 """)
 
 
-@functools.lru_cache(maxsize=None)
-def _inverse_fns():
-    w = D.derive_W2a()
+def _scaled_nu2(r: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(nu2 / 4^e, 2^e) with |(a, b)|^2 = nu2 evaluated at (r, delta) / 4^e (degree-1
+    homogeneity), 4^e ~ max(|r|, |delta|): no overflow, no loss for large arguments."""
+    big = np.maximum(np.abs(r), np.abs(delta))
+    _, ex = np.frexp(np.where(big > 0, big, 1.0))
+    e = ex // 2
+    rs, ds = np.ldexp(r, -2 * e), np.ldexp(delta, -2 * e)
     args = (D.r, D.delta)
-    return {k: sp.lambdify(args, w[k], "numpy")
-            for k in ("nu2", "nu2_rationalized")}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu2 = np.where(ds > 0, _lam("W2a", "nu2_rationalized", args)(rs, ds),
+                       _lam("W2a", "nu2", args)(rs, ds))
+    return np.asarray(nu2, dtype=np.float64), e
 
 
 def _full_from_canonical(r: Any, theta: Any, delta: Any):
@@ -81,28 +171,42 @@ def _full_from_canonical(r: Any, theta: Any, delta: Any):
         raise ValueError("no real preimage with a defined angle: r = 0 and delta >= 0 force "
                          "|(a, b)| = 0; use delta < 0 for neurons with r = 0 (then c = 0, "
                          f"|(a, b)| = sqrt(-delta)); offending flat indices {np.flatnonzero(bad)[:5].tolist()}")
-    f = _inverse_fns()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # the rationalized root avoids cancellation for delta > 0 (same expression, radsimp'd)
-        nu2 = np.where(delta > 0, f["nu2_rationalized"](r, delta), f["nu2"](r, delta))
-    nu = np.sqrt(nu2)
-    if np.any(nu == 0):
-        raise ValueError("|(a, b)| underflows to 0 (|r| tiny relative to delta > 0); rescale the input")
-    cc = r / nu  # c has the sign of r: the only branch with |(a, b)| > 0
+    nu2s, e = _scaled_nu2(r, delta)
+    nus = np.sqrt(nu2s)
+    if np.any(~(nus > 0)):
+        raise ValueError("|(a, b)| underflows to 0 (|r| tiny relative to delta > 0, "
+                         "|(a, b)|^2 ~ r^2 / delta): rescale the input")
+    nu = np.ldexp(nus, e)
+    cc = np.ldexp(np.ldexp(r, -2 * e) / nus, e)  # r / nu; c has the sign of r
+    _finite_or_raise("c = r / |(a, b)|", cc, "|r| / |(a, b)| exceeds float64")
     return _out(nu * np.cos(theta)), _out(nu * np.sin(theta)), _out(cc)
 
 
+def _full_from_canonical_mp(r: Any, theta: Any, delta: Any, dps: int = 30):
+    dps = check_dps(dps)
+    args = (D.r, D.delta)
+    with mpmath.workdps(dps):
+        R, T, Dl = (mpmath.mpf(float(v)) for v in (r, theta, delta))
+        if R == 0 and Dl >= 0:
+            raise ValueError("no real preimage with a defined angle: r = 0 and delta >= 0")
+        key = "nu2_rationalized" if Dl > 0 else "nu2"
+        nu = mpmath.sqrt(_lam("W2a", key, args, mp=True)(R, Dl))
+        return nu * mpmath.cos(T), nu * mpmath.sin(T), R / nu
+
+
 full_from_canonical = DerivedFunction(
-    "full_from_canonical", "W2a", expr_fn=lambda: (D.derive_W2a()["nu2"], D.derive_W2a()["c2"]),
-    impl=_full_from_canonical,
+    "full_from_canonical", "W2a",
+    expr_fn=lambda: (derived.results("W2a")["nu2"], derived.results("W2a")["nu2_rationalized"]),
+    impl=_full_from_canonical, mpmath=_full_from_canonical_mp,
     doc="""The point of the fibre pi^{-1}(r, theta) with invariant delta (claim W2a):
 |(a, b)|^2 = (sqrt(delta^2 + 4 r^2) - delta) / 2 (the positive root of
-nu^4 + delta nu^2 - r^2 = 0), (a, b) = |(a, b)| d(theta), c = r / |(a, b)|.
+nu^4 + delta nu^2 - r^2 = 0; its rationalized form for delta > 0), (a, b) = |(a, b)| d(theta),
+c = r / |(a, b)|.
 
-Sign branch: c^2 = (delta + sqrt(delta^2 + 4 r^2)) / 2 has two square roots; the one
-chosen is c = sign(r) sqrt(c^2) (= r / |(a, b)|), the only one compatible with
-r = c |(a, b)| and |(a, b)| > 0.  r = 0 with delta >= 0 has no preimage with a defined
-angle (ValueError); r = 0 with delta < 0 gives c = 0.
+Parameters: ``r`` (signed radii), ``theta`` (angles), ``delta`` (invariants), arrays of
+one shape.  Returns ``(a, b, c)``.  Sign branch: c = sign(r) sqrt(c^2) (= r / |(a, b)|),
+the only one with r = c |(a, b)| and |(a, b)| > 0.  r = 0 with delta >= 0 has no
+preimage with a defined angle (ValueError); r = 0 with delta < 0 gives c = 0.
 
 >>> full_from_canonical(10.0, 0.9272952180016122, -21.0)  # doctest: +ELLIPSIS
 (3.0000000000000..., 3.99999999999999..., 2.0)
@@ -110,14 +214,6 @@ angle (ValueError); r = 0 with delta < 0 gives c = 0.
 
 
 # ------------------------------------------------------------------ potential gradient
-@functools.lru_cache(maxsize=None)
-def _grad_fns():
-    e = D.derive_W2e()
-    args = (D.r, D.theta, D.x, D.rho)
-    return (sp.lambdify(args, e["inner"], "numpy"), sp.lambdify(args, e["dV_dr_term"], "numpy"),
-            sp.lambdify(args, e["dV_dtheta_term"], "numpy"))
-
-
 def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
     r = as_float_array(r, "r (particle radii)")
     theta = as_float_array(theta, "theta (particle angles)")
@@ -125,22 +221,45 @@ def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
     x_data = as_float_array(x_data, "x_data (sample inputs)", ndim=1, allow_empty=False)
     residuals = as_float_array(residuals, "residuals (rho_j = f(x_j) - y_j)", ndim=1)
     require_same_shape(x_data=x_data, residuals=residuals)
-    inner, t_r, t_th = _grad_fns()
+    args = (D.r, D.theta, D.x, D.rho)
     R, TH = r[..., None], theta[..., None]
-    act = np.asarray(inner(R, TH, x_data, residuals)) > 0  # ReLU'(0) = 0
-    g_r = np.where(act, t_r(R, TH, x_data, residuals), 0.0).sum(axis=-1)
-    g_th = np.where(act, t_th(R, TH, x_data, residuals), 0.0).sum(axis=-1)
+    inner = np.asarray(_lam("W2e", "inner", args)(R, TH, x_data, residuals))
+    act = np.broadcast_to(inner > 0, R.shape[:-1] + x_data.shape)  # ReLU'(0) = 0
+    t_r = np.broadcast_to(_lam("W2e", "dV_dr_term", args)(R, TH, x_data, residuals), act.shape)
+    t_th = np.broadcast_to(_lam("W2e", "dV_dtheta_term", args)(R, TH, x_data, residuals), act.shape)
+    g_r = np.where(act, t_r, 0.0).sum(axis=-1)
+    g_th = np.where(act, t_th, 0.0).sum(axis=-1)
+    _finite_or_raise("dV/dr or dV/dtheta", np.stack([g_r, g_th]), "rescale r or the residuals")
     return _out(g_r), _out(g_th)
 
 
+def _potential_gradient_mp(r: Any, theta: Any, x_data: Any, residuals: Any, dps: int = 30):
+    dps = check_dps(dps)
+    args = (D.r, D.theta, D.x, D.rho)
+    fi, fr, ft = (_lam("W2e", k, args, careful=False, mp=True)
+                  for k in ("inner", "dV_dr_term", "dV_dtheta_term"))
+    with mpmath.workdps(dps):
+        R, T = mpmath.mpf(float(r)), mpmath.mpf(float(theta))
+        gr = gt = mpmath.mpf(0)
+        for xj, rj in zip(np.ravel(x_data), np.ravel(residuals)):
+            X, Q = mpmath.mpf(float(xj)), mpmath.mpf(float(rj))
+            if fi(R, T, X, Q) > 0:
+                gr += fr(R, T, X, Q)
+                gt += ft(R, T, X, Q)
+        return gr, gt
+
+
 potential_gradient = DerivedFunction(
-    "potential_gradient", "W2e", expr_fn=lambda: (D.derive_W2e()["dV_dr_term"], D.derive_W2e()["dV_dtheta_term"]),
-    impl=_potential_gradient,
+    "potential_gradient", "W2e",
+    expr_fn=lambda: (derived.results("W2e")["dV_dr_term"], derived.results("W2e")["dV_dtheta_term"]),
+    impl=_potential_gradient, mpmath=_potential_gradient_mp,
     doc="""(dV/dr, dV/dtheta) of V(w; mu) = sum_j rho_j r <x~_j, d(theta)>_+ at particles
 w = (r, theta) (claims W2d/W2e): sum over active samples of rho_j <x~_j, d(theta)> and
 rho_j r <x~_j, t(theta)>.  Particles move along MINUS this (times the metric).
-``r``, ``theta``: arrays of one shape; ``x_data``, ``residuals``: 1-D, one length.
-Output has the shape of ``r``.  A sample exactly on the boundary counts as inactive.
+
+Parameters: ``r``, ``theta`` arrays of one shape; ``x_data``, ``residuals`` 1-D of one
+length.  Returns two arrays of the shape of ``r``.  A sample exactly on the boundary
+counts as inactive.
 
 >>> potential_gradient(2.0, 0.0, [1.0], [0.5])
 (0.5, -1.0)
@@ -148,11 +267,6 @@ Output has the shape of ``r``.  A sample exactly on the boundary counts as inact
 
 
 # ------------------------------------------------------------------ velocity jump
-@functools.lru_cache(maxsize=None)
-def _jump_fn():
-    return sp.lambdify((D.r, D.x, D.rho), D.derive_W2f()["magnitude"], "numpy")
-
-
 def _velocity_jump(r: Any, x_star: Any, rho_star: Any):
     r = as_float_array(r, "r")
     x_star = as_float_array(x_star, "x_star (sample on the boundary line)")
@@ -162,22 +276,34 @@ def _velocity_jump(r: Any, x_star: Any, rho_star: Any):
     except ValueError:
         raise ValueError(f"r, x_star, rho_star must broadcast; got shapes {r.shape}, "
                          f"{x_star.shape}, {rho_star.shape}") from None
-    return _out(np.broadcast_to(_jump_fn()(r, x_star, rho_star), shape))
+    # degree-1 homogeneity in r and in rho*: evaluate on the mantissas, add the exponents
+    mr, er = np.frexp(r)
+    mq, eq = np.frexp(rho_star)
+    val = np.asarray(_lam("W2f", "magnitude", (D.r, D.x, D.rho))(mr, x_star, mq), dtype=np.float64)
+    with np.errstate(over="ignore"):
+        out = np.ldexp(val, er + eq)
+    _finite_or_raise("|r rho*| sqrt(1 + x*^2)", out, "the jump exceeds float64")
+    return _out(np.broadcast_to(out, shape))
 
 
-def _jump_mp(r: Any, x_star: Any, rho_star: Any, dps: int = 30):
-    import mpmath
-    f = sp.lambdify((D.r, D.x, D.rho), D.derive_W2f()["magnitude"], "mpmath")
+def _velocity_jump_mp(r: Any, x_star: Any, rho_star: Any, dps: int = 30):
+    dps = check_dps(dps)
+    f = _lam("W2f", "magnitude", (D.r, D.x, D.rho), careful=False, mp=True)
     with mpmath.workdps(dps):
         return +f(mpmath.mpf(float(r)), mpmath.mpf(float(x_star)), mpmath.mpf(float(rho_star)))
 
 
 velocity_jump = DerivedFunction(
-    "velocity_jump", "W2f", expr_fn=lambda: D.derive_W2f()["magnitude"], impl=_velocity_jump,
+    "velocity_jump", "W2f", expr_fn=lambda: derived.results("W2f")["magnitude"],
+    impl=_velocity_jump, mpmath=_velocity_jump_mp,
     doc="""Magnitude of the jump of grad V across the boundary line of sample x* (claim W2f):
 |r rho*| sqrt(1 + x*^2).  The jump is purely angular (the radial jump is 0); its sign
-depends on the crossing direction.  Broadcasting inputs; ``.mpmath(r, x, rho, dps)``.
+depends on the crossing direction.
+
+Parameters: ``r`` (particle radius), ``x_star`` (sample), ``rho_star`` (residual at
+x_star), broadcasting.  Returns the magnitude (accurate over the whole float64 range;
+ValueError if it overflows).  ``.mpmath(r, x_star, rho_star, dps=30)``.
 
 >>> velocity_jump(2.0, 0.0, -0.5)
 1.0
-""", mpmath=_jump_mp)
+""")
