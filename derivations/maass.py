@@ -1,12 +1,20 @@
 """Symbolic identities of Maass Martinez & Fontbona (2024) for finite groups acting by
-permutations (MATH.md section M; claims M1a and M1b).
+permutations (MATH.md section M; claims M1a-M1e).  ``DERIVATIONS`` maps each claim id to
+the function building its :class:`~derivations.base.Derivation` (report steps and the
+named results its check evaluates).
 
 Everything is derived from the definitions with symbolic parameters:
 - joint equivariance sigma_*(rho_g x, M_g z) = rho^_g sigma_*(x, z) of the reference unit
   sigma_*(x, z) = logistic(z x) under M_g z = g z g^T;
 - M1a: (Q_G Phi_mu)(x) = Phi_{mu^G}(x) for a symbolic weighted two-particle measure;
 - M1b: Phi_{mu^G} = Phi_{mu^{E^G}} for the linear unit z x, and the symbolic difference
-  (and its small-parameter expansion) for the logistic unit.
+  (and its small-parameter expansion) for the logistic unit;
+- M1c: R^DA(mu) - R^FA(mu) = (1/2) int |rho^_g^T Phi_mu(rho_g x) - Q_G Phi_mu(x)|^2 d lambda_G
+  pointwise in (x, y) (a square that vanishes at weakly invariant laws), and the exact
+  RMD of a measure and its translate (Brenier: a translation is optimal);
+- M1d: the FA field at a particle z in E^G is P_{E^G} of the vanilla field (it lies in
+  E^G, for any residual);
+- M1e: E^G as the joint fixed space (null space of the stacked M_g - I).
 A finite group is given as a list of (rho_g, rho^_g) SymPy matrices; the parameter action
 M_g z = rho^_g z rho_g^T is built from them.
 """
@@ -17,12 +25,16 @@ from typing import Callable
 
 import sympy as sp
 
+from derivations.base import Derivation, Step
+
 __all__ = ["logistic", "swap_group", "cyclic_group", "matrix_symbols", "vector_symbols",
            "logistic_unit", "linear_unit", "act_on_parameters", "haar_average",
            "fixed_space_projector", "feature_average", "symmetrized_model", "projected_model",
            "EquivarianceDerivation", "derive_joint_equivariance", "M1aDerivation",
            "derive_feature_averaging", "M1bDerivation", "derive_projection_vs_symmetrization",
-           "eps"]
+           "eps", "DERIVATIONS", "PINNED_Z", "PINNED_X", "m1a_symbols", "m1c_symbols",
+           "m1d_symbols", "fixed_space_basis", "derive_risk_gap", "derive_projected_drift",
+           "uv_group_matrices", "matrix_action_matrices", "rmd_symbols", "translate_symbols"]
 
 eps = sp.Symbol("epsilon", positive=True)
 
@@ -203,3 +215,305 @@ def derive_projection_vs_symmetrization() -> M1bDerivation:
     coeffs = [sp.factor(sp.simplify(sp.diff(scaled, eps, k).subs(eps, 0) / sp.factorial(k)))
               for k in range(4)]
     return M1bDerivation(x, z, proj, lin, lin3, logi, u, v, du, coeffs[3], coeffs[:3])
+
+
+def _Eq(lhs, rhs) -> sp.Eq:
+    """An unevaluated equation for the report."""
+    return sp.Eq(lhs, rhs, evaluate=False)
+
+
+# ----------------------------------------------------------------------------------------
+# M1a
+# ----------------------------------------------------------------------------------------
+def m1a_symbols(dim: int = 2) -> tuple[list, list, list, sp.Symbol]:
+    """The argument symbols of the M1a results: x, the atoms a and b (row-major), w."""
+    return (list(vector_symbols("x", dim)), list(matrix_symbols("a", dim, dim)),
+            list(matrix_symbols("b", dim, dim)), sp.Symbol("w", real=True))
+
+
+def derive_m1a() -> Derivation:
+    """M1a for C_2 (reference) and C_3: Q_G Phi_mu - Phi_{mu^G} for a symbolic weighted
+    two-atom measure, the single-atom closed form Phi_{phi_z}(x), joint equivariance."""
+    d = derive_feature_averaging()
+    d3 = derive_feature_averaging(cyclic_group(3), dim=3)
+    P = swap_group()[1][0]
+    steps = [
+        Step("Reference action: $G = C_2 = \\{I, P\\}$, $\\rho = \\hat\\rho = g$, "
+             "$M_g z = g z g^T$; the unit $\\sigma_*(x, z) = \\mathrm{logistic}(z x)$.",
+             _Eq(sp.Symbol("P"), P)),
+        Step("Joint equivariance, $\\sigma_*(Px, PzP) - P\\sigma_*(x, z)$ for symbolic "
+             "$x, z$, simplifies to", _Eq(sp.Symbol("r_P"), d.equivariance.residual[1])),
+        Step("Feature average of $\\mu = w\\delta_a + (1-w)\\delta_b$, "
+             "$(Q_G\\Phi_\\mu)(x) = \\frac12\\sum_g \\hat\\rho_g^T \\Phi_\\mu(\\rho_g x)$, "
+             "first entry $F_1$:", _Eq(sp.Symbol("F_1"), d.feature_averaged[0])),
+        Step("Symmetrized measure $\\mu^G = \\frac12\\sum_g M_g\\#\\mu$: "
+             "$\\Phi_{\\mu^G}(x)$, first entry $S_1$:",
+             _Eq(sp.Symbol("S_1"), d.symmetrized[0])),
+        Step("Their difference $\\Delta = Q_G\\Phi_\\mu - \\Phi_{\\mu^G}$ simplifies to "
+             "zero (M1a):", _Eq(sp.Symbol("Delta"), d.residual)),
+        Step("Same computation for $C_3$ (cyclic shifts of $\\mathbb{R}^3$, "
+             "$M_g z = S z S^T$) with symbolic $3\\times 3$ parameters:",
+             _Eq(sp.Symbol("Delta_C3"), d3.residual)),
+        Step("Single atom: $\\Phi_{\\varphi_z}(x)$ for the orbit measure "
+             "$\\varphi_z = \\frac12(\\delta_z + \\delta_{PzP})$ (what ``symmetrize`` "
+             "serves):", _Eq(sp.Symbol("Phi_phi_z"), d.single_particle)),
+        Step("Why (general $G$): $\\sigma_*(\\rho_g x, z) = \\hat\\rho_g \\sigma_*(x, "
+             "M_{g^{-1}} z)$, so $Q_G\\Phi_\\mu(x) = \\int\\int \\sigma_*(x, M_{g^{-1}}z)\\,"
+             "d\\lambda_G\\, d\\mu = \\Phi_{\\mu^G}(x)$ by inversion invariance of Haar measure."),
+    ]
+    # residuals are kept UNSIMPLIFIED-free: they are the simplified differences (zero);
+    # the check compares them with the float64 difference of the two sides
+    return Derivation(steps, {"single_particle": d.single_particle, "residual": d.residual,
+                              "residual_c3": d3.residual,
+                              "equivariance_residual": d.equivariance.residual[1]})
+
+
+# ----------------------------------------------------------------------------------------
+# M1b
+# ----------------------------------------------------------------------------------------
+#: pinned counterexample for the logistic unit (found by Hypothesis): one particle z,
+#: one input x, small integers
+PINNED_Z = ((0, 0), (0, 1))
+PINNED_X = (0, 2)
+
+
+def derive_m1b() -> Derivation:
+    d = derive_projection_vs_symmetrization()
+    pinned = sp.simplify(d.logistic_difference.subs(
+        {**dict(zip(d.z, [c for r in PINNED_Z for c in r])), **dict(zip(d.x, PINNED_X))}))
+    steps = [
+        Step("Projection onto $E^G$ as the Haar average $P_{E^G} z = \\frac12(z + PzP)$ "
+             "(shown as a 2 x 2 matrix):",
+             _Eq(sp.MatMul(sp.MatrixSymbol("P_E", 4, 4), sp.MatrixSymbol("z", 4, 1)), d.projector)),
+        Step("Linear unit $\\sigma_*(x, z) = z x$: $\\Delta_{lin} = \\Phi_{\\mu^G} - "
+             "\\Phi_{\\mu^{E^G}}$ for one symbolic atom (both sides are linear in $\\mu$):",
+             _Eq(sp.Symbol("Delta_lin"), d.linear_residual)),
+        Step("The same for $C_3$ acting on $3\\times 3$ parameters:",
+             _Eq(sp.Symbol("Delta_C3"), d.linear_residual_c3)),
+        Step("Logistic unit: entrywise the difference is $\\frac12(s(u) + s(v)) - "
+             "s(\\frac{u+v}2)$ with $u = (zx)_k$, $v = (PzPx)_k$ (checked symbolically):",
+             _Eq(sp.Function("D")(d.u, d.v), d.difference_uv)),
+        Step("Expanding $D(\\varepsilon u, \\varepsilon v)$: the orders "
+             "$\\varepsilon^0, \\varepsilon^1, \\varepsilon^2$ vanish "
+             f"({[str(c) for c in d.low_order]}); the leading coefficient $c_3$ "
+             "(of $\\varepsilon^3$) is", _Eq(sp.Symbol("c_3"), d.leading_term)),
+        Step("So the models differ for generic $(u, v)$ (a logistic Jensen gap whose leading "
+             "term vanishes only on $u = v$ and $u = -v$): the projected model is not the "
+             "feature-averaged one.  Pinned counterexample "
+             f"(found by Hypothesis): $z = {sp.latex(sp.Matrix(PINNED_Z))}$, "
+             f"$x = {sp.latex(sp.Matrix(PINNED_X))}$:", _Eq(sp.Symbol("D_pinned"), pinned)),
+    ]
+    return Derivation(steps, {"difference_uv": d.difference_uv, "leading": d.leading_term,
+                              "low_order": list(d.low_order),
+                              "logistic_difference": d.logistic_difference,
+                              "linear_residual": d.linear_residual,
+                              "linear_residual_c3": d.linear_residual_c3,
+                              "projector": d.projector})
+
+
+# ----------------------------------------------------------------------------------------
+# M1c: R^DA - R^FA is a square vanishing at WI laws; RMD of a translate
+# ----------------------------------------------------------------------------------------
+def m1c_symbols(order: int, dim: int) -> tuple[list[list[sp.Symbol]], list[sp.Symbol]]:
+    """The argument symbols of the risk-gap results: a[g][k] = Phi_mu(rho_g x)_k and y_k."""
+    a = [[sp.Symbol(f"a_{g}_{k}", real=True) for k in range(dim)] for g in range(order)]
+    return a, [sp.Symbol(f"y_{k}", real=True) for k in range(dim)]
+
+
+def derive_risk_gap(group) -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]:
+    """Pointwise in (x, y), with a_g = Phi_mu(rho_g x) symbolic (quadratic loss):
+    R^DA integrand (1/|G|) sum_g |a_g - rho^_g y|^2 / 2, R^FA integrand |q - y|^2 / 2 with
+    q = (1/|G|) sum_g rho^_g^T a_g, and the orbit variance
+    V = (1/(2|G|)) sum_g |rho^_g^T a_g - q|^2.  Returns (gap = DA - FA, V, gap - V
+    expanded (zero), V at an equivariant model a_g = rho^_g a (zero))."""
+    n, dim = len(group), group[0][1].shape[0]
+    a, y = m1c_symbols(n, dim)
+    A = [sp.Matrix(ag) for ag in a]
+    Y = sp.Matrix(y)
+    da = sp.Rational(1, 2 * n) * sum(((A[g] - rh * Y).T * (A[g] - rh * Y))[0]
+                                     for g, (_, rh) in enumerate(group))
+    q = sp.Rational(1, n) * sum((rh.T * A[g] for g, (_, rh) in enumerate(group)), sp.zeros(dim, 1))
+    fa = sp.Rational(1, 2) * ((q - Y).T * (q - Y))[0]
+    var = sp.Rational(1, 2 * n) * sum(((rh.T * A[g] - q).T * (rh.T * A[g] - q))[0]
+                                      for g, (_, rh) in enumerate(group))
+    gap = sp.expand(da - fa)
+    ident = sp.expand(gap - var)
+    base = sp.Matrix(a[0])
+    wi = sp.expand(var.subs({s: v for g, (_, rh) in enumerate(group)
+                             for s, v in zip(a[g], rh * base)}, simultaneous=True))
+    return gap, sp.expand(var), ident, wi
+
+
+def derive_m1c() -> Derivation:
+    G2, G3 = swap_group(), cyclic_group(3)
+    gap2, var2, id2, wi2 = derive_risk_gap(G2)
+    gap3, var3, id3, wi3 = derive_risk_gap(G3)
+    c2, m2 = sp.symbols("c2 m2", nonnegative=True)
+    mc = sp.Symbol("mc", real=True)
+    rmd_sq = c2 / (2 * (2 * m2 + 2 * mc + c2))
+    w2sq, ma, mb = rmd_symbols()
+    rmd_def = sp.sqrt(w2sq / (2 * (ma + mb)))
+    steps = [
+        Step("Quadratic loss $\\ell(y, \\hat y) = \\frac12|y - \\hat y|^2$, orthogonal "
+             "$\\hat\\rho$.  Pointwise in $(x, y)$ write $a_g = \\Phi_\\mu(\\rho_g x)$ and "
+             "$q = \\frac1{|G|}\\sum_g \\hat\\rho_g^T a_g = Q_G\\Phi_\\mu(x)$.  The DA "
+             "integrand $\\frac1{|G|}\\sum_g \\frac12|a_g - \\hat\\rho_g y|^2$ minus the FA "
+             "integrand $\\frac12|q - y|^2$, for $C_2$ (expanded):",
+             _Eq(sp.Symbol("R_DA - R_FA"), gap2)),
+        Step("equals the orbit variance $V = \\frac1{2|G|}\\sum_g |\\hat\\rho_g^T a_g - q|^2$ "
+             "(a square, independent of $y$): $R^{DA} - R^{FA} - V$ expands to",
+             _Eq(sp.Symbol("Delta_C2"), id2)),
+        Step("and for $C_3$ (cyclic shifts of $\\mathbb{R}^3$) to",
+             _Eq(sp.Symbol("Delta_C3"), id3)),
+        Step("At a weakly invariant law $\\Phi_\\mu$ is equivariant, $a_g = \\hat\\rho_g a$: "
+             "$V$ becomes (C_2, C_3)", _Eq(sp.Symbol("V_WI"), sp.Tuple(wi2, wi3))),
+        Step("So $R^{DA} - R^{FA} = E_\\pi V \\ge 0$ vanishes on WI laws together with its "
+             "first variation (a square at its zero): DA and FA have the same Wasserstein "
+             "gradient flow from WI initializations for ANY data; vanilla joins them when "
+             "the data are symmetric (its risk equals $R^{DA}$ then).  At finite $N$, "
+             "differentiating joint equivariance, $\\nabla_z\\sigma_*(\\rho_g x, M_g z)^T = "
+             "M_g\\nabla_z\\sigma_*(x, z)^T\\hat\\rho_g^T$: a union-of-orbits particle set "
+             "stays one under full-orbit DA and FA (with orbit-coupled noise), and their "
+             "steps coincide exactly.  Otherwise the schemes differ by finite-$N$ "
+             "fluctuations, expected $O(N^{-1/2})$ in RMD."),
+        Step("RMD used to compare schemes: $W_2(\\mu, (\\cdot + c)\\#\\mu) = |c|$ (a "
+             "translation is the gradient of the convex $\\frac12|z|^2 + c\\cdot z$, optimal "
+             "by Brenier), $m_2$ of the translate is $m_2 + 2\\bar z\\cdot c + |c|^2$; with "
+             "$c_2 = |c|^2$, $m_c = \\bar z\\cdot c$:",
+             _Eq(sp.Symbol("RMD^2"), rmd_sq)),
+    ]
+    steps.insert(0, Step("Distance between particle measures (MATH.md M.1): "
+                         "$\\mathrm{RMD} = \\sqrt{W_2^2 / (2(m_2(\\mu) + m_2(\\nu)))}$ "
+                         "$\\in [0, 1]$ (since $|a - b|^2 \\le 2|a|^2 + 2|b|^2$):",
+                         _Eq(sp.Symbol("RMD"), rmd_def)))
+    return Derivation(steps, {"orbit_variance_c2": var2, "orbit_variance_c3": var3,
+                              "risk_gap_c2": gap2, "rmd_sq_translate": rmd_sq,
+                              "rmd": rmd_def})
+
+
+def rmd_symbols() -> tuple[sp.Symbol, sp.Symbol, sp.Symbol]:
+    """Arguments of the RMD definition: W_2^2, m_2(mu), m_2(nu)."""
+    return sp.symbols("W2sq m2mu m2nu", nonnegative=True)
+
+
+def translate_symbols() -> tuple[sp.Symbol, sp.Symbol, sp.Symbol]:
+    """Arguments of the translate RMD: |c|^2, m_2(mu), mean . c."""
+    return (sp.Symbol("c2", nonnegative=True), sp.Symbol("m2", nonnegative=True),
+            sp.Symbol("mc", real=True))
+
+
+# ----------------------------------------------------------------------------------------
+# M1d: the FA drift at z in E^G is P_{E^G} of the vanilla drift
+# ----------------------------------------------------------------------------------------
+def m1d_symbols() -> tuple[list[sp.Symbol], list[sp.Symbol], list[sp.Symbol]]:
+    """Arguments of the M1d results: (p, q) (z = [[p, q], [q, p]] in E^G), x, r."""
+    return (list(sp.symbols("p q", real=True)), list(vector_symbols("x", 2)),
+            list(vector_symbols("r", 2)))
+
+
+def _logistic_pullback(x: sp.Matrix, z: sp.Matrix, c: sp.Matrix) -> sp.Matrix:
+    """grad_z sigma_*(x, z)^T c for sigma_* = logistic(z x), as a row-major vector."""
+    t = z * x
+    s = t.applyfunc(logistic)
+    g = sp.Matrix(z.rows, z.cols, lambda i, j: s[i] * (1 - s[i]) * c[i] * x[j])
+    return g.reshape(z.rows * z.cols, 1)
+
+
+def derive_projected_drift() -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
+    """FA data field of one sample at z in E^G (reference C_2, logistic(z x)):
+    V = (1/|G|) sum_h grad_z sigma_*(rho_h x, z)^T rho^_h r for a free residual r; returns
+    (V, (I - P) V simplified, V - P grad_z sigma_*(x, z)^T r simplified)."""
+    G = swap_group()
+    (p, q), x, r = m1d_symbols()
+    z = sp.Matrix([[p, q], [q, p]])
+    X, R = sp.Matrix(x), sp.Matrix(r)
+    V = haar_average([_logistic_pullback(rho * X, z, rh * R) for rho, rh in G])
+    Mp = sp.kronecker_product(G[1][1], G[1][0])
+    P = (sp.eye(4) + Mp) / 2
+    trans = (sp.eye(4) - P) * V
+    trans = trans.applyfunc(lambda e: sp.simplify(e))
+    vanilla = _logistic_pullback(X, z, R)
+    diff = (V - P * vanilla).applyfunc(lambda e: sp.simplify(e))
+    return V, trans, diff
+
+
+def derive_m1d() -> Derivation:
+    V, trans, diff = derive_projected_drift()
+    steps = [
+        Step("For $z \\in E^G$ ($M_g z = z$) differentiate joint equivariance "
+             "$\\sigma_*(\\rho_h x, M_h z') = \\hat\\rho_h\\sigma_*(x, z')$ at $z' = z$: "
+             "$\\nabla_z\\sigma_*(\\rho_h x, z)^T\\hat\\rho_h = M_h\\nabla_z\\sigma_*(x, z)^T$.  "
+             "Hence the FA field of one sample with residual $r = Q_G\\Phi(x) - y$, "
+             "$V = \\frac1{|G|}\\sum_h \\nabla_z\\sigma_*(\\rho_h x, z)^T\\hat\\rho_h r$, is "
+             "$P_{E^G}\\nabla_z\\sigma_*(x, z)^T r$: the projected drift, in $E^G$ for every "
+             "batch and every residual."),
+        Step("Reference $C_2$, $z = [[p, q], [q, p]]$, symbolic $x$ and $r$: the FA drift "
+             "(row-major)", _Eq(sp.Symbol("V"), V)),
+        Step("its component orthogonal to $E^G$, $(I - P_{E^G})V$, simplifies to",
+             _Eq(sp.Symbol("V_perp"), trans)),
+        Step("and $V - P_{E^G}\\nabla_z\\sigma_*(x, z)^T r$ to",
+             _Eq(sp.Symbol("V - P grad"), diff)),
+        Step("The penalty $\\tau\\nabla r(z) = 2\\tau z$ lies in $E^G$ too.  Full-orbit DA "
+             "has the same field when $\\Phi$ is equivariant (SI/WI particles).  So noiseless "
+             "FA and full-orbit DA keep particles in $E^G$ exactly in exact arithmetic; "
+             "isotropic noise ($\\beta > 0$) leaves $E^G$ by about $\\sqrt{2\\beta\\alpha T}$.  "
+             "Vanilla: one sample's transversal drift $(I - P)\\nabla_z\\sigma_*^T r$ is not "
+             "zero, only its orbit average is (symmetric data): a finite-$N$ fluctuation "
+             "(expected to shrink with $N$); a non-symmetric teacher gives a nonzero "
+             "population transversal drift.  Caveat: $E^G$ is invariant, not necessarily "
+             "transversally stable; at small $N$ a perturbation off $E^G$ can grow (rounding "
+             "stays at ~1e-16 only because the transversal component starts at exactly 0)."),
+    ]
+    return Derivation(steps, {"projected_drift": V, "transversal_drift": trans,
+                              "drift_minus_projected_vanilla": diff})
+
+
+# ----------------------------------------------------------------------------------------
+# M1e: E^G as the joint fixed space
+# ----------------------------------------------------------------------------------------
+def matrix_action_matrices(group) -> list[sp.Matrix]:
+    """M_g = rho^_g (kron) rho_g (the action z -> rho^_g z rho_g^T, row-major)."""
+    return [sp.kronecker_product(rh, rho) for rho, rh in group]
+
+
+def uv_group_matrices(group) -> list[sp.Matrix]:
+    """M_g = blockdiag(rho_g, rho^_g) (the (u, v) unit's action)."""
+    return [sp.diag(rho, rh) for rho, rh in group]
+
+
+def fixed_space_basis(Ms: list[sp.Matrix]) -> sp.Matrix:
+    """An orthonormal basis (columns) of E^G = {z : M_g z = z for all g}: the null space
+    of the stacked M_g - I, Gram-Schmidt orthonormalized (exact)."""
+    D = Ms[0].shape[0]
+    stacked = sp.Matrix.vstack(*[M - sp.eye(D) for M in Ms])
+    ns = stacked.nullspace()
+    ortho = sp.GramSchmidt(ns, orthonormal=True)
+    return sp.Matrix.hstack(*ortho)
+
+
+def derive_m1e() -> Derivation:
+    b2 = fixed_space_basis(matrix_action_matrices(swap_group()))
+    b3 = fixed_space_basis(matrix_action_matrices(cyclic_group(3)))
+    buv = fixed_space_basis(uv_group_matrices(swap_group()))
+    P2 = haar_average(matrix_action_matrices(swap_group()))
+    steps = [
+        Step("$E^G = \\{z : M_g z = z\\ \\forall g\\}$ is the null space of the stacked "
+             "$M_g - I$; for the reference $C_2$ action $M_P = P \\otimes P$ an orthonormal "
+             "basis (columns, $z$ row-major) is", _Eq(sp.Symbol("B_C2"), b2)),
+        Step("and $B B^T$ equals the Haar average $P_{E^G} = \\frac12(I + M_P)$:",
+             _Eq(sp.Symbol("B B^T - P_E"), sp.simplify(b2 * b2.T - P2))),
+        Step("$C_3$ on $3\\times 3$ parameters ($M_S = S\\otimes S$): the circulants,",
+             _Eq(sp.Symbol("B_C3"), b3)),
+        Step("The paper's $(u, v)$ unit under $C_2$ ($M_P = \\mathrm{diag}(P, P)$):",
+             _Eq(sp.Symbol("B_uv"), buv)),
+        Step("Heuristic (MATH.md M1e): $E_0 = \\{0\\}$; initialize SI on $E_j$, train freely, "
+             "measure $\\mathrm{RMD}(\\nu_T, P_{E_j}\\#\\nu_T)$; if it exceeds a threshold, "
+             "enlarge $E_j$ by the escape directions.  It never uses $M_g$; with symmetric "
+             "data the drift at $E_j \\subseteq E^G$ lies in $E^G$ (M1d), so only fluctuations "
+             "(vanilla) or instabilities can take it outside."),
+    ]
+    return Derivation(steps, {"basis_c2": b2, "basis_c3": b3, "basis_uv": buv})
+
+
+DERIVATIONS = {"M1a": derive_m1a, "M1b": derive_m1b, "M1c": derive_m1c, "M1d": derive_m1d,
+               "M1e": derive_m1e}

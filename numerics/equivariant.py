@@ -35,7 +35,7 @@ __all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", 
            "UV_ACTIVATIONS", "SGDConfig",
            "SCHEMES", "NOISE_MODES", "TEACHERS", "model_output", "symmetrized_output",
            "make_teacher", "init_particles", "train", "DivergenceError", "X_STD",
-           "STUDENT_STD", "HeuristicIterate", "discover_fixed_space"]
+           "STUDENT_STD", "HeuristicIterate", "discover_fixed_space", "scheme_gradient"]
 
 SCHEMES = ("vanilla", "da_random", "da_orbit", "fa", "ea")
 NOISE_MODES = ("iid", "orbit", "projected")
@@ -325,6 +325,24 @@ def _gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
     return unit.vjp(x, theta, _average(v, None) - y, v)
 
 
+def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
+                    x: np.ndarray, y: np.ndarray, gidx: np.ndarray | None = None) -> np.ndarray:
+    """The data term of one SGD direction of ``scheme`` (``vanilla``, ``da_random`` with
+    the group indices ``gidx`` per sample, ``da_orbit`` or ``fa``) for the batch (x, y),
+    before the penalty: (1/B) sum_b grad_z sigma_*(x_b, theta_i)^T (model - y_b) per
+    particle, with the scheme's model and data (MATH.md M.1)."""
+    require_choice(scheme, "scheme", ("vanilla", "da_random", "da_orbit", "fa"))
+    theta = as_float_array(theta, "theta (particles)", ndim=2)
+    x = as_float_array(x, "x (inputs)", ndim=2)
+    y = as_float_array(y, "y (labels)", ndim=2)
+    if theta.shape[1] != unit.dim_z or x.shape[1] != unit.dim_x or y.shape != (x.shape[0], unit.dim_y):
+        raise ValueError(f"shapes do not fit the unit: theta {theta.shape} (D = {unit.dim_z}), "
+                         f"x {x.shape} (dX = {unit.dim_x}), y {y.shape} (dY = {unit.dim_y})")
+    if scheme == "da_random" and gidx is None:
+        raise ValueError("scheme 'da_random' needs gidx (one group index per sample)")
+    return _gradient(scheme, unit, group, theta, x, y, gidx)
+
+
 def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarray,
           scheme: str, config: SGDConfig, rng_data: np.random.Generator,
           rng_noise: np.random.Generator, rng_group: np.random.Generator | None = None, *,
@@ -443,8 +461,9 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     (1/N) sum_i r_i r_i^T, r_i = (I - P_{E_j}) theta_i, whose eigenvalues exceed
     ``eigen_threshold`` m_2(nu_T): E_{j+1} is the span of the top dim E_j + k principal
     directions of the trained cloud (uncentered second moment; this re-fit corrects a tilt
-    of E_j).  Stop when the particles stay (escape RMD <= ``rmd_threshold``) or when no
-    escape direction is significant (a diffuse O(N^-1/2) fluctuation, not a drift).
+    of E_j).  Stop when the particles stay (escape RMD <= ``rmd_threshold``: converged) or
+    when no escape direction is significant although the escape exceeds the threshold (a
+    diffuse fluctuation or a slow drift: stalled, ``converged`` is False).
 
     ``scheme`` is the free training scheme: ``vanilla`` (i.i.d. batches of the symmetric
     data law) or ``da_orbit`` (every batch completed by its orbit: uses the action of G on
@@ -472,10 +491,11 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
         rel = w / m2 if m2 > 0 else w
         k_new = int(np.count_nonzero(rel > eigen_threshold))
         if r <= rmd_threshold or k_new == 0:
-            # the particles stay, or their escape is diffuse (no direction carries a
-            # fraction eigen_threshold of the second moment): a fluctuation, not a drift
+            # the particles stay (converged), or their escape is diffuse: no direction
+            # carries a fraction eigen_threshold of the second moment, so nothing can be
+            # added although the escape exceeds the threshold (stalled, not converged)
             iterates.append(HeuristicIterate(basis.copy(), r, rel, 0))
-            return basis, iterates, True
+            return basis, iterates, bool(r <= rmd_threshold)
         iterates.append(HeuristicIterate(basis.copy(), r, rel, k_new))
         k = min(D, basis.shape[1] + k_new)
         # re-fit: the top-k principal directions of the whole trained cloud (uncentered

@@ -21,7 +21,14 @@ from scipy.optimize import linear_sum_assignment
 from numerics.validation import as_float_array
 
 __all__ = ["squared_distances", "w2_squared_uniform", "w2_uniform", "second_moment", "rmd",
-           "MAX_ASSIGNMENT_SIZE"]
+           "optimal_matching", "MAX_ASSIGNMENT_SIZE", "W2_METHODS"]
+
+#: exact solvers: ``lsa`` = scipy's linear_sum_assignment (shortest augmenting path);
+#: ``emd`` = POT's network simplex (``ot.emd``, optional dependency).  Measured on the
+#: particle clouds of the M1 checks (N = 5000, D = 4, loaded 2-core machine): clouds a
+#: few percent apart (schemes compared under common random numbers, nu vs P#nu near E^G)
+#: take 1.0 s (lsa) vs 19 s (emd); independent clouds 48 s vs 41 s.  Default: lsa.
+W2_METHODS = ("lsa", "emd")
 
 #: the assignment problem is O(n^3) time and O(n^2) memory; refuse beyond this size
 MAX_ASSIGNMENT_SIZE = 12_000
@@ -50,9 +57,10 @@ def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def w2_squared_uniform(a, b) -> float:
-    """W_2^2 between the uniform measures on the rows of ``a`` (N, D) and ``b`` (M, D),
-    exactly (assignment problem; sizes made equal by repeating atoms to lcm(N, M))."""
+def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An optimal coupling of the uniform measures on the rows of ``a`` and ``b`` as a
+    permutation: returns ``(A, B, perm)`` with A, B the atoms repeated to n = lcm(N, M)
+    rows and ``perm`` (n,) such that A[i] is matched with B[perm[i]]."""
     a = _particles(a, "a (first particle measure)")
     b = _particles(b, "b (second particle measure)")
     if a.shape[1] != b.shape[1]:
@@ -62,17 +70,39 @@ def w2_squared_uniform(a, b) -> float:
     if n > MAX_ASSIGNMENT_SIZE:
         raise ValueError(f"assignment size lcm(N, M) = {n} exceeds {MAX_ASSIGNMENT_SIZE}: "
                          "use equal sizes or subsample the particles")
+    if method not in W2_METHODS:
+        raise ValueError(f"method must be one of {W2_METHODS}; got {method!r}")
     a = np.repeat(a, n // a.shape[0], axis=0)
     b = np.repeat(b, n // b.shape[0], axis=0)
     C = squared_distances(a, b)
-    r, c = linear_sum_assignment(C)
+    if method == "lsa":
+        r, c = linear_sum_assignment(C)
+        perm = np.empty(n, dtype=np.int64)
+        perm[r] = c
+        return a, b, perm
+    try:
+        import ot
+    except ImportError as exc:  # pragma: no cover - optional dependency
+        raise ValueError("method='emd' needs the POT package (pip install POT); use "
+                         "method='lsa'") from exc
+    w = np.full(n, 1.0 / n)
+    plan = ot.emd(w, w, C, numItermax=max(100_000, 50 * n * n))
+    # a vertex of the Birkhoff polytope: one entry 1/n per row
+    return a, b, np.argmax(plan, axis=1).astype(np.int64)
+
+
+def w2_squared_uniform(a, b, method: str = "lsa") -> float:
+    """W_2^2 between the uniform measures on the rows of ``a`` (N, D) and ``b`` (M, D),
+    exactly (assignment problem; sizes made equal by repeating atoms to lcm(N, M));
+    ``method`` picks the exact solver (:data:`W2_METHODS`)."""
+    A, B, perm = optimal_matching(a, b, method)
     # recompute the matched costs directly (no cancellation from the expanded form)
-    return float(np.mean(np.sum((a[r] - b[c]) ** 2, axis=1)))
+    return float(np.mean(np.sum((A - B[perm]) ** 2, axis=1)))
 
 
-def w2_uniform(a, b) -> float:
+def w2_uniform(a, b, method: str = "lsa") -> float:
     """W_2 between uniform particle measures (see :func:`w2_squared_uniform`)."""
-    return math.sqrt(w2_squared_uniform(a, b))
+    return math.sqrt(w2_squared_uniform(a, b, method))
 
 
 def second_moment(a) -> float:
@@ -81,9 +111,9 @@ def second_moment(a) -> float:
     return float(np.mean(np.sum(a * a, axis=1)))
 
 
-def rmd(a, b) -> float:
+def rmd(a, b, method: str = "lsa") -> float:
     """RMD(mu, nu) = sqrt(W_2^2 / (2 (m_2(mu) + m_2(nu)))) in [0, 1] (0 if both are delta_0)."""
-    w2 = w2_squared_uniform(a, b)
+    w2 = w2_squared_uniform(a, b, method)
     den = 2.0 * (second_moment(a) + second_moment(b))
     if den == 0.0:
         return 0.0

@@ -1,43 +1,57 @@
 """Claims M1a-M1e: data augmentation, feature averaging and equivariant architectures in
 the mean-field regime (Maass Martinez & Fontbona, NeurIPS 2024; MATH.md section M).
 
-Sizes.  Exactness claims (M1a, M1b, the finite-N identities of M1c/M1d) hold to 1e-12 at
-any size.  The N-trends use the reference experiment (C_2 swap, logistic unit, alpha = 50,
-tau = 1e-4, batch 20, X ~ N(0, 16 I), students N(0, 1/16), N T steps of size alpha/N): the
-FULL profile uses the paper's horizon T = 20 and N in {5, 10, 50, 100, 500, 1000, 5000};
-the QUICK profile uses T = 2 (mean-field time alpha T = 100 instead of 1000) and
-N in {5, 10, 50, 100}, with 3 replicates per N.
+Every check reads its closed forms from its own derivation (``derivations/maass.py``,
+through ``ctx.derivation().results``) or through the public ``verify.formulas`` callables,
+and compares them with an independent float64 particle computation (``numerics``).
+Instances (groups, units, particle systems, widths) are drawn by Hypothesis
+(``for_all_instances``) within the scope of each statement.
+
+Sizes.  Exactness statements (M1a, M1b, the finite-N identities of M1c/M1d) hold to
+rounding at any size.  The N-trends use the reference experiment (C_2 swap, logistic unit,
+alpha = 50, tau = 1e-4, batch 20, X ~ N(0, 16 I), students N(0, 1/16), N T steps of size
+alpha/N): the FULL profile uses the paper's horizon T = 20 and N in {5, 10, 50, 100, 500,
+1000, 5000}; the QUICK profile uses T = 2 and N in {10, 20, 50, 100, 200}.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import mpmath
 import numpy as np
 import sympy as sp
+from hypothesis import strategies as st
 from scipy.linalg import subspace_angles
+from scipy.stats import t as student_t
 
 from derivations import maass as dm
 from numerics.equivariant import (HiddenLayerUnit, LinearUnit, LogisticUnit, SGDConfig,
-                                  TanhUnit, discover_fixed_space, init_particles, make_teacher,
-                                  model_output, symmetrized_output, train)
-from numerics.groups import (GroupAction, c2_swap, cyclic_network_action, cyclic_shift_matrices,
-                             cyclic_shifts, sign_flips)
+                                  TanhUnit, UVUnit, discover_fixed_space, init_particles,
+                                  make_teacher, model_output, scheme_gradient,
+                                  symmetrized_output, train)
+from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_action,
+                             cyclic_shifts, permutation_action, sign_flips, uv_action,
+                             symmetric_group_matrices)
 from numerics.rng import make_rng
-from numerics.transport import rmd
-from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
-
-def _Eq(lhs, rhs) -> sp.Eq:
-    """An unevaluated equation for the report (sp.Eq(Symbol, Matrix) would evaluate to False)."""
-    return sp.Eq(lhs, rhs, evaluate=False)
-
+from numerics.transport import rmd, second_moment, w2_squared_uniform
+from verify import derived
+from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
+from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, loglog_slope
 
 SOURCE = "Maass Martinez & Fontbona (NeurIPS 2024), arXiv 2405.19995"
 EXACT_TOL = 1e-12
 EXACT_REASON = ("both sides are sums of at most |G| N terms of size <= 1 evaluated in "
-                "float64: rounding <= |G| N eps ~ 1e-13; 1e-12 is the issue's exactness bar")
+                "float64: rounding <= |G| N eps ~ 1e-13; 1e-12 is the exactness bar")
+#: per-run false-alarm budget of one statistical sub-check: 20 seeds x <= 5 statistical
+#: sub-checks per claim x 1e-4 <= 0.01 (20 seeds pass together with probability >= 0.99)
+ALPHA_STAT = 1e-4
+
+
+def _Eq(lhs, rhs) -> sp.Eq:
+    return sp.Eq(lhs, rhs, evaluate=False)
 
 
 # ----------------------------------------------------------------------------------------
@@ -55,7 +69,7 @@ class TrendSettings:
         return max(1, int(round(N * self.T)))
 
 
-QUICK = TrendSettings(Ns=(5, 10, 50, 100), T=2.0, replicates=3)
+QUICK = TrendSettings(Ns=(10, 20, 50, 100, 200), T=2.0, replicates=4)
 FULL = TrendSettings(Ns=(5, 10, 50, 100, 500, 1000, 5000), T=20.0, replicates=3)
 
 
@@ -66,28 +80,50 @@ def settings(ctx_or_profile) -> TrendSettings:
 
 def reference() -> tuple[GroupAction, LogisticUnit]:
     """The reference experiment: C_2 swap on R^2, sigma_*(x, z) = logistic(z x), z in R^{2x2}."""
-    return c2_swap(), LogisticUnit(2, 2)
+    return _group("C2"), LogisticUnit(2, 2)
 
 
 def cyclic_net() -> tuple[GroupAction, HiddenLayerUnit]:
     """C_3 acting on a single-hidden-layer unit W tanh(A^T x + B) (parameter sharing)."""
-    return cyclic_network_action(3), HiddenLayerUnit(3)
+    return _group("C3 net"), HiddenLayerUnit(3)
 
 
-def examples() -> list[tuple[str, GroupAction, object]]:
+@lru_cache(maxsize=None)
+def _group(key: str) -> GroupAction:
+    makers = {"C2": c2_swap, "C3": lambda: cyclic_shifts(3),
+              "D3": lambda: permutation_action("dihedral", 3),
+              "S3": lambda: permutation_action("symmetric", 3),
+              "D4": lambda: permutation_action("dihedral", 4),
+              "flips3": lambda: sign_flips(3), "C3 net": lambda: cyclic_network_action(3),
+              "C2 uv": c2_swap_uv,
+              "S3 uv": lambda: uv_action(symmetric_group_matrices(3),
+                                         symmetric_group_matrices(3), name="S3 on (u, v)")}
+    return makers[key]()
+
+
+#: (name, group key, unit, alpha for dynamics): jointly equivariant pairs.  The C3
+#: hidden-layer unit uses alpha = 5: with alpha = 50 its step alpha/N is so large that the
+#: dynamics are chaotic and rounding differences between algebraically equal updates grow
+#: to O(1) (the identities are per-step algebra, not a stability statement).
+EXAMPLES = (("C2 swap, logistic(zx) [reference]", "C2", LogisticUnit(2, 2), 50.0),
+            ("C3 shifts, logistic(zx)", "C3", LogisticUnit(3, 3), 50.0),
+            ("D3, logistic(zx)", "D3", LogisticUnit(3, 3), 50.0),
+            ("S3, tanh(zx)", "S3", TanhUnit(3, 3), 50.0),
+            ("D4, logistic(zx)", "D4", LogisticUnit(4, 4), 50.0),
+            ("sign flips {+-1}^3, tanh(zx)", "flips3", TanhUnit(3, 3), 50.0),
+            ("C2 swap, paper's (u, v) unit v s(u.x/2)", "C2 uv", UVUnit(2, 2), 50.0),
+            ("S3, paper's (u, v) unit", "S3 uv", UVUnit(3, 3), 50.0),
+            ("C3 hidden layer W tanh(A^T x + B)", "C3 net", HiddenLayerUnit(3), 5.0))
+
+
+def examples() -> list[tuple[str, GroupAction, Any]]:
     """Group / jointly equivariant unit pairs used by the exactness checks."""
-    return [("C2 swap, logistic(zx)", *reference()),
-            ("C3 shifts, logistic(zx) on R^3", cyclic_shifts(3), LogisticUnit(3, 3)),
-            ("sign flips {+-1}^3, tanh(zx)", sign_flips(3), TanhUnit(3, 3)),
-            ("C3 hidden layer, W tanh(A^T x + B)", *cyclic_net())]
+    return [(name, _group(key), u) for name, key, u, _ in EXAMPLES]
 
 
-#: finite-N exactness examples: (name, group, unit, N, alpha).  The C3 hidden-layer unit
-#: uses alpha = 5: with alpha = 50 its step alpha/N = 1.7 makes the dynamics chaotic and
-#: the 1e-16 rounding differences between algebraically equal updates grow to 1e-10 .. O(1)
-#: over T = 20 (measured); the identities are per-step algebra, not a stability statement.
-EXACT_EXAMPLES = (("reference (C2 swap, logistic)", *reference(), 50, 50.0),
-                  ("C3 hidden layer", *cyclic_net(), 30, 5.0))
+def _example(i: int) -> tuple[str, GroupAction, Any, float]:
+    name, key, u, alpha = EXAMPLES[i]
+    return name, _group(key), u, alpha
 
 
 def _reps(s: TrendSettings, N: int) -> int:
@@ -98,165 +134,194 @@ def _slope(Ns, vals) -> float:
     return loglog_slope(Ns, np.maximum(vals, 1e-300))  # an exact zero counts as 1e-300
 
 
-def scheme_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
-                 schemes=("vanilla", "da_random", "fa")) -> dict:
-    """RMD between the final particle measures of ``schemes`` (common random numbers:
-    same i.i.d. initialization, data and noise) for every N; mean over replicates."""
-    G, u = reference()
-    teacher = make_teacher(teacher_kind, u, G, make_rng(seed, tag, "teacher", teacher_kind))
-    pairs = [(a, b) for i, a in enumerate(schemes) for b in schemes[i + 1:]]
-    out = {f"{a}|{b}": [] for a, b in pairs}
-    for N in s.Ns:
-        acc = {k: [] for k in out}
-        for r in range(_reps(s, N)):
-            th0 = init_particles("iid", N, u, G, make_rng(seed, tag, "init", N, r))
-            cfg = SGDConfig(steps=s.steps(N), beta=s.beta)
-            fin = {sc: train(u, G, th0, teacher, sc, cfg, make_rng(seed, tag, "data", N, r),
-                             make_rng(seed, tag, "noise", N, r),
-                             make_rng(seed, tag, "g", N, r))[0] for sc in schemes}
-            for a, b in pairs:
-                acc[f"{a}|{b}"].append(rmd(fin[a], fin[b]))
-        for k in out:
-            out[k].append(float(np.mean(acc[k])))
-    return {"Ns": list(s.Ns), "rmd": out, "teacher": teacher_kind}
+def _rel_err(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.abs(a - b).max() / max(1.0, float(np.abs(b).max())))
 
 
-def si_escape_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
-                    scheme: str = "vanilla", beta: float = 0.0) -> dict:
-    """RMD(nu_T, P_{E^G} # nu_T) for ``scheme`` from an SI initialization, per N."""
-    G, u = reference()
-    teacher = make_teacher(teacher_kind, u, G, make_rng(seed, tag, "teacher", teacher_kind))
-    vals = []
-    for N in s.Ns:
-        acc = []
-        for r in range(_reps(s, N)):
-            th0 = init_particles("SI", N, u, G, make_rng(seed, tag, "init", N, r))
-            th, _ = train(u, G, th0, teacher, scheme, SGDConfig(steps=s.steps(N), beta=beta),
-                          make_rng(seed, tag, "data", N, r), make_rng(seed, tag, "noise", N, r),
-                          make_rng(seed, tag, "g", N, r))
-            acc.append(rmd(th, G.project(th)))
-        vals.append(float(np.mean(acc)))
-    return {"Ns": list(s.Ns), "rmd_to_EG": vals, "teacher": teacher_kind, "scheme": scheme,
-            "beta": beta}
+def _lam(cid: str, key, args, modules=("numpy",)):
+    """The derived result ``key`` of claim ``cid`` lambdified (cached per generation)."""
+    return derived.lambdified(cid, key, args, modules=modules)
 
 
-def _trend_subcheck(name: str, Ns, vals, *, expect_shrink: bool = True) -> list[SubCheck]:
-    slope = _slope(Ns, vals)
-    ratio = vals[-1] / vals[0] if vals[0] > 0 else np.inf
-    if expect_shrink:
-        return [SubCheck(f"{name}: log-log slope in N", slope, -0.25,
-                         "finite-N fluctuations are O(N^-1/2) (slope -1/2); -1/4 leaves room "
-                         "for replicate noise with 3 replicates"),
-                SubCheck(f"{name}: RMD(N_max) / RMD(N_min)", ratio, 0.5,
-                         "the largest N must at least halve the discrepancy of the smallest")]
-    return [SubCheck(f"{name}: min over N of RMD (must be >= the bound)", min(vals), 0.1,
-                     "must EXCEED 0.1: the arbitrary teacher's best fit is not in E^G "
-                     "(measured plateau ~0.27)", passed=min(vals) >= 0.1),
-            SubCheck(f"{name}: RMD(N_max) / RMD(N_min) (must be >= the bound)", ratio, 0.5,
-                     "must EXCEED 0.5: no shrinking with N", passed=ratio >= 0.5)]
+# ----------------------------------------------------------------------------------------
+# statistics of an N-trend
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RateFit:
+    """Least-squares fit of log(value) = c + slope log(N) over all replicate points."""
+    slope: float
+    se: float
+    df: int
+
+    def false_alarm(self, predicted: float, threshold: float) -> float:
+        """P(fitted slope > threshold) if the true slope is ``predicted`` (t distribution
+        with the fit's standard error): the chance that a true O(N^predicted) trend fails
+        the test ``slope <= threshold``."""
+        if self.se <= 0:
+            return 0.0 if predicted <= threshold else 1.0
+        return float(student_t.sf((threshold - predicted) / self.se, self.df))
+
+
+def fit_rate(Ns, samples) -> RateFit:
+    """Fit over every replicate: ``samples[k]`` are the replicate values at ``Ns[k]``."""
+    x = np.concatenate([np.full(len(v), np.log(n)) for n, v in zip(Ns, samples)])
+    y = np.log(np.maximum(np.concatenate([np.asarray(v, float) for v in samples]), 1e-300))
+    A = np.stack([np.ones_like(x), x], axis=1)
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    resid = y - A @ coef
+    df = max(1, len(x) - 2)
+    s2 = float(resid @ resid) / df
+    se = float(np.sqrt(s2 / np.sum((x - x.mean()) ** 2)))
+    return RateFit(float(coef[1]), se, df)
+
+
+#: the a-priori rate of a finite-N fluctuation (CLT): RMD = O(N^-1/2)
+PREDICTED_RATE = -0.5
+#: the test "shrinks with N": fitted slope <= -1/4, halfway between the predicted -1/2
+#: and "no shrinking" (0)
+RATE_THRESHOLD = -0.25
+
+
+def _shrink_subcheck(name: str, Ns, samples) -> tuple[SubCheck, RateFit]:
+    """'Shrinks with N': the slope fitted over all replicates is <= -1/4; the false-alarm
+    probability (a true N^-1/2 trend failing) is stated from the fit's standard error."""
+    fit = fit_rate(Ns, samples)
+    fa = fit.false_alarm(PREDICTED_RATE, RATE_THRESHOLD)
+    return SubCheck(f"{name}: fitted log-log rate in N (must be <= -1/4)", fit.slope,
+                    RATE_THRESHOLD,
+                    f"a finite-N fluctuation shrinks like N^-1/2 (CLT); the slope fitted over "
+                    f"{fit.df + 2} replicate points (SE {fit.se:.2g}) must be <= -1/4, halfway "
+                    f"to 'no shrinking'; false-alarm probability if the true rate is -1/2: "
+                    f"{fa:.1e}", passed=bool(fit.slope <= RATE_THRESHOLD)), fit
+
+
+def _plateau_subcheck(name: str, Ns, samples, floor: float) -> tuple[SubCheck, RateFit]:
+    """'Does not shrink': the fitted slope is > -1/4 and every replicate mean >= floor."""
+    fit = fit_rate(Ns, samples)
+    means = [float(np.mean(v)) for v in samples]
+    ok = fit.slope > RATE_THRESHOLD and min(means) >= floor
+    return SubCheck(f"{name}: min over N of the mean RMD (must be >= the bound, rate > -1/4)",
+                    min(means), floor,
+                    f"a different mean-field limit: the discrepancy must stay >= {floor} at "
+                    f"every N and its fitted rate ({fit.slope:.3g}, SE {fit.se:.2g}) must be "
+                    "> -1/4", passed=bool(ok)), fit
 
 
 # ----------------------------------------------------------------------------------------
 # M1a: Q_G Phi_mu = Phi_{mu^G}
 # ----------------------------------------------------------------------------------------
-def derive_m1a() -> Derivation:
-    d = dm.derive_feature_averaging()
-    d3 = dm.derive_feature_averaging(dm.cyclic_group(3), dim=3)
-    P = dm.swap_group()[1][0]
-    x, z = d.equivariance.x, d.equivariance.z
-    steps = [
-        Step("Reference action: $G = C_2 = \\{I, P\\}$, $\\rho = \\hat\\rho = g$, "
-             "$M_g z = g z g^T$; the unit $\\sigma_*(x, z) = \\mathrm{logistic}(z x)$.",
-             _Eq(sp.Symbol("P"), P)),
-        Step("Joint equivariance, $\\sigma_*(Px, PzP) - P\\sigma_*(x, z)$ for symbolic "
-             "$x, z$, simplifies to", _Eq(sp.Symbol("r_P"), d.equivariance.residual[1])),
-        Step("Feature average of $\\mu = w\\delta_a + (1-w)\\delta_b$, "
-             "$(Q_G\\Phi_\\mu)(x) = \\frac12\\sum_g \\hat\\rho_g^T \\Phi_\\mu(\\rho_g x)$, "
-             "first entry $F_1$:", _Eq(sp.Symbol("F_1"), d.feature_averaged[0])),
-        Step("Symmetrized measure $\\mu^G = \\frac12\\sum_g M_g\\#\\mu$: "
-             "$\\Phi_{\\mu^G}(x)$, first entry $S_1$:",
-             _Eq(sp.Symbol("S_1"), d.symmetrized[0])),
-        Step("Their difference $\\Delta = Q_G\\Phi_\\mu - \\Phi_{\\mu^G}$ simplifies to "
-             "zero (M1a):", _Eq(sp.Symbol("Delta"), d.residual)),
-        Step("Same computation for $C_3$ (cyclic shifts of $\\mathbb{R}^3$, "
-             "$M_g z = S z S^T$) with symbolic $3\\times 3$ parameters:",
-             _Eq(sp.Symbol("Delta_C3"), d3.residual)),
-        Step("Why (general $G$): $\\sigma_*(\\rho_g x, z) = \\hat\\rho_g \\sigma_*(x, "
-             "M_{g^{-1}} z)$, so $Q_G\\Phi_\\mu(x) = \\int\\int \\sigma_*(x, M_{g^{-1}}z)\\,"
-             "d\\lambda_G\\, d\\mu = \\Phi_{\\mu^G}(x)$ by inversion invariance of Haar measure."),
-    ]
-    return Derivation(steps, {"single_particle": d.single_particle, "x": x, "z": d.z1,
-                              "residual": d.residual, "residual_c3": d3.residual,
-                              "equivariance_residual": d.equivariance.residual})
-
-
 def _random_measure(rng, N: int, D: int, scale: float = 1.0):
     z = scale * rng.standard_normal((N, D))
     w = rng.dirichlet(np.ones(N))
     return z, w / w.sum()
 
 
-def wrong_reference_action() -> GroupAction:
-    """Negative control: M_g z = g z (rows permuted only) is a representation but NOT the
-    one making logistic(z x) jointly equivariant."""
-    S = cyclic_shift_matrices(2)
-    M = np.einsum("gab,ij->gaibj", S, np.eye(2)).reshape(2, 4, 4)
-    return GroupAction(S, S, M, name="C2 with the wrong action z -> g z")
+@dataclass(frozen=True)
+class OffsetUnit:
+    """Negative control: ``unit`` plus a constant output offset kappa e_1 (not jointly
+    equivariant: Q_G of a constant e_1 is the orbit mean of e_1)."""
+    unit: Any
+    kappa: float
+
+    @property
+    def dim_x(self):
+        return self.unit.dim_x
+
+    @property
+    def dim_y(self):
+        return self.unit.dim_y
+
+    @property
+    def dim_z(self):
+        return self.unit.dim_z
+
+    def value(self, x, theta):
+        v = self.unit.value(x, theta).copy()
+        v[..., 0] += self.kappa
+        return v
+
+    def vjp(self, x, theta, cot, value=None):
+        return self.unit.vjp(x, theta, cot)
 
 
-def _check_m1a(ctx: RunContext, swap_action: GroupAction | None = None) -> Outcome:
-    sizes = (3, 50, 400) if ctx.quick else (3, 50, 400, 5000)
-    rows, sub, art = [], [], {}
-    ex = examples()
-    if swap_action is not None:
-        ex[0] = ("C2 swap with z -> g z (WRONG)", swap_action, ex[0][2])
-    worst_eq = 0.0
-    for name, G, u in ex:
-        rng = ctx.rng("m1a", name)
-        errs = []
-        for N in sizes:
-            for scale in (0.3, 1.0, 3.0):
-                z, w = _random_measure(rng, N, u.dim_z, scale)
-                x = 4.0 * rng.standard_normal((64, u.dim_x))
-                lhs = symmetrized_output(u, G, x, z, w)
-                zs, ws = G.symmetrize_measure(z, w)
-                rhs = model_output(u, x, zs, ws)
-                errs.append(float(np.abs(lhs - rhs).max()))
-        # joint equivariance of the unit, numerically
-        z, _ = _random_measure(rng, 20, u.dim_z)
-        x = 4.0 * rng.standard_normal((16, u.dim_x))
-        eq = max(float(np.abs(u.value(x @ G.rho[g].T, z @ G.M[g].T)
-                              - u.value(x, z) @ G.rho_hat[g].T).max()) for g in range(G.order))
-        worst_eq = max(worst_eq, eq)
-        rows.append([name, G.order, u.dim_z, G.fixed_space_basis().shape[1], len(errs),
-                     fmt(max(errs)), fmt(eq)])
-        art[name] = errs
-        sub.append(SubCheck(f"{name}: max |Q_G Phi_mu - Phi_mu^G| over {len(errs)} measures "
-                            f"(N in {sizes})", max(errs), EXACT_TOL, EXACT_REASON))
-    # derived closed form (lambdified) vs the particle computation, reference group
-    d = ctx.derivation().results
-    G, u = ex[0][1], ex[0][2]
-    f = sp.lambdify([list(d["x"]), list(d["z"])], d["single_particle"], modules="numpy")
-    rng = ctx.rng("m1a", "lambdified")
-    zs = rng.standard_normal((40, 4)) * 2
-    xs = 4.0 * rng.standard_normal((40, 2))
-    sym_err = 0.0
-    for zz, xx in zip(zs, xs):
-        sym = np.asarray(f(list(xx), list(zz)), dtype=float).ravel()
-        num = symmetrized_output(u, G, xx[None], zz[None])[0]
-        sym_err = max(sym_err, float(np.abs(sym - num).max()))
-    sub.append(SubCheck("derived Phi_{phi_z} (SymPy, lambdified) vs Q_G of the particle "
-                        "model, 40 random (x, z)", sym_err, EXACT_TOL, EXACT_REASON))
-    sub.append(SubCheck("joint equivariance sigma(rho_g x, M_g z) = rho^_g sigma(x, z), "
-                        "all examples", worst_eq, EXACT_TOL, EXACT_REASON))
-    table = Table("Q_G Phi_mu vs Phi_{mu^G} on random weighted particle systems",
-                  ["group / unit", "|G|", "D", "dim E^G", "measures", "max error",
-                   "equivariance error"], rows)
+#: negative control of M1a: output offset 4e-11 (error ~ 2e-11 (1 - 1/|G|) > 1e-12: a
+#: near miss by about one decade)
+M1A_OFFSET = 4e-11
+
+_instances_m1a = st.tuples(st.integers(0, len(EXAMPLES) - 1), st.integers(1, 400),
+                           st.sampled_from([0.3, 1.0, 3.0]), st.integers(0, 2**32 - 1))
+
+
+def _measure_m1a(inst, offset: float = 0.0) -> SubCheck:
+    from verify import formulas
+    k, N, scale, seed = inst
+    name, G, u, _ = _example(k)
+    if offset:
+        u = OffsetUnit(u, offset)
+    rng = np.random.default_rng(seed)
+    z, w = _random_measure(rng, N, u.dim_z, scale)
+    x = 4.0 * rng.standard_normal((16, u.dim_x))
+    lhs = symmetrized_output(u, G, x, z, w)              # function side: Q_G Phi_mu
+    zs, ws = formulas.symmetrize(z, G, w)                # parameter side: mu^G
+    rhs = model_output(u, x, zs, ws)
+    return SubCheck(name, _rel_err(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
+
+
+def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
+    """The four derived results of M1a against the float64 particle computation."""
+    x2, a2, b2, w = dm.m1a_symbols(2)
+    x3, a3, b3, _ = dm.m1a_symbols(3)
+    G, u = reference()
+    G3, u3 = _group("C3"), LogisticUnit(3, 3)
+    single = _lam("M1a", "single_particle", [x2, a2])
+    res2 = _lam("M1a", "residual", [x2, a2, b2, w])
+    res3 = _lam("M1a", "residual_c3", [x3, a3, b3, w])
+    equi = _lam("M1a", "equivariance_residual", [x2, a2])
+    rng = ctx.rng("m1a", "derived")
+    e_single = e_res2 = e_res3 = e_equi = 0.0
+    for _ in range(30):
+        xx, za, zb = 4 * rng.standard_normal(2), 2 * rng.standard_normal(4), 2 * rng.standard_normal(4)
+        ww = rng.uniform(0.05, 0.95)
+        num = symmetrized_output(u, G, xx[None], za[None])[0]
+        e_single = max(e_single, _rel_err(np.ravel(single(xx, za)), num))
+        zab, wts = np.stack([za, zb]), np.array([ww, 1 - ww])
+        diff = (symmetrized_output(u, G, xx[None], zab, wts)
+                - model_output(u, xx[None], *G.symmetrize_measure(zab, wts)))[0]
+        e_res2 = max(e_res2, float(np.abs(diff - np.ravel(res2(xx, za, zb, ww)).astype(float)).max()))
+        Pg = G.rho[1]
+        eq = (u.value((Pg @ xx)[None], (G.M[1] @ za)[None]) - u.value(xx[None], za[None]) @ G.rho_hat[1].T)[0, 0]
+        e_equi = max(e_equi, float(np.abs(eq - np.ravel(equi(xx, za)).astype(float)).max()))
+        x3v, z3a, z3b = 4 * rng.standard_normal(3), 2 * rng.standard_normal(9), 2 * rng.standard_normal(9)
+        z3, = [np.stack([z3a, z3b])]
+        diff3 = (symmetrized_output(u3, G3, x3v[None], z3, wts)
+                 - model_output(u3, x3v[None], *G3.symmetrize_measure(z3, wts)))[0]
+        e_res3 = max(e_res3, float(np.abs(diff3 - np.ravel(res3(x3v, z3a, z3b, ww)).astype(float)).max()))
+    why = "float64 evaluation of sums of <= 6 logistic terms: rounding <= 1e-15"
+    return [SubCheck("derived Phi_{phi_z}(x) (lambdified) vs Q_G of the particle model, "
+                     "30 random (x, z)", e_single, EXACT_TOL, why),
+            SubCheck("derived residual Q_G Phi_mu - Phi_mu^G (C2, two atoms) vs float64 "
+                     "difference", e_res2, EXACT_TOL, why),
+            SubCheck("derived residual (C3, two atoms) vs float64 difference", e_res3,
+                     EXACT_TOL, why),
+            SubCheck("derived joint-equivariance residual vs sigma(Px, PzP) - P sigma(x, z)",
+                     e_equi, EXACT_TOL, why)]
+
+
+def _check_m1a(ctx: RunContext, offset: float = 0.0) -> Outcome:
+    main = for_all_instances(
+        ctx, "Q_G Phi_mu (function side) vs Phi_{mu^G} with mu^G = formulas.symmetrize(mu) "
+             "(relative, worst drawn group/unit/measure)",
+        _instances_m1a, lambda inst: _measure_m1a(inst, offset), quick=12, full=60)
+    sub = [main] + _derived_vs_numeric_m1a(ctx)
+    rows = [[name, _group(key).order, u.dim_z, _group(key).fixed_space_basis().shape[1]]
+            for name, key, u, _ in EXAMPLES]
+    table = Table("Group / unit pairs drawn from", ["group / unit", "|G|", "D", "dim E^G"], rows)
     return combine("feature average Q_G Phi_mu (function side) vs the model of the "
-                   "symmetrized measure mu^G (parameter side), on random weighted particle "
-                   "systems, four group/unit pairs", sub, tables=[table],
-                   details={"sizes": list(sizes), "scales": [0.3, 1.0, 3.0]},
-                   artifacts={"errors": art})
+                   "symmetrized measure mu^G (parameter side, formulas.symmetrize) on "
+                   "Hypothesis-drawn groups, units and weighted particle systems; the derived "
+                   "closed forms vs float64", sub, tables=[table],
+                   details={"instances": main.instances})
 
 
 def check_m1a(ctx: RunContext) -> Outcome:
@@ -264,102 +329,107 @@ def check_m1a(ctx: RunContext) -> Outcome:
 
 
 def negative_control_m1a(ctx: RunContext) -> Outcome:
-    return _check_m1a(ctx, wrong_reference_action())
-
-
-def figures_m1a(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.plotting import new_figure, save_figure
-    errs = ev.artifacts.get("errors", {})
-    if not errs:
-        return []
-    fig, ax = new_figure(width=6.0)
-    for i, (name, e) in enumerate(errs.items()):
-        e = np.maximum(np.asarray(e), 1e-18)
-        ax.semilogy(np.full(len(e), i) + np.linspace(-0.2, 0.2, len(e)), e, "o", ms=4)
-    ax.axhline(EXACT_TOL, color="k", ls="--", label="1e-12")
-    ax.set_xticks(range(len(errs)))
-    ax.set_xticklabels([n.split(",")[0] for n in errs], fontsize=7)
-    ax.set_ylabel(r"$\max_x |Q_G\Phi_\mu(x) - \Phi_{\mu^G}(x)|$"), ax.legend()
-    name = "M1a_errors.png"
-    save_figure(fig, outdir / name)
-    return [(name, "Feature averaging vs symmetrized measure: maximal discrepancy per random "
-                   "particle system (zero plotted at 1e-18).")]
+    return _check_m1a(ctx, offset=M1A_OFFSET)
 
 
 # ----------------------------------------------------------------------------------------
 # M1b: projected vs symmetrized models
 # ----------------------------------------------------------------------------------------
-#: pinned counterexample for the logistic unit, found by Hypothesis (tests/test_maass.py,
-#: ``test_m1b_counterexample_search``): one particle z, one input x, small integers
-PINNED_Z = ((0, 0), (0, 1))
-PINNED_X = (0, 2)
+PINNED_Z, PINNED_X = dm.PINNED_Z, dm.PINNED_X
 
 
-def derive_m1b() -> Derivation:
-    d = dm.derive_projection_vs_symmetrization()
-    steps = [
-        Step("Projection onto $E^G$ as the Haar average $P_{E^G} z = \\frac12(z + PzP)$ "
-             "(shown as a 2 x 2 matrix):",
-             _Eq(sp.MatMul(sp.MatrixSymbol("P_E", 4, 4), sp.MatrixSymbol("z", 4, 1)), d.projector)),
-        Step("Linear unit $\\sigma_*(x, z) = z x$: $\\Delta_{lin} = \\Phi_{\\mu^G} - "
-             "\\Phi_{\\mu^{E^G}}$ for one symbolic atom (both sides are linear in $\\mu$):",
-             _Eq(sp.Symbol("Delta_lin"), d.linear_residual)),
-        Step("The same for $C_3$ acting on $3\\times 3$ parameters:",
-             _Eq(sp.Symbol("Delta_C3"), d.linear_residual_c3)),
-        Step("Logistic unit: entrywise the difference is $\\frac12(s(u) + s(v)) - "
-             "s(\\frac{u+v}2)$ with $u = (zx)_k$, $v = (PzPx)_k$ (checked symbolically):",
-             _Eq(sp.Function("D")(d.u, d.v), d.difference_uv)),
-        Step("Expanding $D(\\varepsilon u, \\varepsilon v)$: the orders "
-             "$\\varepsilon^0, \\varepsilon^1, \\varepsilon^2$ vanish "
-             f"({[str(c) for c in d.low_order]}); the leading coefficient $c_3$ "
-             "(of $\\varepsilon^3$) is", _Eq(sp.Symbol("c_3"), d.leading_term)),
-        Step("So the models differ for generic $(u, v)$ (a logistic Jensen gap whose leading "
-             "term vanishes only on $u = v$ and $u = -v$): the projected model is not the "
-             "feature-averaged one.  Pinned counterexample "
-             f"(found by Hypothesis): $z = {sp.latex(sp.Matrix(PINNED_Z))}$, "
-             f"$x = {sp.latex(sp.Matrix(PINNED_X))}$:",
-             _Eq(sp.Symbol("D_pinned"), sp.simplify(d.logistic_difference.subs(
-                 {**dict(zip(d.z, [c for r in PINNED_Z for c in r])),
-                  **dict(zip(d.x, PINNED_X))})))),
-    ]
-    return Derivation(steps, {"difference_uv": d.difference_uv, "u": d.u, "v": d.v,
-                              "leading": d.leading_term, "logistic_difference": d.logistic_difference,
-                              "x": d.x, "z": d.z, "linear_residual": d.linear_residual,
-                              "linear_residual_c3": d.linear_residual_c3,
-                              "projector": d.projector})
+@dataclass(frozen=True)
+class CubicUnit(LinearUnit):
+    """Negative control of M1b: z x + kappa (z x)^3 (not linear in z)."""
+    kappa: float = 0.0
+
+    def value(self, x, theta):
+        t = self._pre(x, theta)
+        return t + self.kappa * t ** 3
 
 
-def _check_m1b(ctx: RunContext, linear_unit_cls=LinearUnit) -> Outcome:
-    sub, rows = [], []
+#: kappa of the negative control: a relative Jensen gap of a few 1e-12 (near miss)
+M1B_KAPPA = 3e-13
+_LINEAR_GROUPS = ("C2", "C3", "D3", "S3", "D4", "flips3")
+_instances_m1b = st.tuples(st.sampled_from(_LINEAR_GROUPS), st.integers(1, 200),
+                           st.integers(0, 2**32 - 1))
+
+
+def _measure_m1b(inst, kappa: float = 0.0) -> SubCheck:
+    from verify import formulas
+    key, N, seed = inst
+    G = _group(key)
+    u = CubicUnit(G.dim_x, G.dim_y, kappa=kappa) if kappa else LinearUnit(G.dim_x, G.dim_y)
+    rng = np.random.default_rng(seed)
+    z, w = _random_measure(rng, N, u.dim_z)
+    x = 4.0 * rng.standard_normal((16, u.dim_x))
+    sym = model_output(u, x, *formulas.symmetrize(z, G, w))
+    proj = model_output(u, x, *formulas.project_to_fixed_space(z, G, w))
+    return SubCheck(G.name, _rel_err(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
+
+
+def _mp_taylor_D(uu: float, vv: float, n: int = 3):
+    """Taylor coefficients 0..n of eps -> D(eps u, eps v) from the DEFINITION
+    D = (s(eps u) + s(eps v))/2 - s(eps (u + v)/2) by mpmath's high-precision numerical
+    differentiation (independent of SymPy's series)."""
+    with mpmath.workdps(40):
+        s = lambda t: 1 / (1 + mpmath.exp(-t))
+        f = lambda e: (s(e * uu) + s(e * vv)) / 2 - s(e * (uu + vv) / 2)
+        return [float(c) for c in mpmath.taylor(f, 0, n)]
+
+
+def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
+    from verify import formulas
     d = ctx.derivation().results
-    # symbolic residuals are exactly zero (SymPy)
-    nz = sum(1 for e in list(d["linear_residual"]) + list(d["linear_residual_c3"]) if e != 0)
-    # numerics: Phi_{mu^G} vs Phi_{mu^{E^G}} for the "linear" unit on random measures
-    worst, rng = 0.0, ctx.rng("m1b", "linear")
-    for name, G in (("C2 swap", c2_swap()), ("C3 shifts", cyclic_shifts(3)),
-                    ("sign flips {+-1}^3", sign_flips(3))):
-        u = linear_unit_cls(G.dim_x, G.dim_y)
-        for N in (1, 10, 200):
-            z, w = _random_measure(rng, N, u.dim_z)
-            x = 4.0 * rng.standard_normal((32, u.dim_x))
-            zs, ws = G.symmetrize_measure(z, w)
-            zp, wp = G.project_measure(z, w)
-            err = float(np.abs(model_output(u, x, zs, ws) - model_output(u, x, zp, wp)).max()
-                        / max(1.0, np.abs(model_output(u, x, zs, ws)).max()))
-            worst = max(worst, err)
-            rows.append([name, u.__class__.__name__, N, fmt(err)])
-    sub.append(SubCheck(f"{linear_unit_cls.__name__}: max relative |Phi_mu^G - Phi_mu^E^G| "
-                        "(3 groups x 3 sizes)", worst, EXACT_TOL, EXACT_REASON))
-    sub.append(SubCheck("SymPy: nonzero entries of the linear-unit residual (C2, C3)", nz, 0,
-                        "exact symbolic identity"))
-    # logistic: pinned counterexample, particle numerics vs derived difference (mpmath)
+    sub = [for_all_instances(
+        ctx, "linear units: relative |Phi_{mu^G} - Phi_{mu^{E^G}}| (formulas.symmetrize vs "
+             "formulas.project_to_fixed_space; worst drawn group/measure)",
+        _instances_m1b, lambda inst: _measure_m1b(inst, kappa), quick=12, full=60)]
     G, u = reference()
+    G3 = _group("C3")
+    xs2, zs2 = list(dm.vector_symbols("x", 2)), list(dm.matrix_symbols("z", 2, 2))
+    xs3, zs3 = list(dm.vector_symbols("x", 3)), list(dm.matrix_symbols("z", 3, 3))
+    lin2 = _lam("M1b", "linear_residual", [xs2, zs2])
+    lin3 = _lam("M1b", "linear_residual_c3", [xs3, zs3])
+    proj = _lam("M1b", "projector", [zs2])
+    logi = _lam("M1b", "logistic_difference", [xs2, zs2])
+    uvf = _lam("M1b", "difference_uv", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)])
+    rng = ctx.rng("m1b", "derived")
+    e_lin = e_proj = e_logi = e_uv = 0.0
+    lu2, lu3 = LinearUnit(2, 2), LinearUnit(3, 3)
+    for _ in range(30):
+        xx, zz = 4 * rng.standard_normal(2), 2 * rng.standard_normal(4)
+        x3v, z3 = 4 * rng.standard_normal(3), 2 * rng.standard_normal(9)
+        d2 = (model_output(lu2, xx[None], *G.symmetrize_measure(zz[None]))
+              - model_output(lu2, xx[None], *G.project_measure(zz[None])))[0]
+        d3 = (model_output(lu3, x3v[None], *G3.symmetrize_measure(z3[None]))
+              - model_output(lu3, x3v[None], *G3.project_measure(z3[None])))[0]
+        e_lin = max(e_lin, float(np.abs(d2 - np.ravel(lin2(xx, zz)).astype(float)).max()),
+                    float(np.abs(d3 - np.ravel(lin3(x3v, z3)).astype(float)).max()))
+        e_proj = max(e_proj, _rel_err(np.ravel(proj(zz)).astype(float),
+                                      formulas.project_to_fixed_space(zz[None], G)[0][0]))
+        dl = (model_output(u, xx[None], *G.symmetrize_measure(zz[None]))
+              - model_output(u, xx[None], *G.project_measure(zz[None])))[0]
+        e_logi = max(e_logi, float(np.abs(dl - np.ravel(logi(xx, zz)).astype(float)).max()))
+        # entrywise (u, v) form: u = (z x)_k, v = (PzP x)_k
+        uu = zz.reshape(2, 2) @ xx
+        vv = (G.M[1] @ zz).reshape(2, 2) @ xx
+        e_uv = max(e_uv, float(np.abs(dl - np.array([uvf(uu[k], vv[k]) for k in range(2)])).max()))
+    why = "float64 evaluation of a handful of terms of size <= 1e2: rounding <= 1e-13"
+    sub += [SubCheck("derived linear-unit residuals (C2, C3) vs float64 difference",
+                     e_lin, EXACT_TOL, why),
+            SubCheck("derived P_{E^G} z vs formulas.project_to_fixed_space", e_proj,
+                     EXACT_TOL, why),
+            SubCheck("derived logistic difference Phi_{mu^G} - Phi_{mu^{E^G}} vs float64 "
+                     "particle difference, 30 random (x, z)", e_logi, EXACT_TOL, why),
+            SubCheck("derived (u, v) form D(u, v) vs float64 particle difference", e_uv,
+                     EXACT_TOL, why)]
+    # pinned counterexample: particle difference vs derived closed form at 30 digits
     z = np.array(PINNED_Z, float).reshape(1, 4)
     x = np.array(PINNED_X, float)[None]
-    zs, ws = G.symmetrize_measure(z)
-    zp, wp = G.project_measure(z)
-    num = model_output(u, x, zs, ws)[0] - model_output(u, x, zp, wp)[0]
-    fd = sp.lambdify([list(d["x"]), list(d["z"])], d["logistic_difference"], modules="mpmath")
+    num = (model_output(u, x, *formulas.symmetrize(z, G))
+           - model_output(u, x, *formulas.project_to_fixed_space(z, G)))[0]
+    fd = _lam("M1b", "logistic_difference", [xs2, zs2], modules=("mpmath",))
     with mpmath.workdps(30):
         ref = np.array([float(v) for v in fd(list(PINNED_X), [c for r in PINNED_Z for c in r])])
     sub.append(SubCheck("pinned counterexample: particle difference vs derived closed form "
@@ -369,46 +439,34 @@ def _check_m1b(ctx: RunContext, linear_unit_cls=LinearUnit) -> Outcome:
     sub.append(SubCheck("pinned counterexample: |Phi_mu^G - Phi_mu^E^G| (must be >= the "
                         "bound)", gap, 1e-3, "a genuine difference: must EXCEED 1e-3, ten "
                         "orders above rounding", passed=gap >= 1e-3))
-    # leading term: D(eps u, eps v) / eps^3 -> derived coefficient, error O(eps^2)
-    fu = sp.lambdify([d["u"], d["v"]], d["difference_uv"], modules="mpmath")
-    fl = sp.lambdify([d["u"], d["v"]], d["leading"], modules="mpmath")
-    rng = ctx.rng("m1b", "leading")
-    lead_rows, lead_worst = [], 0.0
-    for uu, vv in rng.uniform(-2, 2, size=(6, 2)):
-        errs = []
-        for e in (1e-1, 1e-2, 1e-3):
-            with mpmath.workdps(50):
-                val = fu(mpmath.mpf(e * uu), mpmath.mpf(e * vv)) / mpmath.mpf(e) ** 3
-                lead = fl(mpmath.mpf(uu), mpmath.mpf(vv))
-                errs.append(float(abs(val - lead) / abs(lead)))
-        lead_worst = max(lead_worst, errs[-1])
-        lead_rows.append([fmt(uu), fmt(vv), *[fmt(v) for v in errs]])
-    sub.append(SubCheck("leading term: relative error of D(eps u, eps v)/eps^3 at eps = 1e-3",
-                        lead_worst, 1e-4, "next order is O(eps^2) relative (odd function of "
-                        "eps): ~1e-6 x (u^2+v^2); 1e-4 covers |u|, |v| <= 2"))
-    # logistic on random measures: the models differ generically
-    rng = ctx.rng("m1b", "logistic")
-    gaps = []
-    for _ in range(20):
-        z, w = _random_measure(rng, 10, 4)
-        xx = 4.0 * rng.standard_normal((32, 2))
-        zs, ws = G.symmetrize_measure(z, w)
-        zp, wp = G.project_measure(z, w)
-        gaps.append(float(np.abs(model_output(u, xx, zs, ws) - model_output(u, xx, zp, wp)).max()))
-    tables = [Table("Linear units: symmetrized vs projected model", ["group", "unit", "N",
-                                                                      "relative error"], rows),
+    # Taylor coefficients of D(eps u, eps v): derived vs mpmath numerical differentiation
+    fl = _lam("M1b", "leading", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
+              modules=("mpmath",))
+    low = [_lam("M1b", ("low_order", k), [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
+                modules=("mpmath",)) for k in range(3)]
+    lead_rows, e_tay = [], 0.0
+    for uu, vv in ctx.rng("m1b", "leading").uniform(-2, 2, size=(6, 2)):
+        ref_c = _mp_taylor_D(uu, vv)
+        with mpmath.workdps(30):
+            der = [float(low[k](mpmath.mpf(uu), mpmath.mpf(vv))) for k in range(3)]
+            der.append(float(fl(mpmath.mpf(uu), mpmath.mpf(vv))))
+        err = max(abs(a - b) for a, b in zip(der, ref_c))
+        e_tay = max(e_tay, err)
+        lead_rows.append([fmt(uu), fmt(vv), fmt(ref_c[3], 12), fmt(der[3], 12), fmt(err)])
+    sub.append(SubCheck("Taylor coefficients eps^0..eps^3 of D(eps u, eps v): derived vs "
+                        "mpmath numerical differentiation of the definition (40 digits)",
+                        e_tay, 1e-20, "mpmath.taylor at 40 digits is accurate to ~1e-30; "
+                        "coefficients are O(1e-2)"))
+    tables = [Table("Leading term c_3(u, v): derived vs mpmath Taylor coefficient",
+                    ["u", "v", "mpmath", "derived", "max |error| over orders 0..3"], lead_rows),
               Table("Logistic unit: pinned counterexample", ["quantity", "entry 1", "entry 2"],
                     [["particle numerics", fmt(num[0], 12), fmt(num[1], 12)],
-                     ["derived closed form (mpmath)", fmt(ref[0], 12), fmt(ref[1], 12)]]),
-              Table("Leading term -(u-v)^2 (u+v)/128: relative error of D(eps u, eps v)/eps^3",
-                    ["u", "v", "eps=1e-1", "eps=1e-2", "eps=1e-3"], lead_rows)]
+                     ["derived closed form (mpmath)", fmt(ref[0], 12), fmt(ref[1], 12)]])]
     return combine("symmetrized model Phi_{mu^G} vs projected model Phi_{mu^{E^G}}: equal "
-                   "for linear units (SymPy + particles), different for the logistic unit "
-                   "(pinned counterexample vs derived closed form)", sub, tables=tables,
-                   details={"logistic_random_gaps_min": min(gaps),
-                            "logistic_random_gaps_median": float(np.median(gaps)),
-                            "pinned_z": PINNED_Z, "pinned_x": PINNED_X},
-                   artifacts={"gaps": gaps})
+                   "for linear units (drawn groups and measures), different for the logistic "
+                   "unit (derived closed form vs particles, pinned counterexample, Taylor "
+                   "coefficients vs mpmath)", sub, tables=tables,
+                   details={"pinned_z": PINNED_Z, "pinned_x": PINNED_X})
 
 
 def check_m1b(ctx: RunContext) -> Outcome:
@@ -416,14 +474,14 @@ def check_m1b(ctx: RunContext) -> Outcome:
 
 
 def negative_control_m1b(ctx: RunContext) -> Outcome:
-    return _check_m1b(ctx, LogisticUnit)
+    return _check_m1b(ctx, kappa=M1B_KAPPA)
 
 
 def figures_m1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.plotting import new_figure, save_figure
-    d = get_claim("M1b").derivation().results
-    f = sp.lambdify([d["u"], d["v"]], d["difference_uv"], modules="numpy")
-    fl = sp.lambdify([d["u"], d["v"]], d["leading"], modules="numpy")
+    u_, v_ = sp.Symbol("u", real=True), sp.Symbol("v", real=True)
+    f = _lam("M1b", "difference_uv", [u_, v_])
+    fl = _lam("M1b", "leading", [u_, v_])
     t = np.linspace(-6, 6, 241)
     fig, ax = new_figure(width=5.5)
     ax.plot(t, f(t, 0.0 * t), label=r"logistic: $D(u, 0)$")
@@ -439,98 +497,164 @@ def figures_m1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
                    "the logistic unit.")]
 
 
-def get_claim(cid: str) -> Claim:
-    from verify.claims import get
-    return get(cid)
-
-
 # ----------------------------------------------------------------------------------------
 # M1c: DA, FA and vanilla agree from WI initializations
 # ----------------------------------------------------------------------------------------
-def _exact_runs(ctx: RunContext, G, u, N: int, steps: int, noise: str, tag: str,
-                schemes=("vanilla", "da_orbit", "fa"), alpha: float = 50.0
-                ) -> tuple[float, float, dict]:
-    teacher = make_teacher("WI", u, G, ctx.rng(tag, "teacher"))
-    th0 = init_particles("orbit", N, u, G, ctx.rng(tag, "init"))
-    cfg = SGDConfig(steps=steps, beta=1e-6, batch=G.order * -(-20 // G.order), alpha=alpha)
-    fin = {sc: train(u, G, th0, teacher, sc, cfg, ctx.rng(tag, "data"), ctx.rng(tag, "noise"),
-                     noise=noise, orbit_closed_data=True)[0] for sc in schemes}
-    diff = max(float(np.abs(fin[a] - fin[b]).max()) for a in schemes for b in schemes)
-    # union of orbits: block g equals M_g applied to block 0
-    n0 = N // G.order
-    blocks = fin["fa"].reshape(G.order, n0, -1)
-    orb = max(float(np.abs(blocks[g] - blocks[0] @ G.M[g].T).max()) for g in range(G.order))
-    return diff, orb, fin
+def scheme_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
+                 schemes=("vanilla", "da_orbit", "fa")) -> dict:
+    """RMD between the final particle measures of ``schemes`` (common random numbers:
+    same i.i.d. initialization, data and noise) for every N; ``samples[pair][k]`` holds
+    the replicate values at ``Ns[k]`` and ``rmd[pair]`` their means."""
+    from verify import formulas
+    G, u = reference()
+    teacher = make_teacher(teacher_kind, u, G, make_rng(seed, tag, "teacher", teacher_kind))
+    pairs = [(a, b) for i, a in enumerate(schemes) for b in schemes[i + 1:]]
+    samples = {f"{a}|{b}": [] for a, b in pairs}
+    for N in s.Ns:
+        acc = {k: [] for k in samples}
+        for r in range(_reps(s, N)):
+            th0 = init_particles("iid", N, u, G, make_rng(seed, tag, "init", N, r))
+            cfg = SGDConfig(steps=s.steps(N), beta=s.beta)
+            fin = {sc: train(u, G, th0, teacher, sc, cfg, make_rng(seed, tag, "data", N, r),
+                             make_rng(seed, tag, "noise", N, r),
+                             make_rng(seed, tag, "g", N, r))[0] for sc in schemes}
+            for a, b in pairs:
+                acc[f"{a}|{b}"].append(float(formulas.rmd(fin[a], fin[b])))
+        for k in samples:
+            samples[k].append(acc[k])
+    return {"Ns": list(s.Ns), "samples": samples, "teacher": teacher_kind,
+            "rmd": {k: [float(np.mean(v)) for v in vals] for k, vals in samples.items()}}
 
 
-def derive_m1c() -> Derivation:
-    G = dm.swap_group()
-    P = G[1][0]
-    steps = [
-        Step("DA with the whole orbit minimizes $R^{DA}$; its per-particle field is "
-             "$V(z) = \\frac{1}{|G|B}\\sum_{b,h}\\nabla_z\\sigma_*(\\rho_h x_b, z)^T"
-             "(\\Phi(\\rho_h x_b) - \\hat\\rho_h y_b)$."),
-        Step("Differentiating joint equivariance gives $\\nabla_z\\sigma_*(\\rho_g x, M_g z)^T"
-             " = M_g \\nabla_z\\sigma_*(x, z)^T\\hat\\rho_g^T$; if the particle set is a union "
-             "of orbits, $\\Phi$ is equivariant and $V(M_g z) = M_g V(z)$: the orbit "
-             "structure is preserved when the noise of $M_g\\theta_i$ is $M_g\\xi_i$."),
-        Step("For an equivariant $\\Phi$, $\\Phi(\\rho_h x) - \\hat\\rho_h y = \\hat\\rho_h("
-             "Q_G\\Phi(x) - y)$, which is exactly the FA cotangent: FA and full-orbit DA "
-             "steps coincide; vanilla on $G$-closed batches is full-orbit DA term by term."),
-        Step("Reference group element used in the checks:", _Eq(sp.Symbol("P"), P)),
-        Step("$R^{DA}(\\mu) - R^{FA}(\\mu) = \\frac12 E\\int_G |\\Phi_\\mu(\\rho_g X) - "
-             "\\hat\\rho_g Q_G\\Phi_\\mu(X)|^2 d\\lambda_G$ (quadratic loss, orthogonal "
-             "$\\hat\\rho$): a square vanishing at WI laws, so its first variation vanishes "
-             "there and DA and FA share the mean-field dynamics from WI laws for ANY data; "
-             "vanilla joins them when the data are symmetric."),
-        Step("Without orbit structure (i.i.d. initialization, random-$g$ DA) the three "
-             "schemes share the mean-field limit (same WGF for WI laws and symmetric data), "
-             "so their finite-$N$ discrepancy is a fluctuation, expected $O(N^{-1/2})$."),
-    ]
-    return Derivation(steps, {})
+_instances_risk = st.tuples(st.sampled_from([0, 1, 6]), st.integers(1, 60),
+                            st.booleans(), st.integers(0, 2**32 - 1))
 
 
-def _check_m1c(ctx: RunContext, noise: str = "orbit", trend_teachers=("WI", "SI")) -> Outcome:
+def _measure_risk_gap(inst) -> SubCheck:
+    """Pointwise R^DA - R^FA (float64, from the model outputs) vs the derived square."""
+    k, n0, wi, seed = inst
+    name, G, u, _ = _example(k)
+    rng = np.random.default_rng(seed)
+    if wi:
+        z = init_particles("orbit", n0 * G.order, u, G, rng, std=1.0)
+    else:
+        z = rng.standard_normal((n0, u.dim_z))
+    x = 4.0 * rng.standard_normal((8, u.dim_x))
+    y = rng.standard_normal((8, u.dim_y))
+    a = np.stack([model_output(u, x @ G.rho[g].T, z) for g in range(G.order)])   # (|G|, B, dY)
+    da = np.mean([0.5 * np.sum((a[g] - y @ G.rho_hat[g].T) ** 2, axis=1)
+                  for g in range(G.order)], axis=0)
+    fa = 0.5 * np.sum((symmetrized_output(u, G, x, z) - y) ** 2, axis=1)
+    key = {2: "orbit_variance_c2", 3: "orbit_variance_c3"}[G.order]
+    asyms, ysyms = dm.m1c_symbols(G.order, u.dim_y)
+    var = _lam("M1c", key, [asyms])
+    derived_v = np.array([float(var([list(a[g, b]) for g in range(G.order)]))
+                          for b in range(x.shape[0])])
+    err = float(np.abs((da - fa) - derived_v).max() / max(1.0, float(da.max())))
+    if G.order == 2:
+        gap = _lam("M1c", "risk_gap_c2", [asyms, ysyms])
+        dg = np.array([float(gap([list(a[g, b]) for g in range(2)], list(y[b])))
+                       for b in range(x.shape[0])])
+        err = max(err, float(np.abs((da - fa) - dg).max() / max(1.0, float(da.max()))))
+    return SubCheck(name, err, EXACT_TOL, f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
+                    f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms")
+
+
+def _measure_translate(inst) -> SubCheck:
+    """formulas.rmd(mu, mu + c) vs the derived exact RMD of a translate, and vs the
+    derived definition evaluated on transport's W_2 and second moments."""
+    from verify import formulas
+    N, D, shift, seed = inst
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((N, D)) + rng.standard_normal(D)
+    c = shift * rng.standard_normal(D)
+    got = float(formulas.rmd(a, a + c))
+    c2s, m2s, mcs = dm.translate_symbols()
+    f = _lam("M1c", "rmd_sq_translate", [c2s, m2s, mcs])
+    ref = float(np.sqrt(f(float(c @ c), second_moment(a), float(a.mean(axis=0) @ c))))
+    w2s, mas, mbs = dm.rmd_symbols()
+    fdef = _lam("M1c", "rmd", [w2s, mas, mbs])
+    ref2 = float(fdef(w2_squared_uniform(a, a + c), second_moment(a), second_moment(a + c)))
+    err = max(abs(got - ref), abs(got - ref2)) / max(ref, 1e-300)
+    return SubCheck("translate", err, 1e-12, f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
+                    "W_2 = |c| exactly (Brenier); float64 sums of N squares: rounding "
+                    "~ N eps relative")
+
+
+_instances_translate = st.tuples(st.integers(2, 60), st.integers(1, 6),
+                                 st.sampled_from([1e-3, 0.1, 1.0, 10.0]),
+                                 st.integers(0, 2**32 - 1))
+#: finite-N exactness: examples x N (multiples of |G|); steps = min(N T, EXACT_STEPS)
+EXACT_STEPS = 200
+_instances_exact = st.tuples(st.sampled_from([0, 1, 2, 6, 8]), st.integers(1, 20),
+                             st.integers(0, 2**32 - 1))
+
+
+def _exact_pair(inst, T: float, noise: str = "orbit", schemes=("da_orbit", "fa"),
+                init: str = "orbit") -> SubCheck:
+    """Full-orbit DA vs FA from a union-of-orbits init (i.i.d. data batches: the two
+    updates are different computations, equal only because Phi is then equivariant)."""
+    k, n0, seed = inst
+    name, G, u, alpha = _example(k)
+    N = n0 * G.order
+    rng = np.random.default_rng(seed)
+    teacher = make_teacher("WI", u, G, rng)
+    th0 = init_particles(init, N, u, G, rng) if init != "iid" else \
+        init_particles("iid", N, u, G, rng)
+    steps = min(EXACT_STEPS, max(1, int(N * T)))
+    cfg = SGDConfig(steps=steps, beta=1e-6, alpha=alpha)
+    ss = rng.integers(0, 2**32, size=2)
+    fin = {sc: train(u, G, th0, teacher, sc, cfg, np.random.default_rng(ss[0]),
+                     np.random.default_rng(ss[1]), noise=noise)[0] for sc in schemes}
+    scale = max(1.0, float(np.abs(fin[schemes[0]]).max()))
+    diff = float(np.abs(fin[schemes[0]] - fin[schemes[1]]).max()) / scale
+    blocks = fin[schemes[1]].reshape(G.order, N // G.order, -1)
+    orb = max(float(np.abs(blocks[g] - blocks[0] @ G.M[g].T).max()) for g in range(G.order)) / scale
+    return SubCheck(name, max(diff, orb), EXACT_TOL,
+                    f"{name}, N = {N}, {steps} steps, alpha = {alpha}: max(|DA - FA|, orbit "
+                    "error) / max|theta|; algebraically equal updates, rounding ~ eps per step "
+                    "not amplified over <= 200 steps")
+
+
+def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
     s = settings(ctx)
-    sub, rows = [], []
-    for name, G, u, N, alpha in EXACT_EXAMPLES:
-        steps = s.steps(N)
-        diff, orb, _ = _exact_runs(ctx, G, u, N, steps, noise, f"exact-{name}", alpha=alpha)
-        rows.append([name, N, alpha, steps, fmt(diff), fmt(orb)])
-        sub.append(SubCheck(f"{name}: max |theta_vanilla - theta_DA-orbit|, |theta_FA - "
-                            f"theta_DA-orbit| after {steps} steps (N = {N})", diff, EXACT_TOL,
-                            "same sums in a different order: rounding ~ eps sqrt(steps) |theta|"
-                            " ~ 1e-14"))
-        sub.append(SubCheck(f"{name}: final particles still a union of orbits (max error)",
-                            orb, EXACT_TOL, EXACT_REASON))
-    trends, trow = {}, []
-    for tk in trend_teachers:
-        tr = scheme_trend(tk, s, ctx.seed, f"M1c-{tk}")
-        trends[tk] = tr
-        for pair in ("vanilla|da_random", "vanilla|fa"):
-            vals = tr["rmd"][pair]
-            trow.append([tk, pair.replace("|", " vs "), *[fmt(v) for v in vals],
-                         fmt(_slope(s.Ns, vals))])
-            sub += _trend_subcheck(f"{tk} teacher, {pair.replace('|', ' vs ')}", s.Ns, vals)
-    if trend_teachers != ("arbitrary",):
-        # DA and FA share the mean-field dynamics from WI laws even for NON-symmetric data
-        tr = scheme_trend("arbitrary", s, ctx.seed, "M1c-arbitrary", schemes=("da_random", "fa"))
-        trends["arbitrary (DA vs FA only)"] = tr
-        vals = tr["rmd"]["da_random|fa"]
-        trow.append(["arbitrary", "da_random vs fa", *[fmt(v) for v in vals],
-                     fmt(_slope(s.Ns, vals))])
-        sub += _trend_subcheck("arbitrary teacher, da_random vs fa", s.Ns, vals)
-    tables = [Table("Finite-N identities from a union-of-orbits initialization",
-                    ["example", "N", "alpha", "steps", "max trajectory difference",
-                     "orbit error"], rows),
-              Table(f"RMD between schemes at time T = {s.T} (mean of {s.replicates} replicates)",
-                    ["teacher", "pair", *[f"N={n}" for n in s.Ns], "slope"], trow)]
-    return combine("vanilla / full-orbit DA / FA trajectories from a WI (union-of-orbits) "
-                   "initialization with G-closed data batches (exact), and RMD between "
-                   "vanilla, random-g DA and FA from i.i.d. initializations vs N", sub,
-                   tables=tables, details={"Ns": list(s.Ns), "T": s.T, "noise": noise,
-                                           "replicates": s.replicates},
-                   artifacts={"trends": trends, "Ns": list(s.Ns)})
+    sub = [for_all_instances(ctx, "R^DA - R^FA (float64, pointwise in (x, y)) vs the derived "
+                                  "orbit variance, WI and non-WI particles (relative)",
+                             _instances_risk, _measure_risk_gap, quick=8, full=40),
+           for_all_instances(ctx, "formulas.rmd(mu, mu + c) vs the derived RMD of a translate "
+                                  "and the derived definition (relative)",
+                             _instances_translate, _measure_translate, quick=8, full=40),
+           for_all_instances(ctx, "full-orbit DA vs FA from a union-of-orbits init with "
+                                  "orbit-coupled noise (max trajectory difference and orbit "
+                                  "error, relative)",
+                             _instances_exact, lambda inst: _exact_pair(inst, s.T),
+                             quick=4, full=12)]
+    tr = scheme_trend(trend_teacher, s, ctx.seed, f"M1c-{trend_teacher}")
+    trows, fits = [], {}
+    for pair in ("vanilla|da_orbit", "da_orbit|fa", "vanilla|fa"):
+        sc, fit = _shrink_subcheck(f"RMD({pair.replace('|', ', ')}) vs N ({trend_teacher} "
+                                   "teacher)", s.Ns, tr["samples"][pair])
+        fits[pair] = fit
+        if pair != "vanilla|fa":
+            sub.append(sc)
+        trows.append([trend_teacher, pair.replace("|", " vs "), *[fmt(v) for v in tr["rmd"][pair]],
+                      f"{fit.slope:.3g} +- {fit.se:.2g}",
+                      f"{fit.false_alarm(PREDICTED_RATE, RATE_THRESHOLD):.1e}"])
+    tables = [Table(f"RMD between schemes from i.i.d. initializations at T = {s.T} (mean of "
+                    f"{s.replicates} replicates; common data and noise)",
+                    ["teacher", "pair", *[f"N={n}" for n in s.Ns], "fitted rate +- SE",
+                     "false alarm at rate -1/2"], trows)]
+    notes = ["Vanilla SGD on orbit-completed batches IS full-orbit DA term by term (same sum), "
+             "so it is not compared at finite N; vanilla on i.i.d. batches differs from DA at "
+             "finite N and is compared through the N-trend only."]
+    return combine("R^DA - R^FA as the derived orbit variance (zero at WI laws), formulas.rmd "
+                   "vs the exact RMD of a translate, full-orbit DA vs FA from union-of-orbits "
+                   "inits (exact), and RMD between vanilla, full-orbit DA and FA from i.i.d. "
+                   "inits vs N (rate)", sub, tables=tables, notes=notes,
+                   details={"Ns": list(s.Ns), "T": s.T, "replicates": s.replicates,
+                            "rates": {k: {"slope": f.slope, "se": f.se, "df": f.df}
+                                      for k, f in fits.items()}},
+                   artifacts={"trends": {trend_teacher: tr}, "Ns": list(s.Ns)})
 
 
 def check_m1c(ctx: RunContext) -> Outcome:
@@ -538,7 +662,7 @@ def check_m1c(ctx: RunContext) -> Outcome:
 
 
 def negative_control_m1c(ctx: RunContext) -> Outcome:
-    return _check_m1c(ctx, noise="iid", trend_teachers=("arbitrary",))
+    return _check_m1c(ctx, trend_teacher="arbitrary")
 
 
 def figures_trend(ev: Evidence, outdir: Path, name: str, title: str) -> list[tuple[str, str]]:
@@ -568,80 +692,176 @@ def figures_m1c(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------------------
 # M1d: SI is preserved
 # ----------------------------------------------------------------------------------------
-def derive_m1d() -> Derivation:
-    steps = [
-        Step("For $z \\in E^G$ ($M_g z = z$) any equivariant field satisfies "
-             "$V(z) = V(M_g z) = M_g V(z)$, i.e. $V(z) \\in E^G$."),
-        Step("The FA field $\\frac{1}{|G|}\\sum_h \\nabla_z\\sigma_*(\\rho_h x, z)^T"
-             "\\hat\\rho_h(Q_G\\Phi(x) - y)$ and the full-orbit DA field are equivariant for "
-             "every batch (the orbit average symmetrizes the data), and so is "
-             "$\\tau\\nabla r(z) = 2\\tau z$: noiseless FA and full-orbit DA keep every particle "
-             "in $E^G$ at any $N$.  EA uses $P_{E^G}$ on the gradient and on the noise."),
-        Step("Vanilla SGD uses a single (non-symmetric) batch: its field at $z \\in E^G$ has "
-             "a component orthogonal to $E^G$ of zero mean when the data are symmetric, so "
-             "the escape is a fluctuation, expected $O(N^{-1/2})$; with a non-symmetric "
-             "(arbitrary) teacher the population field itself leaves $E^G$."),
-        Step("Isotropic noise ($\\beta > 0$) is not equivariant-to-$E^G$: it moves particles "
-             "off $E^G$ by about $\\sqrt{2\\beta\\alpha T}$ in any scheme but EA, so "
-             "the exact statements use $\\beta = 0$ (FA, DA) or projected noise (EA)."),
-    ]
-    return Derivation(steps, {})
-
-
-def _si_exact(ctx: RunContext, G, u, N: int, steps: int, scheme: str, beta: float, tag: str,
-              alpha: float = 50.0) -> float:
-    teacher = make_teacher("WI", u, G, ctx.rng(tag, "teacher"))
-    th0 = init_particles("SI", N, u, G, ctx.rng(tag, "init"))
-    rec = max(1, steps // 10)
-    _, snaps = train(u, G, th0, teacher, scheme, SGDConfig(steps=steps, beta=beta, alpha=alpha),
-                     ctx.rng(tag, "data"), ctx.rng(tag, "noise"), record_every=rec)
-    return max(float(G.distance_to_fixed_space(z).max()) for _, z in snaps)
-
-
-def _check_m1d(ctx: RunContext, exact_schemes=(("fa", 0.0), ("da_orbit", 0.0), ("ea", 1e-6)),
-               trend_teachers=("WI", "SI")) -> Outcome:
-    s = settings(ctx)
-    sub, rows = [], []
-    for name, G, u, N, alpha in EXACT_EXAMPLES:
-        steps = s.steps(N)
-        for sc, beta in exact_schemes:
-            dist = _si_exact(ctx, G, u, N, steps, sc, beta, f"exact-{name}", alpha=alpha)
-            rows.append([name, sc, beta, N, alpha, steps, fmt(dist)])
-            sub.append(SubCheck(f"{name}, {sc} (beta = {beta:g}): max distance to E^G over "
-                                f"the trajectory", dist, EXACT_TOL,
-                                "the field maps E^G into itself; only rounding (~eps |theta| "
-                                "per step, not amplified over this horizon) can leave it"))
-    # how much isotropic noise alone moves FA off E^G (information, not a pass criterion)
+def si_escape_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
+                    scheme: str = "vanilla", beta: float = 0.0) -> dict:
+    """RMD(nu_T, P_{E^G} # nu_T) for ``scheme`` from an SI initialization, per N
+    (``samples[k]``: replicate values at ``Ns[k]``; ``rmd_to_EG``: their means)."""
+    from verify import formulas
     G, u = reference()
-    noisy = _si_exact(ctx, G, u, 50, s.steps(50), "fa", 1e-6, "noise-info")
-    trends, trow = {}, []
-    for tk in trend_teachers:
-        tr = si_escape_trend(tk, s, ctx.seed, f"M1d-{tk}")
-        trends[tk] = tr
-        trow.append([tk, "vanilla", *[fmt(v) for v in tr["rmd_to_EG"]],
-                     fmt(_slope(s.Ns, tr["rmd_to_EG"]))])
-        sub += _trend_subcheck(f"{tk} teacher, vanilla RMD(nu, P#nu)", s.Ns, tr["rmd_to_EG"])
+    teacher = make_teacher(teacher_kind, u, G, make_rng(seed, tag, "teacher", teacher_kind))
+    samples = []
+    for N in s.Ns:
+        acc = []
+        for r in range(_reps(s, N)):
+            th0 = init_particles("SI", N, u, G, make_rng(seed, tag, "init", N, r))
+            th, _ = train(u, G, th0, teacher, scheme, SGDConfig(steps=s.steps(N), beta=beta),
+                          make_rng(seed, tag, "data", N, r), make_rng(seed, tag, "noise", N, r),
+                          make_rng(seed, tag, "g", N, r))
+            acc.append(float(formulas.rmd(th, formulas.project_to_fixed_space(th, G)[0])))
+        samples.append(acc)
+    return {"Ns": list(s.Ns), "samples": samples,
+            "rmd_to_EG": [float(np.mean(v)) for v in samples], "teacher": teacher_kind,
+            "scheme": scheme, "beta": beta}
+
+
+def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
+    """The derived FA drift at z in E^G vs the numerics' FA gradient (one sample)."""
+    (ps, qs), xs, rs = dm.m1d_symbols()
+    V = _lam("M1d", "projected_drift", [ps, qs, xs, rs])
+    Vt = _lam("M1d", "transversal_drift", [ps, qs, xs, rs])
+    Vd = _lam("M1d", "drift_minus_projected_vanilla", [ps, qs, xs, rs])
+    G, u = reference()
+    P = G.projector()
+    rng = ctx.rng("m1d", "drift")
+    e_v = e_t = e_d = 0.0
+    for _ in range(20):
+        th = G.project(1.5 * rng.standard_normal((6, 4)))      # 6 particles in E^G
+        x = 4.0 * rng.standard_normal((1, 2))
+        y = rng.standard_normal((1, 2))
+        fa = scheme_gradient("fa", u, G, th, x, y)
+        van = scheme_gradient("vanilla", u, G, th, x, y)
+        r = symmetrized_output(u, G, x, th)[0] - y[0]
+        for i in range(th.shape[0]):
+            p, q = th[i, 0], th[i, 1]
+            der = np.ravel(V(p, q, x[0], r)).astype(float)
+            e_v = max(e_v, _rel_err(fa[i], der))
+            e_t = max(e_t, float(np.abs(fa[i] @ (np.eye(4) - P).T
+                                        - np.ravel(Vt(p, q, x[0], r)).astype(float)).max()))
+            e_d = max(e_d, float(np.abs(fa[i] - van[i] @ P.T
+                                        - np.ravel(Vd(p, q, x[0], r)).astype(float)).max()))
+    why = "float64 evaluation of 8 logistic terms: rounding <= 1e-15"
+    return [SubCheck("derived FA drift at z in E^G vs numerics' FA gradient (one sample, "
+                     "120 particles)", e_v, EXACT_TOL, why),
+            SubCheck("derived transversal drift (I - P)V vs (I - P) of the numerics' FA "
+                     "gradient", e_t, EXACT_TOL, why),
+            SubCheck("derived V - P grad_vanilla vs numerics (FA gradient minus projected "
+                     "vanilla gradient)", e_d, EXACT_TOL, why)]
+
+
+_instances_si = st.tuples(st.sampled_from([0, 1, 2, 3, 6, 8]), st.sampled_from(["fa", "da_orbit"]),
+                          st.sampled_from(["WI", "arbitrary"]), st.integers(2, 60),
+                          st.integers(0, 2**32 - 1))
+#: negative control of M1d: the initialization is moved off E^G by this relative amount
+#: (not SI); the distance then exceeds the rounding bound 4 eps steps Gamma (<= 1.8e-13
+#: Gamma at 200 steps) by one to two decades (a near miss)
+M1D_OFFSET = 2e-12
+
+
+def _si_exact(inst, T: float, offset: float = 0.0) -> SubCheck:
+    """Max distance to E^G along a noiseless FA / full-orbit DA run from an SI init.
+
+    Tolerance: each update rounds at ~eps max|theta| (a few operations: 4 eps), and a
+    deviation from E^G injected at one step is amplified by at most the transversal growth
+    factor Gamma of the run, measured on a twin run started 1e-8 off E^G; so the distance
+    stays <= 4 eps steps max(1, Gamma) (relative)."""
+    k, scheme, teacher_kind, N, seed = inst
+    name, G, u, alpha = _example(k)
+    rng = np.random.default_rng(seed)
+    teacher = make_teacher(teacher_kind, u, G, rng)
+    th0 = init_particles("SI", N, u, G, rng)
+    kick = rng.standard_normal(th0.shape)
+    kick -= G.project(kick)
+    kick *= 1e-8 * np.abs(th0).max() / max(float(np.abs(kick).max()), 1e-300)
+    if offset:
+        th0 = th0 + kick * (offset / 1e-8)
+    steps = min(EXACT_STEPS, max(1, int(N * T)))
+    cfg = SGDConfig(steps=steps, beta=0.0, alpha=alpha)
+    rec = max(1, steps // 10)
+
+    def run(start):
+        _, snaps = train(u, G, start, teacher, scheme, cfg, np.random.default_rng(seed + 1),
+                         np.random.default_rng(seed + 2), record_every=rec)
+        return [float(G.distance_to_fixed_space(z).max()) / max(1.0, float(np.abs(z).max()))
+                for _, z in snaps]
+    dist = max(run(th0))
+    twin = run(th0 + kick)
+    gamma = max(twin) / max(twin[0], 1e-300)
+    tol = max(EXACT_TOL, 4 * np.finfo(float).eps * steps * max(1.0, gamma))
+    return SubCheck(name, dist, tol,
+                    f"{name}, {scheme}, {teacher_kind} teacher, N = {N}, {steps} steps: the "
+                    f"field maps E^G into itself (derived); rounding 4 eps per step amplified "
+                    f"by the transversal growth Gamma = {gamma:.3g} of a twin run started 1e-8 "
+                    "off E^G: 4 eps steps max(1, Gamma), at least 1e-12")
+
+
+def instability_probe(N: int = 10, eps: float = 1e-7, T: float = 20.0, seed: int = 0,
+                      schemes=("fa", "da_orbit")) -> dict:
+    """Transversal (in)stability of E^G at small N: the reference experiment from an SI
+    init (WI teacher, beta = 0), unperturbed and moved off E^G by ``eps`` (relative);
+    RMD^2(nu_T, P#nu_T) at the end of each run."""
+    from verify import formulas
+    G, u = reference()
+    rng = make_rng(seed, "M1d-instability")
+    teacher = make_teacher("WI", u, G, rng)
+    th0 = init_particles("SI", N, u, G, rng)
+    kick = rng.standard_normal(th0.shape)
+    kick -= G.project(kick)
+    kick *= eps * np.linalg.norm(th0) / np.linalg.norm(kick)
+    out = {}
+    for sc in schemes:
+        row = {}
+        for lab, start in (("unperturbed", th0), ("perturbed", th0 + kick)):
+            th, _ = train(u, G, start, teacher, sc, SGDConfig(steps=int(N * T), beta=0.0),
+                          make_rng(seed, "M1d-instability", "data"),
+                          make_rng(seed, "M1d-instability", "noise"))
+            row[lab] = float(formulas.rmd(th, formulas.project_to_fixed_space(th, G)[0]) ** 2)
+        row["initial"] = float(formulas.rmd(th0 + kick, G.project(th0 + kick)) ** 2)
+        out[sc] = row
+    return {"N": N, "eps": eps, "T": T, "rmd2": out}
+
+
+def _check_m1d(ctx: RunContext, offset: float = 0.0, trend_teacher: str = "WI") -> Outcome:
+    s = settings(ctx)
+    sub = _drift_subchecks(ctx)
+    sub.insert(0, for_all_instances(
+        ctx, "noiseless FA / full-orbit DA from an SI init: max distance to E^G over the "
+             "trajectory (relative; drawn group/unit, scheme, teacher, N)",
+        _instances_si, lambda inst: _si_exact(inst, s.T, offset), quick=6, full=24))
+    tr = si_escape_trend(trend_teacher, s, ctx.seed, f"M1d-{trend_teacher}")
+    sc, fit = _shrink_subcheck(f"vanilla RMD(nu_T, P#nu_T) from SI vs N ({trend_teacher} "
+                               "teacher)", s.Ns, tr["samples"])
+    sub.append(sc)
     arb = si_escape_trend("arbitrary", s, ctx.seed, "M1d-arbitrary")
-    trends["arbitrary"] = arb
-    trow.append(["arbitrary", "vanilla", *[fmt(v) for v in arb["rmd_to_EG"]],
-                 fmt(_slope(s.Ns, arb["rmd_to_EG"]))])
-    sub += _trend_subcheck("arbitrary teacher, vanilla RMD(nu, P#nu)", s.Ns, arb["rmd_to_EG"],
-                           expect_shrink=False)
-    tables = [Table("SI initialization: distance to E^G (exact schemes)",
-                    ["example", "scheme", "beta", "N", "alpha", "steps", "max distance"], rows),
-              Table(f"Vanilla from SI initialization, beta = 0: RMD(nu_T, P_E^G # nu_T), T = {s.T}",
-                    ["teacher", "scheme", *[f"N={n}" for n in s.Ns], "slope"], trow)]
-    return combine("distance to E^G of FA / full-orbit DA (noiseless) and EA (projected "
-                   "noise) from SI initializations (exact), and vanilla's escape vs N for "
-                   "WI / SI / arbitrary teachers", sub, tables=tables,
-                   details={"Ns": list(s.Ns), "T": s.T,
-                            "fa_isotropic_noise_beta_1e-6_max_distance": noisy,
-                            "predicted_noise_scale_sqrt(2 beta alpha T)":
-                                float(np.sqrt(2e-6 * 50 * s.T))},
-                   notes=[f"FA with isotropic noise beta = 1e-6 leaves E^G by {noisy:.3g} "
-                          f"(sqrt(2 beta alpha T) = {np.sqrt(2e-6 * 50 * s.T):.3g}): SI is "
-                          "preserved by the noiseless (or projected-noise) dynamics only."],
-                   artifacts={"trends": trends})
+    sc2, fit2 = _plateau_subcheck("arbitrary teacher: vanilla leaves E^G", s.Ns, arb["samples"],
+                                  0.05)
+    sub.append(sc2)
+    probe = instability_probe(10, 1e-7, s.T, ctx.seed)
+    trow = [[tk, "vanilla", *[fmt(v) for v in d["rmd_to_EG"]], f"{f.slope:.3g} +- {f.se:.2g}"]
+            for tk, d, f in ((trend_teacher, tr, fit), ("arbitrary", arb, fit2))]
+    prow = [[sc_, fmt(r["unperturbed"]), fmt(r["initial"]), fmt(r["perturbed"]),
+             fmt(r["perturbed"] / max(r["initial"], 1e-300))] for sc_, r in probe["rmd2"].items()]
+    tables = [Table(f"Vanilla from SI initializations, beta = 0: RMD(nu_T, P_E^G # nu_T), "
+                    f"T = {s.T}", ["teacher", "scheme", *[f"N={n}" for n in s.Ns],
+                                   "fitted rate +- SE"], trow),
+              Table(f"Transversal instability of E^G at N = {probe['N']} (perturbation "
+                    f"{probe['eps']:g} off E^G, T = {probe['T']}): RMD^2 to E^G",
+                    ["scheme", "unperturbed, end", "perturbed, start", "perturbed, end",
+                     "growth factor"], prow)]
+    notes = ["E^G is invariant for the noiseless FA and full-orbit DA dynamics (exact, any "
+             "teacher: the FA drift at z in E^G is P_{E^G} of the vanilla drift), but not "
+             "necessarily transversally stable at small N: a perturbation off E^G can grow "
+             "(table above).  'Exactly, even at finite N' holds in exact arithmetic and for "
+             "runs that start exactly on E^G; float32 runs or noisy inits drift away.",
+             "EA projects gradient and noise at every step: it stays in E^G by construction "
+             "and is therefore not a test of the statement."]
+    return combine("distance to E^G of noiseless FA / full-orbit DA from SI inits (exact, "
+                   "drawn instances), the derived projected drift vs the numerics' gradient, "
+                   "vanilla's escape from E^G vs N (rate) and with a non-symmetric teacher",
+                   sub, tables=tables, notes=notes,
+                   details={"Ns": list(s.Ns), "T": s.T, "instability": probe,
+                            "rates": {"vanilla_symmetric": {"slope": fit.slope, "se": fit.se},
+                                      "vanilla_arbitrary": {"slope": fit2.slope, "se": fit2.se}}},
+                   artifacts={"trends": {trend_teacher: tr, "arbitrary": arb}})
 
 
 def check_m1d(ctx: RunContext) -> Outcome:
@@ -649,7 +869,7 @@ def check_m1d(ctx: RunContext) -> Outcome:
 
 
 def negative_control_m1d(ctx: RunContext) -> Outcome:
-    return _check_m1d(ctx, exact_schemes=(("vanilla", 0.0),), trend_teachers=("arbitrary",))
+    return _check_m1d(ctx, offset=M1D_OFFSET)
 
 
 def figures_m1d(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -672,23 +892,22 @@ class HeuristicSettings:
 
 H_QUICK = HeuristicSettings(N=100, T=5.0)
 H_FULL = HeuristicSettings(N=500, T=10.0)
-#: the literal vanilla variant (i.i.d. batches): its escape out of E^G is an SGD
-#: fluctuation, so it needs coarser thresholds
+#: the heuristic as the paper states it: free (vanilla, i.i.d. batches) training
 H_VANILLA = HeuristicSettings(N=200, T=2.0, rmd_threshold=0.05, eigen_threshold=0.02,
                               scheme="vanilla")
 
 
 def heuristic_run(G: GroupAction, u, teacher_kind: str, hs: HeuristicSettings, seed: int,
-                  tag: str) -> dict:
+                  tag: str, E: np.ndarray | None = None) -> dict:
     """Run the discovery heuristic (beta = 0: free noiseless training with ``hs.scheme``)
-    and compare its subspace with E^G (principal angles, radians)."""
+    and compare its subspace with E^G (``E``: orthonormal basis; default the numerics')."""
     teacher = make_teacher(teacher_kind, u, G, make_rng(seed, tag, "teacher"))
     cfg = SGDConfig(steps=max(1, int(hs.N * hs.T)), beta=0.0)
     basis, its, conv = discover_fixed_space(
         u, G, teacher, cfg, hs.N, make_rng(seed, tag, "heuristic"),
         rmd_threshold=hs.rmd_threshold, eigen_threshold=hs.eigen_threshold,
         max_iter=hs.max_iter, scheme=hs.scheme)
-    E = G.fixed_space_basis()
+    E = G.fixed_space_basis() if E is None else E
 
     def angles(B):
         return subspace_angles(B, E).tolist() if B.shape[1] else []
@@ -703,26 +922,10 @@ def heuristic_run(G: GroupAction, u, teacher_kind: str, hs: HeuristicSettings, s
 
 def heuristic_examples() -> list[tuple[str, GroupAction, object]]:
     return [("reference (C2 swap, logistic)", *reference()),
-            ("C3 shifts, logistic on R^3", cyclic_shifts(3), LogisticUnit(3, 3))]
+            ("C3 shifts, logistic on R^3", _group("C3"), LogisticUnit(3, 3))]
 
 
-def derive_m1e() -> Derivation:
-    steps = [
-        Step("Heuristic (MATH.md M1e): $E_0 = \\{0\\}$; initialize SI on $E_j$, train freely "
-             "(no constraint on the particles, $\\beta = 0$, batches completed by their "
-             "$G$-orbits so the data law seen is symmetric), measure $\\mathrm{RMD}(\\nu_T, P_{E_j}\\#\\nu_T)$; if it "
-             "exceeds a threshold, add the eigenvectors of "
-             "$\\frac1N\\sum_i r_i r_i^T$, $r_i = (I - P_{E_j})\\theta_i$, whose eigenvalues "
-             "exceed a fraction of $m_2(\\nu_T)$; stop when the particles stay."),
-        Step("Why it finds $E^G$: by M1d, with symmetric data a measure on $E^G$ stays on "
-             "$E^G$ (up to $O(N^{-1/2})$), while from a proper subspace of $E^G$ the "
-             "(equivariant) field moves particles within $E^G$; it never uses $M_g$."),
-        Step("Reference experiment: $E^G = \\{[[p, q], [q, p]]\\}$, dimension",
-             sp.Integer(2)),
-        Step("$C_3$ on $3 \\times 3$ parameters: $E^G$ = circulant matrices, dimension",
-             sp.Integer(3)),
-    ]
-    return Derivation(steps, {})
+_BASIS_KEYS = {"reference (C2 swap, logistic)": "basis_c2", "C3 shifts, logistic on R^3": "basis_c3"}
 
 
 def _iterate_rows(name: str, res: dict) -> list[list]:
@@ -732,54 +935,116 @@ def _iterate_rows(name: str, res: dict) -> list[list]:
             for it in res["iterates"]]
 
 
-def _check_m1e(ctx: RunContext, teacher_kind: str = "WI", scheme: str = "da_orbit") -> Outcome:
+def first_escape_angle(G: GroupAction, u, teacher: np.ndarray, N: int, T: float,
+                       rng_data, rng_noise, E: np.ndarray) -> float:
+    """First iteration of the heuristic as stated (E_0 = {0}, free vanilla training,
+    beta = 0): all N particles start at 0 and stay identical (same gradient, no noise), so
+    the run is that of one particle with step alpha/N for N T steps (exact); returns the
+    angle between the escape direction (the top principal direction of nu_T) and E^G."""
+    cfg = SGDConfig(steps=max(1, int(N * T)), beta=0.0, alpha=SGDConfig().alpha / N)
+    th, _ = train(u, G, np.zeros((1, u.dim_z)), teacher, "vanilla", cfg, rng_data, rng_noise)
+    nrm = float(np.linalg.norm(th))
+    if nrm == 0:
+        return float(np.pi / 2)
+    return float(subspace_angles(th.T / nrm, E)[0])
+
+
+#: sizes of the literal-heuristic rate test (first escape direction vs N)
+ESCAPE_NS = (50, 100, 200, 400, 800)
+ESCAPE_REPS = 4
+
+
+def escape_angle_trend(G, u, teacher_kind: str, seed: int, tag: str, E: np.ndarray,
+                       Ns=ESCAPE_NS, reps: int = ESCAPE_REPS, T: float = 2.0) -> list[list[float]]:
+    teacher = make_teacher(teacher_kind, u, G, make_rng(seed, tag, "teacher"))
+    return [[first_escape_angle(G, u, teacher, N, T, make_rng(seed, tag, "data", N, r),
+                                make_rng(seed, tag, "noise", N, r), E) for r in range(reps)]
+            for N in Ns]
+
+
+def _derived_basis(key: str) -> np.ndarray:
+    return np.array(derived.results("M1e")[key].evalf(17), dtype=float)
+
+
+def _check_m1e(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
     hs = H_QUICK if ctx.quick else H_FULL
-    hs = HeuristicSettings(hs.N, hs.T, scheme=scheme) if scheme == "da_orbit" else H_VANILLA
+    d = ctx.derivation().results
     sub, rows, runs = [], [], {}
+    # (a) derived E^G vs the numerics' Haar-average projector
+    for key, G in (("basis_c2", _group("C2")), ("basis_c3", _group("C3")),
+                   ("basis_uv", _group("C2 uv"))):
+        B = np.array(d[key].evalf(17), dtype=float)
+        err = float(np.abs(B @ B.T - G.projector()).max())
+        sub.append(SubCheck(f"derived E^G basis ({key}): |B B^T - (1/|G|) sum_g M_g|", err,
+                            EXACT_TOL, "exact rational/sqrt entries vs a float64 mean of "
+                                       "permutation matrices: rounding ~ 1e-16"))
+    # (b) the heuristic with orbit-completed batches recovers E^G exactly
     for name, G, u in heuristic_examples():
-        res = heuristic_run(G, u, teacher_kind, hs, ctx.seed, f"M1e-{name}")
+        E = np.linalg.qr(np.array(d[_BASIS_KEYS[name]].evalf(17), dtype=float))[0]
+        res = heuristic_run(G, u, "WI", hs, ctx.seed, f"M1e-{name}", E=E)
         runs[name] = res
         rows += _iterate_rows(name, res)
-        sub.append(SubCheck(f"{name}: |dim found - dim E^G| (dim E^G = {res['dim_EG']}, "
-                            f"converged = {res['converged']})",
+        sub.append(SubCheck(f"{name}, orbit-completed batches: |dim found - dim E^G| "
+                            f"(converged = {res['converged']})",
                             abs(res["dim_found"] - res["dim_EG"]) + (0 if res["converged"] else 99),
                             0, "the dimension must be recovered exactly"))
-        sub.append(SubCheck(f"{name}: largest principal angle to E^G (radians)",
-                            res["max_angle"], 1e-8,
-                            "with orbit-completed batches the field maps E_j (a subspace of "
-                            "E^G) into E^G, so the escape directions lie in E^G up to "
-                            "rounding: eigenvector error ~ eps m_2 / gap <= 1e-13 for "
-                            "gaps >= 1e-3 m_2"))
-        sub.append(SubCheck(f"{name}: iterations used", len(res["iterates"]), 5,
-                            "'a few iterations': at most dim E^G growth steps plus one to "
-                            "confirm"))
-    info_rows, info = [], {}
-    if teacher_kind == "WI" and scheme == "da_orbit":
+        sub.append(SubCheck(f"{name}, orbit-completed batches: largest principal angle to "
+                            "the derived E^G (radians)", res["max_angle"], 1e-8,
+                            "the field maps E_j (a subspace of E^G) into E^G (M1d), so the "
+                            "escape directions lie in E^G up to rounding: eigenvector error "
+                            "~ eps m_2 / gap <= 1e-13 for gaps >= 1e-3 m_2"))
+    # (c) the heuristic as the paper states it (free vanilla training): the first escape
+    #     direction converges to E^G as N grows (a finite-N fluctuation, rate -1/2)
+    trows = []
+    for name, G, u in heuristic_examples():
+        E = np.linalg.qr(np.array(d[_BASIS_KEYS[name]].evalf(17), dtype=float))[0]
+        samples = escape_angle_trend(G, u, trend_teacher, ctx.seed, f"M1e-escape-{name}", E)
+        sc, fit = _shrink_subcheck(f"free vanilla training: angle of the first escape "
+                                   f"direction to E^G vs N ({name}, {trend_teacher} teacher)",
+                                   ESCAPE_NS, samples)
+        sub.append(sc)
+        trows.append([name, trend_teacher, *[fmt(np.mean(v)) for v in samples],
+                      f"{fit.slope:.3g} +- {fit.se:.2g}"])
+    # (d) the literal multi-step heuristic at finite N (finding, reported)
+    lit_rows, lit = [], {}
+    if trend_teacher == "WI":
         for name, G, u in heuristic_examples():
-            res = heuristic_run(G, u, "WI", H_VANILLA, ctx.seed, f"M1e-vanilla-{name}")
-            info[name] = {"dim_found": res["dim_found"], "max_angle": res["max_angle"],
-                          "converged": res["converged"]}
-            info_rows += _iterate_rows(name, res)
+            E = np.linalg.qr(np.array(d[_BASIS_KEYS[name]].evalf(17), dtype=float))[0]
+            res = heuristic_run(G, u, "WI", H_VANILLA, ctx.seed, f"M1e-vanilla-{name}", E=E)
+            lit[name] = {"dim_found": res["dim_found"], "max_angle": res["max_angle"],
+                         "converged": res["converged"]}
+            lit_rows += _iterate_rows(name, res)
     headers = ["example", "scheme", "j", "dim E_j", "escape RMD", "escape spectrum / m_2",
                "added", "max angle to E^G (rad)"]
-    tables = [Table(f"Iterates (N = {hs.N}, T = {hs.T}, beta = 0, {hs.scheme}, thresholds RMD "
-                    f"{hs.rmd_threshold}, eigenvalue {hs.eigen_threshold} m_2)", headers, rows)]
+    tables = [Table(f"Iterates with orbit-completed batches (N = {hs.N}, T = {hs.T}, beta = 0, "
+                    f"thresholds RMD {hs.rmd_threshold}, eigenvalue {hs.eigen_threshold} m_2)",
+                    headers, rows),
+              Table("Free vanilla training: mean angle (rad) of the first escape direction to "
+                    f"E^G ({ESCAPE_REPS} replicates, T = 2)",
+                    ["example", "teacher", *[f"N={n}" for n in ESCAPE_NS], "fitted rate +- SE"],
+                    trows)]
     notes = []
-    if info_rows:
-        tables.append(Table(f"Literal vanilla variant (i.i.d. batches, N = {H_VANILLA.N}, "
-                            f"T = {H_VANILLA.T}, thresholds {H_VANILLA.rmd_threshold} / "
-                            f"{H_VANILLA.eigen_threshold}): evidence only", headers, info_rows))
-        notes.append("With i.i.d. (not orbit-completed) batches the particles also leave E^G "
-                     "by an SGD fluctuation O((alpha^2 T / (N B))^(1/2)), amplified by the "
-                     "dynamics; the vanilla heuristic then needs coarse thresholds and is "
-                     "fragile (it over- or under-shoots for some seeds at N <= 400, see the "
-                     "second table).  The check uses orbit-completed batches, which needs the "
-                     "action of G on the data only, never M_g.")
-    return combine(f"the E^G-discovery heuristic ({teacher_kind} teacher, {hs.scheme} training)"
-                   " vs the true fixed space (dimension and principal angles)", sub,
-                   tables=tables, notes=notes,
-                   details={"N": hs.N, "T": hs.T, "teacher": teacher_kind, "scheme": hs.scheme,
-                            "vanilla_variant": info},
+    if lit_rows:
+        tables.append(Table(f"FINDING - the literal heuristic (free vanilla training, N = "
+                            f"{H_VANILLA.N}, T = {H_VANILLA.T}, thresholds "
+                            f"{H_VANILLA.rmd_threshold} / {H_VANILLA.eigen_threshold})",
+                            headers, lit_rows))
+        summary = "; ".join(f"{k}: dim {v['dim_found']}, angle {v['max_angle']:.3g} rad, "
+                            f"converged {v['converged']}" for k, v in lit.items())
+        notes.append("FINDING (statement weaker than stated): run literally (free vanilla "
+                     "training on i.i.d. batches) at finite N the heuristic does not reliably "
+                     "return E^G: SGD fluctuations tilt the escape directions off E^G by "
+                     "O(N^-1/2) (e.g. C3 at N = 200: 0.3 rad at seed 0), and when the drift "
+                     "within E^G from E_j is slower than the horizon the escape is below the "
+                     "eigenvalue threshold and the run stalls with too small a subspace (C3, "
+                     f"seed 1: dim 1 of 3).  This run: {summary}.  What holds: with "
+                     "orbit-completed batches (the data-side symmetry only, never M_g) it "
+                     "recovers E^G to rounding, and with free training its escape directions "
+                     "converge to E^G as N grows (rate checked above).")
+    return combine("the E^G discovery heuristic: derived E^G vs the Haar projector, exact "
+                   "recovery with orbit-completed batches, and the literal free-training "
+                   "variant's escape direction vs N", sub, tables=tables, notes=notes,
+                   details={"N": hs.N, "T": hs.T, "literal_vanilla": lit},
                    artifacts={"runs": runs})
 
 
@@ -788,7 +1053,7 @@ def check_m1e(ctx: RunContext) -> Outcome:
 
 
 def negative_control_m1e(ctx: RunContext) -> Outcome:
-    return _check_m1e(ctx, "arbitrary", "vanilla")
+    return _check_m1e(ctx, trend_teacher="arbitrary")
 
 
 def figures_m1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -817,51 +1082,63 @@ CLAIMS = [
           statement=(r"For jointly equivariant $\sigma_*$, $(Q_G\Phi_\mu)(x) = \int_G "
                      r"\hat\rho_{g^{-1}}\Phi_\mu(\rho_g x)\,d\lambda_G = \Phi_{\mu^G}(x)$, "
                      r"$\mu^G = \int_G M_g\#\mu\,d\lambda_G$."),
-          derive=derive_m1a, check=check_m1a, negative_control=negative_control_m1a,
-          negative_control_description="the reference group with the wrong parameter action "
-                                       "M_g z = g z (not g z g^T): the unit is not jointly "
-                                       "equivariant for it",
-          figures=figures_m1a),
+          check=check_m1a, negative_control=negative_control_m1a,
+          negative_control_description=f"the unit gets a non-equivariant constant output "
+                                       f"offset {M1A_OFFSET:g} e_1 (one change; a near miss "
+                                       "by about a decade)",
+          negative_target="Q_G Phi_mu (function side)"),
     Claim(id="M1b", title="Projected and symmetrized models agree for linear units only",
           source=SOURCE + ", Section 3 and SuppMat C.1",
           statement=(r"$\Phi_{\mu^{E^G}} = \Phi_{\mu^G}$ when $\sigma_*(x, \cdot)$ is linear "
                      r"($\mu^{E^G} = P_{E^G}\#\mu$); for $\sigma_*(x,z) = \mathrm{logistic}(zx)$ "
                      r"they differ, e.g. $z = [[0,0],[0,1]]$, $x = (0,2)$."),
-          derive=derive_m1b, check=check_m1b, negative_control=negative_control_m1b,
-          negative_control_description="the linear-unit equality (to 1e-12) asserted for the "
-                                       "logistic unit",
+          check=check_m1b, negative_control=negative_control_m1b,
+          negative_control_description=f"the linear unit z x replaced by z x + kappa (z x)^3, "
+                                       f"kappa = {M1B_KAPPA:g} (one change; a near miss)",
+          negative_target="linear units: relative",
           figures=figures_m1b),
     Claim(id="M1c", title="DA, FA and vanilla training agree from weakly invariant "
                           "initializations",
           source=SOURCE + ", Section 4 (WI preserved; DA = FA = vanilla in the MF limit)",
-          statement=(r"With symmetric data and a WI initialization, DA, FA and vanilla noisy "
-                     r"SGD follow the same mean-field dynamics and the law stays WI; at finite "
-                     r"$N$ the trajectories coincide when the particles form a union of orbits "
-                     r"and DA averages the whole orbit, otherwise $\mathrm{RMD}$ between the "
-                     r"schemes shrinks as $N$ grows."),
-          derive=derive_m1c, check=check_m1c, negative_control=negative_control_m1c,
-          negative_control_description="independent (not orbit-coupled) noise in the exact "
-                                       "part, and an arbitrary (non-symmetric) teacher in the "
-                                       "N-trend",
+          statement=(r"$R^{DA}(\mu) - R^{FA}(\mu) = \frac12 E\int_G|\hat\rho_g^T\Phi_\mu(\rho_g X)"
+                     r" - Q_G\Phi_\mu(X)|^2 d\lambda_G$ vanishes on WI laws, so from a WI "
+                     r"initialization DA and FA (and vanilla, with symmetric data) follow the "
+                     r"same mean-field dynamics.  At finite $N$ full-orbit DA and FA coincide "
+                     r"exactly when the particle set is a union of orbits and the noise is "
+                     r"orbit-coupled; otherwise $\mathrm{RMD}$ between the schemes shrinks "
+                     r"with $N$ (measured rate)."),
+          check=check_m1c, negative_control=negative_control_m1c,
+          negative_control_description="a non-symmetric (arbitrary) teacher in the N-trend "
+                                       "(one change): vanilla and DA then have different "
+                                       "mean-field limits and their RMD stops shrinking",
+          negative_target="RMD(vanilla, da_orbit) vs N",
           figures=figures_m1c),
     Claim(id="M1d", title="Strongly invariant laws are preserved",
           source=SOURCE + ", Section 4 (SI preserved by the free dynamics with symmetric data)",
-          statement=(r"From an SI initialization ($\mu_0(E^G) = 1$) with symmetric data, FA, "
-                     r"full-orbit DA (noiseless) and EA keep the particles in $E^G$ exactly; "
-                     r"vanilla SGD leaves $E^G$ by an amount that shrinks with $N$ for WI/SI "
-                     r"teachers, and stays away from $E^G$ for an arbitrary teacher."),
-          derive=derive_m1d, check=check_m1d, negative_control=negative_control_m1d,
-          negative_control_description="vanilla SGD put among the exactly-preserving schemes, "
-                                       "and the shrinking trend asserted for an arbitrary "
-                                       "teacher",
+          statement=(r"At $z \in E^G$ the FA drift is $P_{E^G}$ of the vanilla drift.  From an "
+                     r"SI initialization ($\mu_0(E^G) = 1$), noiseless FA and full-orbit DA keep "
+                     r"the particles in $E^G$ exactly (in exact arithmetic; caveat: $E^G$ can be "
+                     r"transversally unstable at small $N$, a $10^{-7}$ perturbation grows); "
+                     r"vanilla SGD leaves $E^G$ by an amount that shrinks with $N$ for a "
+                     r"symmetric teacher, and stays away from $E^G$ for an arbitrary teacher."),
+          check=check_m1d, negative_control=negative_control_m1d,
+          negative_control_description=f"the initialization moved off E^G by {M1D_OFFSET:g} "
+                                       "(relative; not SI): one change, a near miss of about "
+                                       "a decade at the start of the run",
+          negative_target="noiseless FA / full-orbit DA from an SI init",
           figures=figures_m1d),
     Claim(id="M1e", title="A data-driven heuristic discovers E^G",
           source=SOURCE + ", Section 5 / experiments (heuristic for E^G)",
           statement=(r"Starting from $E_0 = \{0\}$, initializing SI on $E_j$, training freely "
                      r"and enlarging $E_j$ by the escape directions recovers $E^G$ "
-                     r"in a few iterations (reference: $\dim E^G = 2$; $C_3$: circulants)."),
-          derive=derive_m1e, check=check_m1e, negative_control=negative_control_m1e,
-          negative_control_description="the same heuristic on non-symmetric data (arbitrary "
-                                       "teacher): it must not return E^G",
-          figures=figures_m1e, kind="numerical-evidence"),
+                     r"(reference: $\dim E^G = 2$; $C_3$: circulants).  Reconstructed: exact "
+                     r"with orbit-completed batches; with literal free (vanilla) training only "
+                     r"as $N \to \infty$ (escape directions tilted by $O(N^{-1/2})$; at "
+                     r"finite $N$ it can return a wrong subspace, see the finding)."),
+          check=check_m1e, negative_control=negative_control_m1e,
+          negative_control_description="a non-symmetric (arbitrary) teacher in the "
+                                       "free-training rate test (one change): the escape "
+                                       "direction no longer converges to E^G",
+          negative_target="free vanilla training: angle of the first escape direction",
+          figures=figures_m1e, kind="reconstructed"),
 ]

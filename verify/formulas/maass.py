@@ -1,11 +1,16 @@
-"""Verified formulas for Maass Martinez & Fontbona (2024) (claims M1a-M1e): the symmetrized
+"""Verified formulas for Maass Martinez & Fontbona (2024) (claims M1a-M1c): the symmetrized
 measure mu^G, the projected measure mu^{E^G} and the relative measure distance RMD.
+
+Each formula carries the derived SymPy expression its claim checks it against
+(``.expr``, read from :mod:`verify.derived`) and a high-precision variant
+``.mpmath(..., dps=30)``.
 
 Group objects: pass a :class:`numerics.groups.GroupAction` (built with
 ``numerics.groups.c2_swap()``, ``cyclic_shifts(n)``, ``sign_flips(n)``,
-``cyclic_network_action(n)``, ``matrix_action(rho, rho_hat)`` or
-``GroupAction(rho, rho_hat, M)``), or simply the stack of parameter matrices ``M`` of shape
-(|G|, D, D) listing every group element (orthogonality and closure are checked).
+``permutation_action(kind, n)``, ``cyclic_network_action(n)``, ``c2_swap_uv()``,
+``matrix_action(rho, rho_hat)`` or ``GroupAction(rho, rho_hat, M)``), or simply the stack
+of parameter matrices ``M`` of shape (|G|, D, D) listing every group element
+(orthogonality and closure are checked).
 
 >>> import numpy as np
 >>> from verify import formulas
@@ -23,13 +28,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import mpmath
 import numpy as np
-import sympy as sp
 
 from numerics import transport
-from numerics.groups import GroupAction
+from numerics.groups import GroupAction, validate_measure
 from numerics.validation import as_float_array
-from verify.formulas._base import DerivedFunction
+from verify import derived
+from verify.formulas._base import DerivedFunction, check_dps
 
 __all__ = ["symmetrize", "project_to_fixed_space", "rmd"]
 
@@ -45,27 +51,81 @@ def _as_group(group: Any) -> GroupAction:
     return GroupAction(one, one, M, name="G (given by M_g)")
 
 
-def _derived(cid: str, key: str) -> sp.Expr:
-    from verify.claims import get
-    return get(cid).derivation().results[key]
+def _mp_matrix_apply(M: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """M z for every row of z in mpmath arithmetic (object array of mpf)."""
+    Mm = mpmath.matrix(M.tolist())
+    out = np.empty(z.shape, dtype=object)
+    for i, row in enumerate(z):
+        v = Mm * mpmath.matrix(row.tolist())
+        out[i] = [v[k] for k in range(len(row))]
+    return out
 
 
-def _symmetrize(particles, group, weights=None) -> tuple[np.ndarray, np.ndarray]:
+def symmetrize_impl(particles, group, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """mu^G = (1/|G|) sum_g M_g # mu: (|G| N particles M_g z_i, g-major; weights w_i/|G|)."""
     return _as_group(group).symmetrize_measure(particles, weights)
 
 
-def _project(particles, group, weights=None) -> tuple[np.ndarray, np.ndarray]:
+def symmetrize_mpmath(particles, group, weights=None, dps: int = 30
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`symmetrize` in mpmath arithmetic at ``dps`` digits (object arrays of mpf)."""
+    dps = check_dps(dps)
+    G = _as_group(group)
+    z, w = validate_measure(particles, weights, G.dim_z)
+    with mpmath.workdps(dps):
+        imgs = np.concatenate([_mp_matrix_apply(G.M[g], z) for g in range(G.order)])
+        ws = np.array([mpmath.mpf(float(v)) / G.order for v in np.tile(w, G.order)], dtype=object)
+    return imgs, ws
+
+
+def project_impl(particles, group, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """mu^{E^G} = P_{E^G} # mu: (particles P z_i, the same weights)."""
     return _as_group(group).project_measure(particles, weights)
 
 
-def _rmd_expr() -> sp.Expr:
-    W, ma, mb = sp.symbols("W_2 m_2(mu) m_2(nu)", nonnegative=True)
-    return sp.sqrt(W**2 / (2 * (ma + mb)))
+def project_mpmath(particles, group, weights=None, dps: int = 30
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`project_to_fixed_space` in mpmath arithmetic (P = (1/|G|) sum_g M_g in mpf)."""
+    dps = check_dps(dps)
+    G = _as_group(group)
+    z, w = validate_measure(particles, weights, G.dim_z)
+    with mpmath.workdps(dps):
+        P = sum((mpmath.matrix(G.M[g].tolist()) for g in range(G.order)),
+                mpmath.zeros(G.dim_z)) / G.order
+        out = np.empty(z.shape, dtype=object)
+        for i, row in enumerate(z):
+            v = P * mpmath.matrix(row.tolist())
+            out[i] = [v[k] for k in range(G.dim_z)]
+        ws = np.array([mpmath.mpf(float(v)) for v in w], dtype=object)
+    return out, ws
+
+
+def rmd_impl(a, b) -> np.float64:
+    """RMD(mu, nu) between the uniform measures on the rows of a and b."""
+    return np.float64(transport.rmd(a, b))
+
+
+def rmd_mpmath(a, b, dps: int = 30):
+    """RMD in mpmath arithmetic: the optimal assignment of the float64 problem (exact unless
+    two couplings tie to ~1e-16 relative, when their costs agree to that accuracy anyway),
+    its cost and the second moments summed in mpf at ``dps`` digits."""
+    dps = check_dps(dps)
+    A, B, perm = transport.optimal_matching(a, b)
+    with mpmath.workdps(dps):
+        def sq(u):
+            return mpmath.fsum(mpmath.mpf(float(t)) ** 2 for t in u)
+        w2 = mpmath.fsum(mpmath.fsum((mpmath.mpf(float(s)) - mpmath.mpf(float(t))) ** 2
+                                     for s, t in zip(A[i], B[j]))
+                         for i, j in enumerate(perm)) / len(perm)
+        den = 2 * (mpmath.fsum(sq(r) for r in A) / len(A) + mpmath.fsum(sq(r) for r in B) / len(B))
+        if den == 0:
+            return mpmath.mpf(0)
+        return mpmath.sqrt(w2 / den)
 
 
 symmetrize = DerivedFunction(
-    "symmetrize", "M1a", expr_fn=lambda: _derived("M1a", "single_particle"),
-    impl=_symmetrize,
+    "symmetrize", "M1a", expr_fn=lambda: derived.results("M1a")["single_particle"],
+    impl=symmetrize_impl, mpmath=symmetrize_mpmath,
     doc="""symmetrize(particles, group, weights=None) -> (particles_G, weights_G)
 
 The symmetrized measure mu^G = (1/|G|) sum_g M_g # mu of mu = sum_i w_i delta_{z_i}
@@ -76,8 +136,8 @@ Raises ValueError for non-orthogonal or non-closed group matrices, particles who
 dimension differs from the group's D, and empty measures.""")
 
 project_to_fixed_space = DerivedFunction(
-    "project_to_fixed_space", "M1b", expr_fn=lambda: _derived("M1b", "projector"),
-    impl=_project,
+    "project_to_fixed_space", "M1b", expr_fn=lambda: derived.results("M1b")["projector"],
+    impl=project_impl, mpmath=project_mpmath,
     doc="""project_to_fixed_space(particles, group, weights=None) -> (P z_i, w_i)
 
 The projected measure mu^{E^G} = P_{E^G} # mu, with P_{E^G} = (1/|G|) sum_g M_g the
@@ -86,11 +146,12 @@ models only for linear units (claim M1b); ``.expr`` is the derived P_{E^G} z of 
 reference action.  Same validation as ``symmetrize``.""")
 
 rmd = DerivedFunction(
-    "rmd", "M1c", expr_fn=_rmd_expr,
-    impl=lambda a, b: np.float64(transport.rmd(a, b)),
+    "rmd", "M1c", expr_fn=lambda: derived.results("M1c")["rmd"],
+    impl=rmd_impl, mpmath=rmd_mpmath,
     doc="""rmd(a, b) -> float in [0, 1]
 
 RMD(mu, nu) = sqrt(W_2^2(mu, nu) / (2 (m_2(mu) + m_2(nu)))) between the uniform measures
 on the rows of ``a`` (N, D) and ``b`` (M, D); W_2 is exact (assignment problem, sizes
 equalized to lcm(N, M)).  0 for two copies of delta_0.  ValueError for empty measures or
-different dimensions D.""")
+different dimensions D.  ``.expr`` is the definition as used by claim M1c (which checks it
+against the exact RMD of a measure and its translate).""")
