@@ -40,3 +40,147 @@ def test_failed_build_keeps_previous_report(fake_registry, tmp_path, monkeypatch
         pass
     assert (out / "report.md").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# ---------------------------------------------------------------------------- clean rendering
+import re  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+import pytest  # noqa: E402
+import sympy as sp  # noqa: E402
+
+from verify.report import render  # noqa: E402
+
+_x, _y = sp.symbols("x y")
+
+
+def _outside_math(html_text: str) -> str:
+    s = re.sub(r"<(math|code|pre|style|script)\b.*?</\1>", " ", html_text, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", s)
+
+
+def test_piecewise_renders_as_cases() -> None:
+    pw = sp.Piecewise((_x**2, _x < 0), (_x, True))
+    out = render.display_mathml(pw, "g(x)")
+    assert "piecewise" not in out.lower() and "<mtable" in out and "otherwise" in out
+    assert "&lt;" in out and "<mo><</mo>" not in out  # x < 0 escaped
+    assert "\\begin{cases}" in "\n".join(render.display_latex(pw, "g(x)"))
+
+
+def test_long_expression_gets_readable_form_and_collapsible_full_form() -> None:
+    long = sum(sp.sin(k * _x) * sp.cos(_y) ** k / (k + 1) for k in range(1, 30))
+    out = render.display_mathml(sp.Eq(sp.Symbol("F"), long))
+    assert out.count("<details>") == 1 and "full expression" in out
+    readable = out.split("<details>")[0]
+    assert "<mtable" in readable  # the sum is broken over several lines
+    widths = [render._mathml_width(m) for m in re.findall(r"<mtr>.*?</mtr>", readable)]
+    assert max(widths) <= render.LINE_BUDGET + 25
+    md = "\n".join(render.display_latex(sp.Eq(sp.Symbol("F"), long)))
+    assert "\\begin{aligned}" in md and "<details>" in md
+
+
+def test_wide_product_names_its_parts() -> None:
+    wide = sp.Piecewise((sum(_x**k / (k + 2) for k in range(16)), _x < 1), (1, True)) * sp.exp(
+        sum(_y**k / (k + 3) for k in range(24)))
+    assert render._width(wide) > render.LINE_BUDGET + 40
+    out = render.display_mathml(wide, "K")
+    assert "where" in out and "&#926;" in out  # Xi_1, Xi_2, ... defined under the formula
+
+
+def test_short_expression_is_one_math_element() -> None:
+    out = render.display_mathml(sp.sqrt(_x**2 + 1), "r")
+    assert out.count("<math") == 1 and "<details>" not in out
+
+
+def test_latex_conversion_failure_fails_the_build() -> None:
+    with pytest.raises(render.ReportRenderError, match="LaTeX to MathML"):
+        render._text_html(r"$f''^2$ is a double superscript")
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("angle $\\theta$ and \tilde", "U+0009"),       # an unescaped \t in a Python string
+    ("a \x07 bell", "U+0007"),
+    (r"raw \alpha outside math", "LaTeX command"),
+])
+def test_prose_problems_fail_the_build(text: str, problem: str) -> None:
+    with pytest.raises(render.ReportRenderError, match=re.escape(problem)):
+        render._text_html(text, "claim X statement")
+
+
+def test_code_spans_may_hold_backslashes() -> None:
+    assert "<code>" in render._text_html(r"run `grep -n '\alpha' file`")
+
+
+def _section(seed_evidence=None, sensitivity=None) -> SimpleNamespace:
+    ev = SimpleNamespace(passed=True, error=1e-10, tolerance=1e-8, seed=0)
+    neg = SimpleNamespace(passed=False, error=3e-8, tolerance=1e-8)
+    claim = SimpleNamespace(id="T0a", title="t", kind="theorem")
+    sec = SimpleNamespace(claim=claim, evidence=ev, negative=neg, error=None)
+    if seed_evidence is not None:
+        sec.seed_evidence = seed_evidence
+    if sensitivity is not None:
+        sec.sensitivity = sensitivity
+    return sec
+
+
+def test_summary_columns_margin_sensitivity_and_seed_rate() -> None:
+    evs = [SimpleNamespace(passed=p, error=e, tolerance=1.0, seed=i)
+           for i, (p, e) in enumerate([(True, 0.5), (True, 0.7), (False, 1.3)])]
+    headers, rows = render._summary_columns([_section(evs, 1e-9), _section()])
+    assert "sensitivity" in headers and headers[-1] == "seeds passed"
+    assert rows[0][6] == "fails (x3)" and rows[0][7] == "1e-09" and rows[0][8] == "2/3"
+    assert rows[1][7] == "-" and rows[1][8] == "-"
+    headers, _ = render._summary_columns([_section()])
+    assert "seeds passed" not in headers
+
+
+def test_report_html_is_clean(fake_registry, tmp_path) -> None:
+    build_report(tmp_path / "r", only=["T0a"], progress=None)
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "<merror" not in page and "MATH.md" not in page and "../shared" not in page
+    assert not render.raw_text_problems(_outside_math(page).replace("\n", " "))
+    assert "docs/claims.md" in page and "sensitivity" in page
+
+
+def test_every_claim_renders_cleanly() -> None:
+    """Statements, notes and every derivation step of every registered claim render
+    without LaTeX errors, control characters, raw LaTeX or Piecewise text (no checks run)."""
+    from verify.claims import all_claims
+    problems = []
+    for c in all_claims():
+        parts = [("statement", c.statement), ("source", c.source),
+                 ("negative control", c.negative_control_description)]
+        parts += [("note", n) for n in c.notes]
+        html_parts = []
+        try:
+            html_parts += [render._text_html(t, f"{c.id} {w}") for w, t in parts]
+            for i, step in enumerate(c.derivation().steps, 1):
+                html_parts.append(render._text_html(step.text, f"{c.id} step {i}"))
+                if step.expr is not None:
+                    html_parts.append(render.display_mathml(step.expr, step.lhs))
+                    render.display_latex(step.expr, step.lhs)
+        except render.ReportRenderError as exc:
+            problems.append(str(exc))
+            continue
+        text = _outside_math("".join(html_parts))
+        if "piecewise(" in text.lower():
+            problems.append(f"{c.id}: Piecewise as text")
+        if "<merror" in "".join(html_parts):
+            problems.append(f"{c.id}: merror")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_quick_report_of_all_claims_is_clean(tmp_path) -> None:
+    """The whole quick report (~2 min on 2 cores): no control characters, raw LaTeX,
+    Piecewise text or merror anywhere, no file outside the repository cited."""
+    s = build_report(tmp_path / "r", progress=None)
+    page = (tmp_path / "r" / "index.html").read_text()
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert s["claims"] >= 27
+    assert "<merror" not in page
+    text = _outside_math(page)
+    assert not render.raw_text_problems(text.replace("\n", " "))
+    assert "piecewise(" not in text.lower() and "Piecewise" not in text
+    for doc in (page, md):
+        assert "../shared" not in doc and "MATH.md" not in doc

@@ -135,10 +135,14 @@ _TOKEN = re.compile(r"<(mi|mn|mo|mtext|ms)((?:\s[^>]*)?)>(.*?)</\1>", re.S)
 
 
 def _escape_tokens(mathml: str) -> str:
-    """SymPy's printer writes token text unescaped (``<mo><</mo>`` for x < 0): escape it."""
+    """SymPy's printer writes token text unescaped (``<mo><</mo>`` for x < 0): escape it.
+    Also: a true minus sign for ``-``, and a plain upright d for the differential."""
     def fix(m: re.Match) -> str:
         body = re.sub(r"&(?!#?\w+;)", "&amp;", m.group(3)).replace("<", "&lt;").replace(">", "&gt;")
+        if m.group(1) == "mo" and body == "-":
+            body = "&#x2212;"
         return f"<{m.group(1)}{m.group(2)}>{body}</{m.group(1)}>"
+    mathml = mathml.replace("<mo>&dd;</mo>", '<mi mathvariant="normal">d</mi>')
     return _TOKEN.sub(fix, mathml)
 
 
@@ -396,20 +400,20 @@ def _math_block(body: str, inline: bool = False) -> str:
     return f'<math xmlns="{MATHML_NS}" display="block">{body}</math>'
 
 
-def _mathml_from_latex(tex: str, display: bool) -> str:
+def _mathml_from_latex(tex: str, display: bool, where: str = "text") -> str:
     """latex2mathml conversion; a failure (unsupported macro, unbalanced braces) or a
     result holding an ``merror`` element fails the build."""
     from latex2mathml.converter import convert
     try:
         out = convert(tex, display="block" if display else "inline")
     except Exception as exc:
-        raise ReportRenderError(f"cannot convert LaTeX to MathML: {tex!r} ({type(exc).__name__}: "
+        raise ReportRenderError(f"{where}: cannot convert LaTeX to MathML: {tex!r} ({type(exc).__name__}: "
                                 f"{exc}); use macros latex2mathml supports") from exc
     if "<merror" in out:
-        raise ReportRenderError(f"LaTeX to MathML gave an error element for {tex!r}")
+        raise ReportRenderError(f"{where}: LaTeX to MathML gave an error element for {tex!r}")
     leftover = _LATEX_COMMAND.findall(re.sub(r"<[^>]+>", " ", out).replace("&#x", ""))
     if leftover:
-        raise ReportRenderError(f"LaTeX to MathML left commands {sorted(set(leftover))} as text "
+        raise ReportRenderError(f"{where}: LaTeX to MathML left commands {sorted(set(leftover))} as text "
                                 f"in {tex!r}; use macros latex2mathml supports")
     return out
 
@@ -594,7 +598,8 @@ def _text_html(text: str, where: str = "text") -> str:
     out, pos = [], 0
     for m in _MATH.finditer(text):
         out.append(_prose(text[pos:m.start()], where))
-        out.append(_mathml_from_latex(m.group(1) or m.group(2), display=m.group(1) is not None))
+        out.append(_mathml_from_latex(m.group(1) or m.group(2), display=m.group(1) is not None,
+                                      where=where))
         pos = m.end()
     out.append(_prose(text[pos:], where))
     return "".join(out)
