@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.experiments import Experiment
+from verify.experiments import Experiment, Setting
 
 
 def _odd_target(params: dict[str, Any], profile: str, seed: int):
@@ -238,9 +238,6 @@ def _fig2(params: dict[str, Any], profile: str, seed: int):
     from numerics.validation import require_choice
     from verify.plotting import new_figure
     require_choice(params["time_unit"], "time_unit", TIME_UNITS)
-    if params["estimator"] != "quadrature":
-        raise ValueError("hajjar-fig2 needs the particle snapshots of estimator=quadrature; "
-                         f"got estimator={params['estimator']}")
     steps = int(params["steps"])
     run, s2, _ = _reduced_run(params, seed, "hajjar-fig2",
                               snapshot_steps=tuple(range(0, steps + 1, max(1, steps // 4))))
@@ -264,6 +261,15 @@ def _fig2(params: dict[str, Any], profile: str, seed: int):
 _FIG3_DEFAULTS = {"d": 30, "d_H": 5, "m": 1024, "step": 5e-3, "steps": 20000, "n_theta": 513,
                   "n_phi": 48, "time_unit": "paper", "estimator": "quadrature", "n_mc": 1000}
 _FIG3_QUICK = {"m": 256, "step": 5e-3, "steps": 2000, "n_theta": 257, "n_phi": 32}
+#: declared specs of the string settings (the rest are inferred from defaults and names)
+_FIG3_SETTINGS = {
+    "time_unit": Setting("str", "paper", choices=("paper", "suite"),
+                         doc="paper: step and times in the authors' units (data N(0, I_d)); "
+                             "suite: data N(0, I_d / d); t_paper = t_suite / d"),
+    "estimator": Setting("str", "quadrature", choices=("quadrature", "montecarlo"),
+                         doc="field by deterministic quadrature or the authors' Monte Carlo"),
+    "n_mc": Setting("int", 1000, lo=1, hi=10 ** 6, doc="Monte Carlo samples per step"),
+}
 
 EXPERIMENTS = [
     Experiment("odd-target", "Odd target f* = sqrt(d) x1|x2| + x3: w(t), w*, |w(t) - w*| vs the "
@@ -272,10 +278,13 @@ EXPERIMENTS = [
                quick={"m": 200, "n": 1000, "eta": 0.1, "steps": 300}, claims=("H1c",)),
     Experiment("hajjar-fig2", "f(mu_t; u_H + r e_perp) against r over time from the 1-D "
                "reduced dynamics: the structure is not learned in finite time (H1e)",
-               _fig2, {**_FIG3_DEFAULTS, "r_max": 3.0}, quick=_FIG3_QUICK, claims=("H1e", "H1g")),
+               _fig2, {**{k: v for k, v in _FIG3_DEFAULTS.items() if k not in ("estimator", "n_mc")},
+                      "r_max": 3.0}, quick=_FIG3_QUICK, claims=("H1e", "H1g"),
+               settings={"time_unit": _FIG3_SETTINGS["time_unit"]}),
     Experiment("hajjar-fig3", "Figure 3 at the paper's settings (d = 30, d_H = 5, m = 1024, "
                "t = 100 in the authors' units): tau+- histograms, masses, W2 to the "
                "conjectured Dirac limits, t* and the post-t* phase, with the authors' "
                "published masses side by side (H1g); time_unit=paper|suite",
-               _fig3, dict(_FIG3_DEFAULTS), quick=_FIG3_QUICK, claims=("H1g",)),
+               _fig3, dict(_FIG3_DEFAULTS), quick=_FIG3_QUICK, claims=("H1g",),
+               settings=_FIG3_SETTINGS),
 ]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.experiments import Experiment
+from verify.experiments import Experiment, Setting
 
 __all__ = ["EXPERIMENTS", "AUTHORS_ALPHA_TABLE"]
 
@@ -102,5 +102,8 @@ EXPERIMENTS = [
                   "step": 5e-3, "steps": 20000, "n_theta": 513, "n_phi": 48,
                   "time_unit": "paper"},
         quick={"d_Hs": [2, 10, 35], "m": 128, "steps": 1000, "n_theta": 129, "n_phi": 24},
-        claims=("H1f", "H1g")),
+        claims=("H1f", "H1g"),
+        settings={"time_unit": Setting("str", "paper", choices=("paper", "suite")),
+                  "d_Hs": Setting("int list", [2, 5, 10], lo=1, hi=10 ** 4, max_len=200,
+                                  doc="dimensions of H, each < d")}),
 ]

@@ -21,7 +21,7 @@ import numpy as np
 
 from verify.claims.maass import (HeuristicSettings, TrendSettings, _slope, heuristic_examples,
                                  heuristic_run, scheme_trend)
-from verify.experiments import Experiment
+from verify.experiments import Experiment, Setting
 
 __all__ = ["EXPERIMENTS", "FIXED_TEACHERS", "SCHEME_NAMES", "fixed_teacher", "setup",
            "sgd_config", "rmd2_to_fixed_space"]
@@ -45,6 +45,18 @@ FIXED_TEACHERS = {
     "SI_coordinates": {"matrix": ((1.0, 0.0), (0.5, 1.0), (-0.5, 0.3), (0.0, -1.0), (0.7, 0.7)),
                        "uv": ((0.8, 0.6), (-0.5, 0.9), (0.7, -0.8), (-0.3, 0.5), (0.6, 0.7))},
     "source": "Kikidu59/Dola, src/teacher.py (the reproduction's reading of Appendix F)",
+}
+
+
+#: declared specs shared by maass-rmd and maass-instability
+_COMMON_SETTINGS = {
+    "schemes": Setting("str list", ["FA"], choices=tuple(SCHEME_NAMES), max_len=5),
+    "unit": Setting("str", "matrix", choices=UNITS),
+    "loss_convention": Setting("str", "reproduction", choices=("reproduction", "suite"),
+                               doc="convention of alpha, tau, beta (numerics.paper_units)"),
+    "alpha": Setting("float", 50.0, lo=0.0, hi=1e6, lo_open=True),
+    "tau": Setting("float", 1e-4, lo=0.0, hi=1e3),
+    "batch": Setting("int", 20, lo=1, hi=10 ** 5),
 }
 
 
@@ -208,7 +220,12 @@ EXPERIMENTS = [
                   "loss_convention": "reproduction", "si_noise": "projected",
                   "between_schemes": False},
         quick={"Ns": [5, 10, 50], "T": 2.0, "replicates": 1},
-        claims=("M1c", "M1d")),
+        claims=("M1c", "M1d"),
+        settings=dict(_COMMON_SETTINGS, **{
+            "teachers": Setting("str list", ["arbitrary"], choices=TEACHER_KINDS, max_len=3),
+            "inits": Setting("str list", ["SI"], choices=("SI", "WI"), max_len=2),
+            "teacher": Setting("str", "fixed", choices=("fixed", "random")),
+            "si_noise": Setting("str", "projected", choices=("projected", "iid"))})),
     Experiment(
         name="maass-heuristic",
         description="E^G discovery iterations (reference C2 experiment, dim E^G = 2; C3 on "

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from verify.experiments import Experiment
+from verify.experiments import Experiment, Setting
+from verify.experiments.maass import _COMMON_SETTINGS
 
 __all__ = ["EXPERIMENTS", "perturb_off_fixed_space"]
 
@@ -115,5 +116,10 @@ EXPERIMENTS = [
                   "T": 20.0, "teachers": ["arbitrary", "WI", "SI"], "unit": "matrix", "alpha": 50.0,
                   "tau": 1e-4, "beta": 1e-6, "batch": 20, "loss_convention": "reproduction"},
         quick={"Ns": [10], "eps": [1e-7], "teachers": ["arbitrary", "WI"]},
-        claims=("M1d",)),
+        claims=("M1d",),
+        settings=dict(_COMMON_SETTINGS, **{
+            "teachers": Setting("str list", ["arbitrary"], choices=("arbitrary", "WI", "SI"),
+                                max_len=3),
+            "eps": Setting("float list", [1e-7], lo=0.0, hi=1.0, lo_open=True, max_len=20,
+                           doc="size of the perturbation off E^G per particle")})),
 ]
