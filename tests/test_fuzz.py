@@ -745,7 +745,28 @@ def _param(t: Target):
 
 #: Targets with known failures in files this suite does not own (found by this suite;
 #: see the findings printed by a census run).  The owners remove the entries once fixed.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "best_linear_approximator": "singular-sample ValueError does not name X",
+    "canonical_from_full": "r = inf for (a, b, c) = (5e-324, 1e300, 1.0) (representable)",
+    "velocity_jump": "inf for (r, x_star, rho_star) = (5e-324, 1e300, 1.0); true value 5e-24",
+    "fast1d.loss_and_grad_sorted": "inf loss for alpha_value = 5e-324 instead of an overflow error",
+    "groups.cyclic_shifts": "MemoryError for n = 10**6 (no size guard)",
+    "kernels.features": "accepts x = True or 1j, returns inf for x = -inf (no validation)",
+    "kernels.sample_init": "AttributeError when rng is not a numpy Generator",
+    "sphere.sample_sphere": "AttributeError when rng is not a numpy Generator",
+    "reduced.initial_state": "AttributeError when rng_plus/rng_minus is not a Generator",
+    "reduced.critical_time": "returns NaN when the mass never crosses alpha; ragged times -> "
+                             "unnamed TypeError",
+    "reduced.simulate_gd": "record_every = 1.5 or True accepted; steps = None -> unnamed TypeError",
+    "reduced.simulate_flow": "rtol = '1e-9' -> numpy UFuncTypeError without the argument name",
+    "relu1d.knots": "knot b/a = inf for a = 0 returned silently",
+    "rmd": "'cost matrix is infeasible' (scipy) for particles of size 1e300",
+    "transport.w2_uniform": "'cost matrix is infeasible' (scipy) for particles of size 1e300",
+    "twolayer.forward": "inf for B, X of size 1e200",
+    "twolayer.gradient_descent": "IndexError for a = -inf",
+    "twolayer.gradient_flow": "AttributeError for a single-point t_eval; > 10 s on a 4-neuron "
+                              "5-sample valid input",
+}
 
 
 @pytest.mark.parametrize("target", [_param(t) for t in ALL_TARGETS])
@@ -754,7 +775,10 @@ def test_fuzz(target: Target):
     @given(data=st.data())
     def run(data):
         _run_target(target, data)
-    run()
+    try:
+        run()
+    finally:
+        _write_counts()
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -861,20 +885,25 @@ def test_fuzz_cli(cli_sandbox, data):
 
 # ----------------------------------------------------------------------------- summary
 
-@pytest.fixture(scope="module", autouse=True)
-def _summary():
-    yield
-    if not COUNTS:
+def _write_counts() -> None:
+    """Write the counts so far to FUZZ_COUNTS (after every target: a long census run
+    leaves its partial counts behind)."""
+    path = os.environ.get("FUZZ_COUNTS")
+    if not path or not COUNTS:
         return
     total = {k: sum(c.get(k, 0) for c in COUNTS.values()) for k in
              ("examples", "result", "refused", "stopped", "unexpected", "nonfinite", "hang",
               "accepted_invalid", "unnamed", "inaccurate")}
-    path = os.environ.get("FUZZ_COUNTS")
-    if path:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump({"profile": PROFILE, "total": total,
-                       "targets": {k: dict(v) for k, v in sorted(COUNTS.items())},
-                       "findings": dict(FINDINGS)}, fh, indent=1)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"profile": PROFILE, "total": total,
+                   "targets": {k: dict(v) for k, v in sorted(COUNTS.items())},
+                   "findings": dict(FINDINGS)}, fh, indent=1)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _summary():
+    yield
+    _write_counts()
 
 
 # ----------------------------------------------------------------------------- validators
