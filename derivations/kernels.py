@@ -27,12 +27,16 @@ from functools import lru_cache
 
 import sympy as sp
 
+from derivations.base import Derivation, Step
+
 __all__ = [
     "x", "xp", "a", "b", "s", "sigma_c", "INITS",
     "UniformKernels", "GaussianKernels", "derive_uniform", "derive_gaussian",
-    "uniform_region_expressions", "rkhs_weight", "second_derivative_identity",
+    "uniform_region_expressions", "assemble_uniform", "rkhs_weight", "second_derivative_identity",
     "kernel_jumps", "SplineEndConditions", "derive_spline_end_conditions",
-    "second_moment", "rf_kernel_expr", "ntk_kernel_expr",
+    "second_moment", "rf_kernel_expr", "ntk_kernel_expr", "fig4_data", "exact_interpolant_coefficients",
+    "derive_w3a", "derive_w3b", "derive_w3c", "derive_w3d", "derive_w3e", "derive_w3f",
+    "DERIVATIONS",
 ]
 
 x, xp = sp.symbols("x x'", real=True)
@@ -65,6 +69,13 @@ def _G(branches: tuple[sp.Expr, sp.Expr, sp.Expr], X: sp.Expr, XP: sp.Expr, S: s
     return sp.Piecewise((lo, S < -1), (mid, S <= 1), (hi, True))
 
 
+def assemble_uniform(lo: sp.Expr, mid: sp.Expr, hi: sp.Expr) -> sp.Expr:
+    """The sign split K = (G(x, x'; min(x, x')) + G(-x, -x'; -max(x, x'))) / 4 with G given
+    by its branches for s < -1, |s| <= 1, s > 1 (a Piecewise valid for all real x, x')."""
+    br = (lo, mid, hi)
+    return sp.Rational(1, 4) * (_G(br, x, xp, sp.Min(x, xp)) + _G(br, -x, -xp, -sp.Max(x, xp)))
+
+
 @dataclass(frozen=True)
 class UniformKernels:
     """Uniform init (a, b) ~ U([-1, 1]^2) (density 1/4)."""
@@ -84,10 +95,9 @@ def derive_uniform() -> UniformKernels:
     """K_RF, P(both active), K_NTK for the uniform init, valid for ALL real x, x' (W3a/W3d)."""
     inner, *rf_br = _sign_split_branches((a * x - b) * (a * xp - b))
     _, *pr_br = _sign_split_branches(sp.Integer(1))
-    smin, smax = sp.Min(x, xp), sp.Max(x, xp)
     quarter = sp.Rational(1, 4)
-    rf = quarter * (_G(tuple(rf_br), x, xp, smin) + _G(tuple(rf_br), -x, -xp, -smax))
-    prob = quarter * (_G(tuple(pr_br), x, xp, smin) + _G(tuple(pr_br), -x, -xp, -smax))
+    rf = assemble_uniform(*rf_br)
+    prob = assemble_uniform(*pr_br)
     # inside [-1, 1]^2 both G's use the middle branch; write min/max via |x - x'|
     d = sp.Symbol("d", nonnegative=True)  # d = |x - x'|
     sub = {s: (x + xp - d) / 2}
@@ -277,3 +287,215 @@ def derive_spline_end_conditions() -> SplineEndConditions:
     rel = [sp.expand(sum(N[i, j] * v for j, v in enumerate(fL + fR))) for i in range(N.rows)]
     return SplineEndConditions(left, right, M, N, rel, fL, fR,
                                sp.expand(sp.diff(left, x, 2).subs(x, -1)))
+
+
+# ----------------------------------------------------------------- Figure-4 data (W3f)
+def fig4_data() -> tuple[tuple[sp.Rational, ...], tuple[sp.Integer, ...]]:
+    """The square wave of Williams et al. (2019), Figure 4: 10 points x_j = -9/10 + j/5 on
+    [-0.9, 0.9] with y = +1, +1, -1, -1, ... (exact rationals)."""
+    xs = tuple(sp.Rational(-9, 10) + sp.Rational(j, 5) for j in range(10))
+    ys = tuple(sp.Integer(1 if (j // 2) % 2 == 0 else -1) for j in range(10))
+    return xs, ys
+
+
+def exact_interpolant_coefficients(xs: tuple, ys: tuple) -> sp.Matrix:
+    """alpha = K^{-1} y exactly (rational arithmetic) for the uniform-init K_RF and data in
+    [-1, 1] (where K_RF is the single polynomial ``rf_inside`` in x, x', |x - x'|)."""
+    if any(abs(v) > 1 for v in xs):
+        raise ValueError("exact_interpolant_coefficients needs data in [-1, 1]")
+    k = derive_uniform().rf_inside
+    K = sp.Matrix(len(xs), len(xs), lambda i, j: k.xreplace({x: xs[i], xp: xs[j]}))
+    return K.LUsolve(sp.Matrix(ys))
+
+
+# ===================================================================== claim derivations
+def derive_w3a() -> Derivation:
+    """W3a: the uniform-init K_RF for all real x, x' (three branches of G)."""
+    u = derive_uniform()
+    lo, mid, hi = u.rf_branches
+    G = sp.Function("G")
+    steps = [
+        Step("Uniform init: density $1/4$ on $[-1,1]^2$. For fixed $a$ the product "
+             "$(ax-b)_+(ax'-b)_+$ is nonzero iff $b < \\min(ax, ax')$. Inner integral over $b$ "
+             "from $-1$ to $t$:", sp.Eq(sp.Integral((a * x - b) * (a * xp - b), (b, -1, _t)), u.inner_rf, evaluate=False)),
+        Step("Split by the sign of $a$. For $a>0$, $\\min(ax,ax') = a s$ with $s=\\min(x,x')$; "
+             "for $a<0$ substitute $a\\to-a$: this maps $(x,x')\\to(-x,-x')$ and $s\\to-\\max(x,x')$. "
+             "So $K_{RF} = \\tfrac14[G(x,x';s) + G(-x,-x';-L)]$, $L=\\max(x,x')$, with "
+             "$G = \\int_0^1 \\int_{-1}^{\\min(1, as)} (ax-b)(ax'-b)\\,db\\,da$ (zero where $as<-1$)."),
+        Step("Branch $s<-1$ (only $a < 1/|s|$ contributes):", sp.Eq(G(s), lo, evaluate=False)),
+        Step("Branch $|s|\\le 1$ (upper limit $as$ for all $a\\in[0,1]$):", sp.Eq(G(s), mid, evaluate=False)),
+        Step("Branch $s>1$ (upper limit clipped to $1$ for $a>1/s$):", sp.Eq(G(s), hi, evaluate=False)),
+        Step("Hence the closed form valid for ALL real $x, x'$ (breakpoints at $x=x'$ and at "
+             "$|x|=1$, $|x'|=1$):", u.rf, lhs="K_{RF}"),
+        Step("On $[-1,1]^2$ both terms use the middle branch and the kernel is one polynomial in "
+             "$x, x', |x-x'|$:", u.rf_inside, lhs="K_{RF}|_{[-1,1]^2}"),
+    ]
+    return Derivation(steps=steps, results={"G_lo": lo, "G_mid": mid, "G_hi": hi})
+
+
+def derive_w3b() -> Derivation:
+    """W3b (Thm 5): cubic-spline structure and the end conditions of the uniform interpolant."""
+    e = derive_spline_end_conditions()
+    jumps = kernel_jumps("uniform", "rf", "in")
+    d4_left, d4_right = sp.diff(e.left_piece, x, 4), sp.diff(e.right_piece, x, 4)
+    steps = [
+        Step("For $-1 \\le x \\le x' \\le 1$ the section $K_{RF}(\\cdot, x')$ is the cubic",
+             e.left_piece, lhs="K_{left}"),
+        Step("and for $-1 \\le x' \\le x \\le 1$", e.right_piece, lhs="K_{right}"),
+        Step("Fourth derivatives vanish off the diagonal (left, right):", sp.Tuple(d4_left, d4_right)),
+        Step("Jumps of $\\partial_x^k K$ at $x = x'$, $k = 0..3$: $K$ is $C^2$ with a constant "
+             "third-derivative jump (Thm 5: the interpolant $\\sum_j \\alpha_j K(\\cdot,x_j)$ is a "
+             "cubic spline with knots at the data, $[f''']_{x_j} = \\alpha_j/8$):", sp.Tuple(*jumps),
+             lhs="[\\partial_x^k K]_{x=x'}"),
+        Step("End conditions. Every section satisfies $K''(-1, x') = (1+x')/16 \\ne 0$, so it is "
+             "NOT the natural spline:", e.natural_fails, lhs="\\partial_x^2K(-1,x')"),
+        Step("A functional $\\sum_k l_k f^{(k)}(-1) + \\sum_k r_k f^{(k)}(1)$ of the outer cubic "
+             "pieces annihilates all sections iff it annihilates the 4 coefficients (in $x'$) of "
+             "the cubic; the null space of this $4\\times 8$ system is 4-dimensional, giving the "
+             "relations $(f_{L,k} = f^{(k)}(-1^+),\\ f_{R,k} = f^{(k)}(1^-))$:",
+             sp.Tuple(*e.relations), lhs="\\text{relations}"),
+        Step("Reading: the last two say that $f''$ on the left outer piece is MINUS $f''$ on the "
+             "right outer piece as linear functions ($f''_L(t) = -f''_R(t)$; for the kernel "
+             "sum $f''/\\omega = \\tfrac12\\sum_j\\alpha_j|x-x_j|$ whose outer linear pieces are "
+             "opposite); the first two fix the affine part of $f$ (W3e). With data in "
+             "$[-1,1]$ these 4 relations replace the natural conditions $f''(\\pm1)=0$: a cubic "
+             "spline on $[-1, 1]$ with knots at the data and free values at $\\pm1$ has "
+             "$s+4$ degrees of freedom, the $s$ data and these 4 relations fix it."),
+        Step("Coefficient matrix of the relations (rows $[l_0..l_3, r_0..r_3]$, reduced row "
+             "echelon form), used by the check:", e.matrix, lhs="M"),
+    ]
+    return Derivation(steps=steps, results={"end_conditions": e.matrix, "jumps": tuple(jumps)})
+
+
+def derive_w3c() -> Derivation:
+    """W3c: the gaussian-init (arc-cosine) K_RF in polar coordinates."""
+    g = derive_gaussian()
+    th = sp.Symbol("theta")
+    om = rkhs_weight("gaussian")
+    steps = [
+        Step("Gaussian init, $(a,b) = r(\\cos\\theta, \\sin\\theta)$, density "
+             "$e^{-r^2/2} r\\,dr\\,d\\theta/(2\\pi)$. By rotation invariance put "
+             "$\\tilde x = |\\tilde x|(1,0)$, $\\tilde x' = |\\tilde x'|(\\cos\\varphi,\\sin\\varphi)$, "
+             "$\\varphi\\in[0,\\pi]$; then $(ax-b)_+ = r|\\tilde x|\\cos(\\theta)_+$. Radial factor:",
+             sp.Eq(sp.Integral(_r**3 * sp.exp(-_r**2 / 2) / (2 * sp.pi), (_r, 0, sp.oo)), g.radial_rf, evaluate=False)),
+        Step("Both cosines are positive on the arc $\\theta\\in(\\varphi-\\pi/2, \\pi/2)$; angular factor:",
+             sp.Eq(sp.Integral(sp.cos(th) * sp.cos(th - phi), (th, phi - sp.pi / 2, sp.pi / 2)), g.angular_rf, evaluate=False)),
+        Step("Arc-cosine kernel (Cho & Saul order 1):", g.rf_angle, lhs="K_{RF}"),
+        Step("In coordinates $|\\tilde x||\\tilde x'|\\cos\\varphi = 1+xx'$, "
+             "$|\\tilde x||\\tilde x'|\\sin\\varphi = |x-x'|$ (2-D cross product), so "
+             "$\\varphi = \\operatorname{atan2}(|x-x'|, 1+xx')$ and", g.rf, lhs="K_{RF}"),
+        Step("Pitfall (a naive SymPy 2-D integral over $\\mathbb{R}^2$ returns ~0.5771 at "
+             "$(1/2, 1/3)$); the polar derivation gives",
+             sp.N(g.rf.subs({x: sp.Rational(1, 2), xp: sp.Rational(1, 3)}), 16), lhs="K_{RF}(1/2,1/3)"),
+        Step("Not a cubic spline: $\\partial_x^2 K_{RF} = \\omega(x)|x-x'|/2$ with "
+             "$\\omega = 2/(\\pi(1+x^2)^2)$ (W3e), so for the interpolant "
+             "$f''(x)/\\omega(x) = \\tfrac12\\sum_j \\alpha_j |x-x_j|$ is piecewise LINEAR, "
+             "while $f$ itself is not piecewise polynomial; the jumps of $\\partial_x^k K$ at "
+             "$x=x'$ ($k=0..3$):", sp.Tuple(*kernel_jumps("gaussian", "rf")), lhs="\\text{jumps}"),
+        Step("Weight used above:", om, lhs="\\omega"),
+    ]
+    return Derivation(steps=steps, results={"rf": g.rf})
+
+
+def derive_w3d() -> Derivation:
+    """W3d: P(both active) and K_NTK for both inits; the kinks (f' jumps) of NTK interpolants."""
+    u, g = derive_uniform(), derive_gaussian()
+    ju = kernel_jumps("uniform", "ntk", "in")
+    jo = kernel_jumps("uniform", "ntk", ">1")
+    jg = kernel_jumps("gaussian", "ntk")
+    plo, pmid, phi_ = u.prob_branches
+    steps = [
+        Step("$f = m^{-1/2}\\sum c_i(a_ix-b_i)_+$: $\\partial_c f = \\phi$, "
+             "$\\partial_a f = c\\,x\\,1[ax>b]$, $\\partial_b f = -c\\,1[ax>b]$; with $E c^2 = "
+             "\\sigma_c^2$ independent of $(a,b)$: $K_{NTK} = K_{RF} + \\sigma_c^2(1+xx')P(ax>b,ax'>b)$."),
+        Step("Uniform init: same sign split with integrand $1$; branches of $G_P(s)$ "
+             "($s<-1$, $|s|\\le1$, $s>1$):", sp.Tuple(plo, pmid, phi_), lhs="G_P"),
+        Step("so on $[-1,1]^2$", u.prob_inside, lhs="P"),
+        Step("Gaussian init: the arc where both are active has length $\\pi-\\varphi$ and "
+             "radial mass $1/(2\\pi)$:", g.prob, lhs="P"),
+        Step("NTK closed forms:", u.ntk, lhs="K_{NTK}^{uniform}"),
+        Step("and for the gaussian init", g.ntk, lhs="K_{NTK}^{gaussian}"),
+        Step("Jumps of $\\partial_x^k K_{NTK}$ at $x=x'$ ($k=0..3$), uniform, $|x'|\\le1$: $f'$ "
+             "jumps, so NTK interpolants have KINKS at the data: "
+             "$[f']_{x_j} = \\alpha_j \\cdot$(the $k=1$ entry)", sp.Tuple(*ju), lhs="J^{uniform}"),
+        Step("uniform, $x' > 1$ (also $x'<-1$):", sp.Tuple(*jo), lhs="J^{uniform}_{|x'|>1}"),
+        Step("gaussian:", sp.Tuple(*jg), lhs="J^{gaussian}"),
+    ]
+    return Derivation(steps=steps, results={
+        "P_lo": plo, "P_mid": pmid, "P_hi": phi_, "P_gaussian": g.prob,
+        "ntk_uniform": u.ntk, "ntk_gaussian": g.ntk,
+        "jump_uniform": ju[1], "jump_uniform_outside": jo[1], "jump_gaussian": jg[1]})
+
+
+def derive_w3e() -> Derivation:
+    """W3e: the RKHS weight omega, the second-derivative identity and the affine part."""
+    steps = [Step("$\\omega(x) = \\int |a|^3 p_0(a, ax)\\,da$. Uniform: $p_0 = 1/4$ on "
+                  "$|a|\\le\\min(1, 1/|x|)$:", rkhs_weight("uniform"), lhs="\\omega_{uniform}"),
+             Step("Gaussian:", rkhs_weight("gaussian"), lhs="\\omega_{gaussian}")]
+    for init in INITS:
+        ident = second_derivative_identity(init)
+        steps.append(Step(f"{init}: $\\partial_x^2 K_{{RF}}(x,x') - \\omega(x)|x-x'|/2$ simplifies to 0 "
+                          f"in every region ({len(ident)} regions):", sp.Tuple(*ident.values()),
+                          lhs="\\text{residuals}"))
+    steps += [
+        Step("Why (and the affine part). Write $(u)_+ = (u+|u|)/2$; odd cross terms vanish "
+             "($p_0$ symmetric), and in coordinates $b = a t$ ($db = |a|dt$): "
+             "$E|ax-b||ax'-b| = \\int \\omega(t)|x-t||x'-t|dt$, $E(ax-b)(ax'-b) = \\sigma^2(1+xx')$ "
+             "with $\\sigma^2 = E a^2 = E b^2$ ($E ab = 0$). Hence "
+             "$K_{RF}(x,x') = \\tfrac14\\int\\omega(t)|x-t||x'-t|\\,dt + \\tfrac{\\sigma^2}{4}(1+xx')$."),
+        Step("Second moments (uniform, gaussian):",
+             sp.Tuple(second_moment("uniform"), second_moment("gaussian")), lhs="\\sigma^2"),
+        Step("For $g = \\sum_k\\beta_k K(\\cdot, z_k)$: $g''/\\omega = \\tfrac12\\sum_k\\beta_k|x-z_k|$ and "
+             "$\\|g\\|_{\\mathcal H}^2 = \\beta^T K\\beta = \\int g''^2/\\omega\\,dx + \\tfrac{4}{\\sigma^2}(A_0^2+A_1^2)$ "
+             "with the affine part $A_0 = -\\tfrac{\\sigma^2}{4}\\sum\\beta_k$, "
+             "$A_1 = \\tfrac{\\sigma^2}{4}\\sum\\beta_k z_k$. The kernel interpolant is the "
+             "minimum-norm interpolant, i.e. it minimizes $\\int f''^2/\\omega$ + affine part: "
+             "for the uniform init $\\omega$ is constant on $[-1,1]$ (cubic spline, W3b); for "
+             "the gaussian $f''(1+x^2)^2$ is piecewise linear (W3c)."),
+    ]
+    return Derivation(steps=steps, results={"omega_uniform": rkhs_weight("uniform"),
+                                            "omega_gaussian": rkhs_weight("gaussian"),
+                                            "sigma2_uniform": second_moment("uniform"),
+                                            "sigma2_gaussian": second_moment("gaussian")})
+
+
+def derive_w3f() -> Derivation:
+    """W3f (Figure 4): the m -> oo limit of output-layer training and its fluctuation rate.
+
+    f_m(x) = k_m(x)^T K_m^{-1} y (min-norm fit, empirical kernel K_m = K + dK), linearized:
+    f_m - f = (1/m) sum_i psi(a_i, b_i; x) + O_P(1/m) with
+    psi = (phi(x) - beta(x)^T phi(X)) (alpha^T phi(X)), beta = K^{-1} k(x), alpha = K^{-1} y,
+    E psi = 0; so E (f_m(x) - f(x))^2 = E psi^2 m^(2 rate) (1 + O(1/m)), rate = -1/2."""
+    m = sp.Symbol("m", positive=True)
+    v = sp.Symbol("sigma_psi^2", positive=True)
+    eps_ = sp.Symbol("epsilon")
+    k_, K_, y_, dk_, dK_ = sp.symbols("k K y dk dK", positive=True)
+    f_lin = sp.series((k_ + eps_ * dk_) / (K_ + eps_ * dK_) * y_, eps_, 0, 2).removeO().coeff(eps_)
+    rms = sp.sqrt(v / m)
+    rate = sp.simplify(m * sp.diff(sp.log(rms), m))
+    xs, ys = fig4_data()
+    alpha = exact_interpolant_coefficients(xs, ys)
+    steps = [
+        Step("From $c(0)=0$ GD on $c$ only ($\\alpha(m)=1$) keeps $c$ in the row space of "
+             "$\\Phi$ ($\\Phi_{ji} = \\phi_i(x_j)$) and converges to the min-norm solution "
+             "$c^* = \\Phi^T(\\Phi\\Phi^T)^{-1}y$, i.e. $f_m(x) = k_m(x)^TK_m^{-1}y$ with the "
+             "empirical kernel $K_m = \\frac1m\\sum_i\\phi_i\\phi_i^T$, an average of $m$ i.i.d. "
+             "terms with mean $K_{RF}$ (W3a)."),
+        Step("First-order expansion in $(dk, dK) = (k_m - k, K_m - K)$ (scalar picture of "
+             "$k^TK^{-1}y$; the matrix version is $dk^T\\alpha - \\beta^T dK\\,\\alpha$):",
+             f_lin, lhs="\\partial_\\epsilon (k+\\epsilon dk)(K+\\epsilon dK)^{-1}y"),
+        Step("Hence $f_m(x) - f(x) = \\frac1m\\sum_i\\psi(a_i,b_i;x) + O_P(m^{-1})$ with "
+             "$\\psi = (\\phi(x) - \\beta(x)^T\\phi(X))(\\alpha^T\\phi(X))$, "
+             "$\\beta = K^{-1}k(x)$, $\\alpha = K^{-1}y$, and $E\\psi = k^T\\alpha - \\beta^TK\\alpha = 0$: "
+             "a mean of i.i.d. centred terms, so $E(f_m - f)^2 = E\\psi^2/m\\,(1 + O(1/m))$ and "
+             "the RMS distance decays at the rate"),
+        Step("(exponent of $m$ in $\\sqrt{\\sigma_\\psi^2/m}$)", rate, lhs="\\text{rate}"),
+        Step("The limit interpolant of the Figure-4 square wave, exact in rational arithmetic "
+             "from the derived uniform kernel (W3a, on $[-1,1]^2$): $\\alpha = K^{-1}y$ =",
+             alpha.T, lhs="\\alpha^T"),
+    ]
+    return Derivation(steps=steps, results={"rate": rate, "alpha_fig4": alpha})
+
+
+DERIVATIONS = {"W3a": derive_w3a, "W3b": derive_w3b, "W3c": derive_w3c, "W3d": derive_w3d,
+               "W3e": derive_w3e, "W3f": derive_w3f}

@@ -16,6 +16,7 @@ Inits (MATH.md W.3): "uniform": (a, b) ~ U([-1, 1]^2); "gaussian": (a, b) ~ N(0,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 import mpmath
@@ -30,6 +31,7 @@ __all__ = [
     "empirical_rf_kernel", "empirical_ntk_kernel", "min_norm_output_layer",
     "output_layer_gd", "output_layer_gd_closed_form", "kernel_gd_coefficients", "OutputLayerFit",
     "fit_output_layer", "AllLayerFit", "train_all_layers", "symmetric_init",
+    "trained_output_layer_values", "feature_product_moments",
 ]
 
 INITS = ("uniform", "gaussian")
@@ -184,6 +186,14 @@ def sample_init(rng: np.random.Generator, m: int, init: str = "uniform") -> tupl
     return ab[0], ab[1]
 
 
+@lru_cache(maxsize=32)
+def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights (cached: O(n^3) eigenvalue computation)."""
+    g, w = np.polynomial.legendre.leggauss(n)
+    g.setflags(write=False), w.setflags(write=False)
+    return g, w
+
+
 def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Deterministic weighted particles (a, b, w), sum w = 1, discretizing the init.
@@ -204,12 +214,12 @@ def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
     n_radial = require_positive_int(n_radial, "n_radial", minimum=1)
     if _init(init) == "uniform":
         per = -(-n_angle // 4)
-        g, gw = np.polynomial.legendre.leggauss(per)
+        g, gw = _leggauss(per)
         starts = -0.75 * np.pi + 0.5 * np.pi * np.arange(4)
         th = (starts[:, None] + 0.25 * np.pi * (g[None, :] + 1)).ravel()
         wth = np.tile(0.25 * np.pi * gw, 4)
         R = 1.0 / np.maximum(np.abs(np.cos(th)), np.abs(np.sin(th)))
-        gr, gwr = np.polynomial.legendre.leggauss(n_radial)
+        gr, gwr = _leggauss(n_radial)
         r = 0.5 * R[:, None] * (gr[None, :] + 1)
         w = 0.25 * wth[:, None] * 0.5 * R[:, None] * gwr[None, :] * r
     else:
@@ -407,3 +417,32 @@ def train_all_layers(a: Any, b: Any, c: Any, x: Any, y: Any, eta: float, *, max_
         b -= eta * gb
         c -= eta * gc
     return AllLayerFit(a, b, c, k, float(loss), eta)
+
+
+def trained_output_layer_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_eval: Any,
+                                replicates: int, init: str = "uniform") -> np.ndarray:
+    """f_m(x_eval) for ``replicates`` independent draws of m i.i.d. features, each trained
+    by GD on c only (alpha(m) = 1, c(0) = 0) to convergence (:func:`fit_output_layer`):
+    an (replicates, n_eval) array (claim W3f)."""
+    m = require_positive_int(m, "m")
+    replicates = require_positive_int(replicates, "replicates")
+    x_eval = as_float_array(x_eval, "x_eval", ndim=1)
+    out = np.empty((replicates, x_eval.size))
+    for r in range(replicates):
+        a, b = sample_init(rng, m, init)
+        fit = fit_output_layer(a, b, x, y)
+        out[r] = features(a, b, x_eval) @ fit.c
+    return out
+
+
+def feature_product_moments(a: np.ndarray, b: np.ndarray, w: np.ndarray, xs: Any
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of the products phi(x_i) phi(x_j) (all pairs, flattened) under
+    the weighted particles (a, b, w): the exact law of one random feature's contribution
+    to the empirical kernel (claims W3a, W3c: E m |K_m - K|_F^2 = trace of the covariance)."""
+    xs = as_float_array(xs, "xs", ndim=1)
+    F = features(a, b, xs)                       # (n, M)
+    P = (F[:, None, :] * F[None, :, :]).reshape(xs.size ** 2, -1)
+    mu = P @ w
+    cov = (P * w) @ P.T - np.outer(mu, mu)
+    return mu, cov

@@ -5,8 +5,10 @@ Conventions (MATH.md W.3): "uniform" init (a, b) ~ U([-1, 1]^2), "gaussian" init
 (a, b) ~ N(0, I_2), E c^2 = sigma_c^2; K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+];
 K_NTK = K_RF + sigma_c^2 (1 + x x') P(a x > b, a x' > b).
 
-Derivations: ``derivations.kernels`` (SymPy).  Independent numerics: ``numerics.kernels``
-(mpmath quadrature of the defining integrals, quadrature / i.i.d. particles, training).
+Derivations: ``derivations.kernels`` (SymPy; ``DERIVATIONS``), read here only through
+``ctx.derivation().results`` and the verified formulas (which read the same objects).
+Independent numerics: ``numerics.kernels`` (mpmath quadrature of the defining integrals,
+quadrature / i.i.d. particles, output-layer training).
 """
 from __future__ import annotations
 
@@ -17,22 +19,40 @@ from typing import Any, Callable
 import mpmath
 import numpy as np
 import sympy as sp
+from hypothesis import strategies as st
+from scipy import stats
 from scipy.interpolate import CubicSpline
 
 from derivations import kernels as dk
 from numerics import kernels as nk
-from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
-from verify.claims._helpers import SubCheck, combine, fmt, loglog_slope
+from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
+from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, loglog_slope
+from verify.strategies import datasets_1d
 
 SOURCE = "Williams et al. (NeurIPS 2019), Sec. 4 (kernel regime)"
 X, XP = dk.x, dk.xp
-# relative tolerance for float64 closed forms vs 30-digit quadrature: the closed forms are
-# O(10)-term sums with cancellation factor <= ~30 on [-5, 5]^2, so |rel err| <= 30 * 10 * eps
-# ~ 7e-14; 1e-12 leaves a margin and is the contract of the issue.
+EPS = float(np.finfo(np.float64).eps)
+# Relative tolerance for the float64 closed forms vs 30-digit quadrature: the closed forms
+# are O(10)-term sums with cancellation factor <= ~30 on [-5, 5]^2, so |rel err| <=
+# 30 * 10 * eps ~ 7e-14; 1e-12 leaves a margin.  A derived result off by 1e-8 fails it.
 REL_TOL = 1e-12
 # The square-wave data of Figure 4 (10 points on [-1, 1]) used by W3b, W3c, W3d, W3f.
 FIG4_X = np.linspace(-0.9, 0.9, 10)
 FIG4_Y = np.where(np.arange(10) // 2 % 2 == 0, 1.0, -1.0)
+# Statistical checks: per-test false-alarm probability (two-sided); the number of tests
+# per run is stated in each check, so that 20 seeds pass together with prob >= 0.99.
+ALPHA_TEST = 2e-5
+# Near-miss size of the negative controls (relative): ~100x the 1e-12 closed-form tolerance.
+NEAR_MISS = 1e-10
+
+coord = st.floats(-5, 5, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+point_pairs = st.tuples(coord, coord)
+
+
+def _datasets(**kw: Any) -> st.SearchStrategy:
+    """``verify.strategies.datasets_1d`` with a non-trivial target (max |y| >= 1/4: for
+    y = 0 every statement below holds trivially with 0/0 relative errors)."""
+    return datasets_1d(**kw).filter(lambda d: float(np.max(np.abs(d[1]))) >= 0.25)
 
 
 def _formulas():
@@ -50,158 +70,129 @@ def _region_points() -> list[tuple[float, float]]:
     return pts
 
 
-def _random_points(ctx: RunContext, n: int, name: str) -> list[tuple[float, float]]:
-    r = ctx.rng(name).uniform(-5, 5, size=(n, 2))
-    return [(float(p), float(q)) for p, q in r]
-
-
 @lru_cache(maxsize=4096)
 def _reference(kind: str, init: str, p: float, q: float, nested: bool = False) -> mpmath.mpf:
-    """30-digit quadrature reference (cached: the negative control reuses it)."""
+    """30-digit quadrature of the DEFINING expectation (cached: independent of the derivation)."""
     if kind == "rf":
         return nk.rf_kernel_quad_mp(p, q, init, nested=nested)
-    if kind == "prob":
-        return nk.active_probability_quad_mp(p, q, init, nested=nested)
-    with mpmath.workdps(30):  # ntk with sigma_c = 1
-        return nk.rf_kernel_quad_mp(p, q, init) + (1 + mpmath.mpf(p) * q) * nk.active_probability_quad_mp(p, q, init)
+    return nk.active_probability_quad_mp(p, q, init, nested=nested)
 
 
-def _closed_vs_quadrature(kind: str, init: str, pts: list[tuple[float, float]],
-                          expr_fn: Callable[[float, float], float], nested: bool = False
-                          ) -> tuple[float, list[list[Any]]]:
-    """max relative error of ``expr_fn`` (float64) against the mpmath quadrature."""
-    worst, rows = 0.0, []
-    for p, q in pts:
-        ref = _reference(kind, init, p, q, nested)
-        val = float(expr_fn(p, q))
-        err = float(abs(mpmath.mpf(val) / ref - 1)) if ref != 0 else abs(val)
-        worst = max(worst, err)
-        rows.append([fmt(p, 4), fmt(q, 4), mpmath.nstr(ref, 18), f"{val:.17g}", fmt(err)])
-    return worst, rows
+def _rel_err(val: float, ref: Any) -> float:
+    return float(abs(mpmath.mpf(float(val)) / ref - 1)) if ref != 0 else abs(float(val))
 
 
+def _vs_quadrature(ctx: RunContext, name: str, kind: str, init: str,
+                   fn: Callable[[float, float], float], pinned: list, reason: str,
+                   quick: int = 4, full: int = 30) -> SubCheck:
+    """max relative error of ``fn`` (float64) against the mpmath quadrature of the defining
+    expectation, over pinned and Hypothesis-drawn points (x, x') in [-5, 5]^2."""
+    def measure(pt: tuple[float, float]) -> SubCheck:
+        p, q = float(pt[0]), float(pt[1])
+        err = _rel_err(fn(p, q), _reference(kind, init, p, q))
+        return SubCheck(name, err, REL_TOL, f"{reason}; at (x, x') = ({p:.6g}, {q:.6g})")
+    return for_all_instances(ctx, name, point_pairs, measure, quick=quick, full=full, pinned=pinned)
+
+
+def _ntk_reference(init: str, p: float, q: float, sigma_c: float) -> mpmath.mpf:
+    with mpmath.workdps(30):
+        return _reference("rf", init, p, q) + sigma_c**2 * (1 + mpmath.mpf(p) * q) * _reference("prob", init, p, q)
+
+
+# ------------------------------------------------ Monte Carlo of the empirical kernel
 _GRID9 = np.linspace(-2.0, 2.0, 9)
-_PARTICLE_COUNTS = (32, 128, 512)   # angular nodes; m = 2 x that (2 radial nodes)
-_PARTICLE_REPS = 10
 
 
-def _slope_sizes(profile: str) -> tuple[np.ndarray, int]:
-    top = 5 if profile == "quick" else 6
-    return (np.unique(np.round(np.logspace(2, top, 2 * (top - 2) + 1)).astype(int)),
-            24 if profile == "quick" else 32)
+def _mc_widths(ctx: RunContext) -> tuple[list[int], int]:
+    return ([100, 1000, 10_000], 24) if ctx.quick else ([100, 1000, 10_000, 100_000], 48)
+
+
+def _chi2_interval(trace: float, trace_sq: float, replicates: int, alpha: float) -> tuple[float, float]:
+    """Acceptance interval for the mean of ``replicates`` i.i.d. copies of S = |G|^2, G a
+    centred Gaussian vector with covariance C (tr C = trace, tr C^2 = trace_sq):
+    Satterthwaite, R * mean(S) ~ g chi^2_nu with g = tr C^2 / tr C, nu = R (tr C)^2 / tr C^2;
+    two-sided level ``alpha``.  Returned relative to tr C."""
+    nu = replicates * trace**2 / trace_sq
+    lo, hi = stats.chi2.ppf([alpha / 2, 1 - alpha / 2], nu)
+    return float(lo / nu), float(hi / nu)
 
 
 @lru_cache(maxsize=8)
-def _empirical_grams(claim_id: str, init: str, profile: str, seed: int) -> dict[str, Any]:
-    """Empirical RF Gram matrices on 9 points of [-2, 2]: quadrature particles, i.i.d.
-    particles of the same counts, and i.i.d. particles for the rate fit.  Cached so the
-    negative control compares the SAME particles with the perturbed closed form."""
+def _iid_kernel_errors(claim_id: str, init: str, profile: str, seed: int) -> dict[int, np.ndarray]:
+    """m |K_m - K|_F^2 is needed per replicate; we keep the empirical Gram matrices
+    (cached: the negative control and mutants reuse the same particles)."""
     ctx = RunContext(claim_id, profile, seed)  # type: ignore[arg-type]
-    xs = _GRID9
-    out: dict[str, Any] = {"quad": {}, "iid": {}, "slope": {}}
-    for n_angle in _PARTICLE_COUNTS:
+    ms, reps = _mc_widths(ctx)
+    return {m: np.stack([nk.empirical_rf_kernel(*nk.sample_init(ctx.rng("iid", init, m, r), m, init),
+                                                _GRID9, _GRID9) for r in range(reps)]) for m in ms}
+
+
+@lru_cache(maxsize=4)
+def _feature_law(init: str) -> tuple[np.ndarray, np.ndarray]:
+    a, b, w = nk.quadrature_particles(init, 2048, n_radial=3)   # degree-4 integrands: exact in r
+    return nk.feature_product_moments(a, b, w, _GRID9)
+
+
+def _particle_checks(ctx: RunContext, init: str, Kt: np.ndarray) -> tuple[list[SubCheck], list[Table], dict]:
+    """(1) i.i.d. random features: E m |K_m - K|_F^2 = tr Cov(phi phi') EXACTLY at every m
+    (the m^-1/2 law), tested at each width with a chi-square interval; (2) polar quadrature
+    particles reproduce K far below the i.i.d. error at the same count (deterministic)."""
+    mu, cov = _feature_law(init)
+    trc, trc2 = float(np.trace(cov)), float(np.sum(cov * cov))
+    grams = _iid_kernel_errors(ctx.claim_id, init, ctx.profile, ctx.seed)
+    rows, worst, ok, data = [], 0.0, True, {"m": [], "rms": []}
+    for m, G in grams.items():
+        S = m * np.sum((G - Kt[None]) ** 2, axis=(1, 2))
+        lo, hi = _chi2_interval(trc, trc2, S.size, ALPHA_TEST)
+        q = float(S.mean() / trc)
+        ok &= lo <= q <= hi
+        worst = max(worst, (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo))
+        rows.append([m, S.size, fmt(q, 5), f"[{lo:.4f}, {hi:.4f}]", fmt(float(np.sqrt(S.mean() / m / Kt.size)))])
+        data["m"].append(m), data["rms"].append(float(np.sqrt(S.mean() / m / Kt.size)))
+    n_tests = len(grams)
+    subs = [SubCheck("i.i.d. features: E m|K_m - K|^2 = tr Cov(phi phi') at every width",
+                     worst, 1.0, f"error shown: |mean/prediction - 1| / half-width of the "
+                     f"chi-square acceptance interval (Satterthwaite, level {ALPHA_TEST:g} per "
+                     f"width; {n_tests} widths: false alarm <= {n_tests * ALPHA_TEST:.1g} per run); "
+                     "prediction from polar quadrature particles, exact in r", passed=ok)]
+    prow, ratios = [], []
+    for n_angle in (64, 512):
         a, b, w = nk.quadrature_particles(init, n_angle)
-        m = a.size
-        out["quad"][m] = nk.empirical_rf_kernel(a, b, xs, xs, w)
-        out["iid"][m] = [nk.empirical_rf_kernel(*nk.sample_init(ctx.rng("iid-vs-quad", init, m, r), m, init), xs, xs)
-                         for r in range(_PARTICLE_REPS)]
-    ms, reps = _slope_sizes(profile)
-    for m in ms:
-        out["slope"][int(m)] = [nk.empirical_rf_kernel(*nk.sample_init(ctx.rng("slope", init, int(m), r), int(m), init), xs, xs)
-                                for r in range(reps)]
-    return out
-
-
-_SLOPE_REASON = ("i.i.d. Monte Carlo: E|K_m - K|^2 = Var/m exactly, so the RMS slope is -1/2; "
-                 "[-0.6, -0.4] is the issue's band; with these replicates the slope estimate's "
-                 "spread across seeds is ~0.03")
-
-
-def _particles_and_slope(init: str, ctx: RunContext, Kt: np.ndarray) -> tuple[list[SubCheck], list[Table], dict]:
-    """Quadrature vs i.i.d. particles of the same count (max Gram error relative to max K,
-    i.i.d. median of 10 replicates) and the i.i.d. RMS error slope, against ``Kt``."""
-    grams = _empirical_grams(ctx.claim_id, init, ctx.profile, ctx.seed)
-    scale = float(np.max(np.abs(Kt)))
-    prow, ratios, pdata = [], [], {"m": [], "quad": [], "iid": []}
-    for m, Gq in grams["quad"].items():
-        eq = float(np.max(np.abs(Gq - Kt))) / scale
-        med = float(np.median([np.max(np.abs(G - Kt)) for G in grams["iid"][m]])) / scale
-        ratios.append(med / eq)
-        prow.append([m, fmt(eq), fmt(med), fmt(med / eq)])
-        pdata["m"].append(m), pdata["quad"].append(eq), pdata["iid"].append(med)
-    ms = np.array(sorted(grams["slope"]), dtype=float)
-    rms, srow = [], []
-    for m in ms:
-        Gs = grams["slope"][int(m)]
-        rms.append(float(np.sqrt(np.mean([np.mean((G - Kt) ** 2) for G in Gs]))))
-        srow.append([int(m), len(Gs), fmt(rms[-1]), fmt(rms[-1] * np.sqrt(m))])
-    slope = loglog_slope(ms, rms)
-    ratio = min(ratios)
-    subs = [SubCheck(f"quadrature particles beat i.i.d. particles of the same count: min ratio "
-                     f"{ratio:.3g} (error shown: 100 / ratio, must be <= 1)", 100.0 / ratio, 1.0,
-                     "the issue's requirement: ratio of errors >= 100"),
-            SubCheck(f"i.i.d. empirical-kernel RMS error slope over m in {int(ms[0])}..{int(ms[-1])} "
-                     f"(|slope + 1/2|, slope = {slope:.3f})", abs(slope + 0.5), 0.1, _SLOPE_REASON,
-                     passed=-0.6 <= slope <= -0.4)]
-    tabs = [Table(f"{init} init: empirical RF Gram matrix on 9 points of [-2, 2], max error / max K "
-                  "(i.i.d.: median of 10 replicates)",
-                  ["particles m", "quadrature rule", "i.i.d.", "ratio i.i.d./quadrature"], prow),
-            Table(f"{init} init: i.i.d. random features, RMS Gram error vs m (slope {slope:.3f})",
-                  ["m", "replicates", "RMS error", "RMS * sqrt(m)"], srow)]
-    sdata = {"m": [int(v) for v in ms], "rms": rms, "slope": slope}
-    return subs, tabs, {"particles": pdata, "slope": sdata}
+        eq = float(np.max(np.abs(nk.empirical_rf_kernel(a, b, _GRID9, _GRID9, w) - Kt)))
+        iid = float(np.sqrt(trc / a.size / Kt.size))
+        ratios.append(iid / eq)
+        prow.append([a.size, fmt(eq), fmt(iid), fmt(iid / eq)])
+    subs.append(SubCheck("quadrature particles beat the i.i.d. RMS error of the same count by >= 100",
+                         100.0 / min(ratios), 1.0, "deterministic: polar rule with kinks at fixed "
+                         "angles (O(n^-2)) vs the exact i.i.d. RMS sqrt(tr Cov / (m n^2)); "
+                         "error shown: 100 / min ratio"))
+    tabs = [Table(f"{init} init: i.i.d. empirical kernel on 9 points of [-2, 2]: mean of "
+                  "m|K_m - K|^2 / tr Cov (exactly 1 in expectation)",
+                  ["m", "replicates", "ratio", "acceptance interval", "RMS entry error"], rows),
+            Table(f"{init} init: polar quadrature particles vs the i.i.d. RMS error",
+                  ["particles m", "max Gram error", "i.i.d. RMS error", "ratio"], prow)]
+    return subs, tabs, data
 
 
 # ==================================================================== W3a
-def derive_w3a() -> Derivation:
-    u = dk.derive_uniform()
-    lo, mid, hi = u.rf_branches
-    G = sp.Function("G")
-    steps = [
-        Step("Uniform init: density $1/4$ on $[-1,1]^2$. For fixed $a$ the product "
-             "$(ax-b)_+(ax'-b)_+$ is nonzero iff $b < \\min(ax, ax')$. Inner integral over $b$ "
-             "from $-1$ to $t$:", sp.Eq(sp.Integral((dk.a * X - dk.b) * (dk.a * XP - dk.b), (dk.b, -1, sp.Symbol("t"))),
-                                       u.inner_rf)),
-        Step("Split by the sign of $a$. For $a>0$, $\\min(ax,ax') = a s$ with $s=\\min(x,x')$; "
-             "for $a<0$ substitute $a\\to-a$: this maps $(x,x')\\to(-x,-x')$ and $s\\to-\\max(x,x')$. "
-             "So $K_{RF} = \\tfrac14[G(x,x';s) + G(-x,-x';-L)]$, $L=\\max(x,x')$, with "
-             "$G = \\int_0^1 \\int_{-1}^{\\min(1, as)} (ax-b)(ax'-b)\\,db\\,da$ (zero where $as<-1$)."),
-        Step("Branch $s<-1$ (only $a < 1/|s|$ contributes):", sp.Eq(G(s_ := sp.Symbol("s")), lo)),
-        Step("Branch $|s|\\le 1$ (upper limit $as$ for all $a\\in[0,1]$):", sp.Eq(G(s_), mid)),
-        Step("Branch $s>1$ (upper limit clipped to $1$ for $a>1/s$):", sp.Eq(G(s_), hi)),
-        Step("Hence the closed form valid for ALL real $x, x'$ (breakpoints at $x=x'$ and at "
-             "$|x|=1$, $|x'|=1$):", sp.Eq(sp.Symbol("K_RF"), u.rf)),
-        Step("On $[-1,1]^2$ both terms use the middle branch and the kernel is one polynomial in "
-             "$x, x', |x-x'|$:", sp.Eq(sp.Symbol("K_RF|_{[-1,1]^2}"), u.rf_inside)),
-    ]
-    return Derivation(steps=steps, results={"rf": u.rf, "rf_inside": u.rf_inside,
-                                            "branches": u.rf_branches})
-
-
-def _check_w3a(ctx: RunContext, wrong_outside: bool) -> Outcome:
+def _check_w3a(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
+    """``a_scale != 1``: negative control, a ~ U(-a_scale, a_scale) (then
+    K(x, x') becomes K(a_scale x, a_scale x'), exactly)."""
     F = _formulas()
-    if wrong_outside:
-        f_in = sp.lambdify((X, XP), dk.derive_uniform().rf_inside, modules="numpy")
-        fn: Callable = lambda p, q: f_in(p, q)
-    else:
-        fn = lambda p, q: F.rf_kernel(p, q, init="uniform")
-    pts = _region_points() + _random_points(ctx, 4 if ctx.quick else 30, "points")
-    worst, rows = _closed_vs_quadrature("rf", "uniform", pts, fn)
-    subs = [SubCheck(f"closed form vs 2-D mpmath quadrature (30 digits), {len(pts)} points "
-                     "covering all 12 pieces (max relative error)", worst, REL_TOL,
-                     "float64 evaluation of a short polynomial/rational sum: ~1e-15; 1e-12 is the "
-                     "issue's contract")]
-    more, tabs, data = _particles_and_slope("uniform", ctx, fn(_GRID9[:, None], _GRID9[None, :]))
+
+    def fn(p: Any, q: Any) -> Any:
+        return F.rf_kernel(np.multiply(p, a_scale), np.multiply(q, a_scale), init="uniform")
+    subs = [_vs_quadrature(ctx, "closed form vs 2-D mpmath quadrature", "rf", "uniform", fn,
+                           _region_points(), "float64 evaluation of the derived branches "
+                           "(short polynomial/rational sums): ~1e-15; 2-D Gauss-Legendre with "
+                           "every kink as a breakpoint, 30 digits")]
+    more, tabs, data = _particle_checks(ctx, "uniform", fn(_GRID9[:, None], _GRID9[None, :]))
     subs += more
     grid = np.linspace(-3, 3, 121)
-    art = {"grid": grid, "K": F.rf_kernel(grid[:, None], grid[None, :], init="uniform"), **data}
-    return combine("derived K_RF (uniform init, all real x, x') vs 2-D mpmath quadrature of "
-                   "E[(ax-b)_+(ax'-b)_+]; polar Gauss-Legendre particles vs i.i.d. particles; "
-                   "i.i.d. error rate", subs,
-                   details={"points": len(pts), "max_rel_error": worst},
-                   tables=[Table("Closed form vs quadrature", ["x", "x'", "quadrature (30 digits)",
-                                                               "closed form (float64)", "rel. error"], rows)] + tabs,
-                   artifacts=art)
+    art = {"grid": grid, "K": F.rf_kernel(grid[:, None], grid[None, :], init="uniform"), "mc": data}
+    return combine("derived K_RF (uniform init, all real x, x'; three branches of G) vs 2-D "
+                   "mpmath quadrature of E[(ax-b)_+(ax'-b)_+]; i.i.d. features vs the exact "
+                   "variance law; polar quadrature particles", subs, tables=tabs, artifacts=art)
 
 
 def _kernel_figures(cid: str, init: str, ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -219,52 +210,18 @@ def _kernel_figures(cid: str, init: str, ev: Evidence, outdir: Path) -> list[tup
         for v in (-1, 1):
             ax2.axvline(v, color="k", lw=0.5, ls=":")
     ax2.set_xlabel("x"), ax2.set_title("slices K_RF(x, x')"), ax2.legend(fontsize=7)
-    p, s = art["particles"], art["slope"]
-    ax3.loglog(p["m"], p["quad"], "o-", label="quadrature particles")
-    ax3.loglog(p["m"], p["iid"], "s-", label="i.i.d. (median)")
-    ax3.loglog(s["m"], s["rms"], "^-", label=f"i.i.d. RMS, slope {s['slope']:.2f}")
-    ax3.set_xlabel("particles m"), ax3.set_ylabel("Gram error"), ax3.legend(fontsize=7)
+    mc = art["mc"]
+    ms = np.array(mc["m"], float)
+    ax3.loglog(ms, mc["rms"], "o-", label=f"i.i.d. RMS error (slope {loglog_slope(ms, mc['rms']):.2f})")
+    ax3.loglog(ms, mc["rms"][0] * (ms / ms[0]) ** -0.5, "k:", label="m^-1/2")
+    ax3.set_xlabel("features m"), ax3.set_ylabel("Gram error"), ax3.legend(fontsize=7)
     name = f"{cid}_kernel.png"
     save_figure(fig, outdir / name)
     return [(name, f"{init}-init random-feature kernel: heatmap on [-3, 3]^2, slices, and the "
-                   "empirical-kernel error of quadrature vs i.i.d. particles.")]
+                   "RMS error of the i.i.d. empirical kernel (m^-1/2).")]
 
 
 # ==================================================================== W3b
-def derive_w3b() -> Derivation:
-    e = dk.derive_spline_end_conditions()
-    jumps = dk.kernel_jumps("uniform", "rf", "in")
-    d4_left, d4_right = sp.diff(e.left_piece, X, 4), sp.diff(e.right_piece, X, 4)
-    fL, fR = e.fL, e.fR
-    steps = [
-        Step("For $-1 \\le x \\le x' \\le 1$ the section $K_{RF}(\\cdot, x')$ is the cubic",
-             sp.Eq(sp.Symbol("K_left"), e.left_piece)),
-        Step("and for $-1 \\le x' \\le x \\le 1$", sp.Eq(sp.Symbol("K_right"), e.right_piece)),
-        Step("Fourth derivatives vanish off the diagonal (left, right):",
-             sp.Eq(sp.Tuple(sp.Symbol("d4K_left"), sp.Symbol("d4K_right")), sp.Tuple(d4_left, d4_right))),
-        Step("Jumps of $\\partial_x^k K$ at $x = x'$, $k = 0..3$: $K$ is $C^2$ with a constant "
-             "third-derivative jump (Thm 5: the interpolant $\\sum_j \\alpha_j K(\\cdot,x_j)$ is a "
-             "cubic spline with knots at the data, $[f''']_{x_j} = \\alpha_j/8$):",
-             sp.Eq(sp.Symbol("jumps"), sp.Tuple(*jumps))),
-        Step("End conditions. Every section satisfies $K''(-1, x') = (1+x')/16 \\ne 0$, so it is "
-             "NOT the natural spline:", sp.Eq(sp.Symbol("d2K(-1,x')"), e.natural_fails)),
-        Step("A functional $\\sum_k l_k f^{(k)}(-1) + \\sum_k r_k f^{(k)}(1)$ of the outer cubic "
-             "pieces annihilates all sections iff it annihilates the 4 coefficients (in $x'$) of "
-             "the cubic; the null space of this $4\\times 8$ system is 4-dimensional, giving the "
-             "relations $(f_{L,k} = f^{(k)}(-1^+),\\ f_{R,k} = f^{(k)}(1^-))$:",
-             sp.Eq(sp.Symbol("relations"), sp.Tuple(*e.relations))),
-        Step("Reading: the last two say that $f''$ on the left outer piece is MINUS $f''$ on the "
-             "right outer piece as linear functions ($f''_L(t) = -f''_R(t)$; for the kernel "
-             "sum $f''/\\omega = \\tfrac12\\sum_j\\alpha_j|x-x_j|$ whose outer linear pieces are "
-             "opposite); the first two fix the affine part of $f$ (W3e). With data in "
-             "$[-1,1]$ these 4 relations replace the natural conditions $f''(\\pm1)=0$: a cubic "
-             "spline on $[-1, 1]$ with knots at the data and free values at $\\pm1$ has "
-             "$s+4$ degrees of freedom, the $s$ data and these 4 relations fix it."),
-    ]
-    return Derivation(steps=steps, results={"relations": e.relations, "jumps": jumps,
-                                            "matrix": e.matrix})
-
-
 def spline_with_end_conditions(x_data: np.ndarray, y_data: np.ndarray, matrix: np.ndarray
                                ) -> CubicSpline:
     """scipy CubicSpline on the nodes (-1, x_1..x_s, 1) whose free values at +-1 and end
@@ -289,23 +246,12 @@ def spline_with_end_conditions(x_data: np.ndarray, y_data: np.ndarray, matrix: n
     return build(np.linalg.solve(J, -r0))
 
 
-def _data_sets(ctx: RunContext) -> list[tuple[np.ndarray, np.ndarray]]:
-    sets = [(FIG4_X, FIG4_Y)]
-    rng = ctx.rng("data")
-    for s_n in ((6, 12) if ctx.quick else (5, 8, 12, 20, 30)):
-        # stratified in [-0.95, 0.95]: gaps >= 0.76/s_n keep cond(Gram) <= ~1e7
-        xd = -0.95 + 1.9 * (np.arange(s_n) + 0.5 + rng.uniform(-0.3, 0.3, s_n)) / s_n
-        sets.append((xd, rng.standard_normal(s_n)))
-    return sets
-
-
-def _piecewise_fit_stats(f: Callable, xd: np.ndarray, deg: int = 3) -> tuple[float, np.ndarray, np.ndarray]:
+def _piecewise_fit_stats(f: Callable, xd: np.ndarray, deg: int = 3) -> tuple[float, np.ndarray]:
     """Fit a degree-``deg`` polynomial to f on each interval between consecutive knots
     (-1, data, 1) from 12 interior samples; return the max fit residual (relative to max|f|)
     and the jumps of derivatives 0..3 of adjacent fits at every data point."""
     nodes = np.concatenate([[-1.0], xd, [1.0]])
-    polys, resid = [], 0.0
-    scale = 1.0
+    polys, resid, scale = [], 0.0, 1.0
     for lo, hi in zip(nodes[:-1], nodes[1:]):
         t = lo + (hi - lo) * (0.5 - 0.5 * np.cos(np.pi * (np.arange(12) + 0.5) / 12))
         c = (lo + hi) / 2
@@ -314,65 +260,86 @@ def _piecewise_fit_stats(f: Callable, xd: np.ndarray, deg: int = 3) -> tuple[flo
         p = np.polynomial.Polynomial.fit(t - c, v, deg, domain=[lo - c, hi - c])
         resid = max(resid, float(np.max(np.abs(p(t - c) - v))))
         polys.append((p, c))
-    jumps = np.array([[(polys[j + 1][0].deriv(k)(x - polys[j + 1][1]) if k else polys[j + 1][0](x - polys[j + 1][1]))
-                       - (polys[j][0].deriv(k)(x - polys[j][1]) if k else polys[j][0](x - polys[j][1]))
-                       for k in range(4)] for j, x in enumerate(xd)])
-    return resid / scale, jumps, nodes
+
+    def d(j: int, k: int, x0: float) -> float:
+        p, c = polys[j]
+        return float(p.deriv(k)(x0 - c) if k else p(x0 - c))
+    jumps = np.array([[d(j + 1, k, x0) - d(j, k, x0) for k in range(4)] for j, x0 in enumerate(xd)])
+    return resid / scale, jumps
 
 
-def _check_w3b(ctx: RunContext, natural: bool) -> Outcome:
+_W3B_DATA = _datasets(min_points=3, max_points=9, min_gap=0.12, x_range=(-0.95, 0.95), y_range=(-2.0, 2.0))
+
+
+def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
+    """``matrix_perturbation``: negative control, the derived relation f''_L = -f''_R used
+    as f''_L = -(1 + perturbation) f''_R (one matrix entry)."""
     F = _formulas()
-    M = np.array(ctx.derivation().results["matrix"].tolist(), dtype=float)
-    rows, worst_spline, worst_fit, worst_c2, worst_j3 = [], 0.0, 0.0, 0.0, 0.0
-    art: dict[str, Any] = {}
-    for i, (xd, yd) in enumerate(_data_sets(ctx)):
+    res = ctx.derivation().results
+    M = np.array(res["end_conditions"].tolist(), dtype=float)
+    if matrix_perturbation:
+        M[2, 6] *= 1 + matrix_perturbation   # row fL2 + fR2 - 2 fR3: coefficient of fR2
+    J = sp.lambdify(XP, sp.Matrix(list(res["jumps"])), modules="numpy")
+    rows: list[list[Any]] = []
+    memo: dict[bytes, list[SubCheck]] = {}
+
+    def measure(data: tuple[np.ndarray, np.ndarray]) -> list[SubCheck]:
+        xd, yd = np.asarray(data[0], float), np.asarray(data[1], float)
+        key = xd.tobytes() + yd.tobytes()
+        if key not in memo:
+            memo[key] = _measure_w3b(xd, yd)
+        return memo[key]
+
+    def _measure_w3b(xd: np.ndarray, yd: np.ndarray) -> list[SubCheck]:
         f = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
-        if natural:
-            spl = CubicSpline(xd, yd, bc_type="natural")
-            grid = np.linspace(xd[0], xd[-1], 1001)
-        else:
-            spl = spline_with_end_conditions(xd, yd, M)
-            grid = np.linspace(-1, 1, 1001)
+        spl = spline_with_end_conditions(xd, yd, M)
+        grid = np.linspace(-1, 1, 1001)
         scale = max(1.0, float(np.max(np.abs(yd))))
+        cond = f.condition
         dsp = float(np.max(np.abs(f(grid) - spl(grid)))) / scale
-        fit_res, jumps, _ = _piecewise_fit_stats(f, xd)
-        c2 = float(np.max(np.abs(jumps[:, :3]) / np.array([1, 10, 100]))) / scale
-        j3 = float(np.max(np.abs(jumps[:, 3] - f.coefficients / 8) / np.max(np.abs(f.coefficients / 8))))
-        worst_spline, worst_fit = max(worst_spline, dsp), max(worst_fit, fit_res)
-        worst_c2, worst_j3 = max(worst_c2, c2), max(worst_j3, j3)
-        cond = float(np.linalg.cond(F.rf_kernel(xd[:, None], xd[None, :])))
-        rows.append([i, xd.size, fmt(float(np.min(np.diff(xd)))), fmt(cond), fmt(dsp), fmt(fit_res), fmt(c2), fmt(j3)])
-        if i == 0:
-            art = {"x_data": xd, "y_data": yd, "grid": np.linspace(-1, 1, 801)}
-    subs = [SubCheck("uniform-init kernel interpolant vs scipy CubicSpline with the DERIVED end "
-                     "conditions (sup on [-1,1], relative to max|y|)" if not natural else
-                     "uniform-init kernel interpolant vs NATURAL cubic spline through the data "
-                     "(sup on [x_1, x_s])", worst_spline, 1e-8,
-                     "both are exact cubic splines: differences come from the Gram solve "
-                     "(cond <= 1.1e7 on these data, table) and the spline system: forward error "
-                     "<= few * cond * eps ~ 5e-9"),
-            SubCheck("piecewise cubic: degree-3 fit residual on each interval (relative)", worst_fit, 1e-9,
-                     "exact cubics: residual is the interpolant's float64 error (<= cond * eps * "
-                     "max|alpha|, up to ~1e-10 for cond 1e7) times the fit's conditioning"),
-            SubCheck("C^2 at the data: jumps of f, f'/10, f''/100 of adjacent cubic fits", worst_c2, 1e-6,
-                     "k-th derivatives of fitted cubics amplify the ~1e-11 fit noise by ~h^-k (gaps h >= 0.036, table): <= 1e-11 * 2e4"),
-            SubCheck("third-derivative jump at x_j equals alpha_j / 8 (derived), relative", worst_j3, 1e-4,
-                     "f''' of a fitted cubic on an interval of length h >= 0.036 carries error "
-                     "~1e-11 / h^3 ~ 2e-7 relative to |alpha_j|/8")]
-    return combine("uniform-init RF kernel interpolant vs cubic spline with derived end "
-                   "conditions; piecewise cubic & C^2 structure measured by polynomial fits",
-                   subs, details={"data_sets": len(rows)},
-                   tables=[Table("Data sets", ["set", "points", "min gap", "cond(Gram)", "sup |f - spline|", "cubic-fit residual",
-                                               "C^2 jump (scaled)", "f''' jump vs alpha/8"], rows)],
-                   artifacts=art)
+        tol_sp = 64 * cond * EPS
+        fit_res, jumps = _piecewise_fit_stats(f, xd)
+        h = float(np.min(np.diff(np.concatenate([[-1.0], xd, [1.0]]))))
+        pred = np.array([np.ravel(np.broadcast_to(J(x0), (4, 1))) for x0 in xd]) * f.coefficients[:, None]
+        amax = float(np.max(np.abs(f.coefficients)))
+        # fitted cubics: derivative k of the fit amplifies the fit noise (<= fit_res*scale) by ~ (2/h)^k k!
+        noise = max(fit_res, 64 * cond * EPS) * scale
+        tol_k = np.array([noise * 64 * (2 / h) ** k * np.prod(range(1, k + 1)) for k in range(4)])
+        jerr = float(np.max(np.abs(jumps - pred) / (tol_k[None, :] + 1e-300)))
+        rows.append([xd.size, fmt(h), fmt(cond), fmt(dsp), fmt(fit_res), fmt(jerr)])
+        return [SubCheck("interpolant vs CubicSpline with the derived end conditions", dsp, tol_sp,
+                         f"both exact cubic splines; forward error of the Gram solve and the spline "
+                         f"system <= 64 cond eps (cond {cond:.3g})"),
+                SubCheck("piecewise cubic (degree-3 fit residual)", fit_res, 1e3 * cond * EPS,
+                         "exact cubics: the residual is the interpolant's rounding (cond eps |alpha|) "
+                         "times the fit's conditioning (<= 1e3)"),
+                SubCheck("derivative jumps at the data = alpha_j x derived jumps (k = 0..3)", jerr, 1.0,
+                         "error shown: max |measured - alpha_j J_k(x_j)| / bound_k, bound_k = fit noise "
+                         "x 64 (2/h)^k k! (derivatives of fitted cubics on intervals >= h)")]
+
+    subs: list[SubCheck] = []
+    for i, nm in enumerate(("interpolant vs CubicSpline with the derived end conditions",
+                            "piecewise cubic (degree-3 fit residual)",
+                            "derivative jumps at the data = alpha_j x derived jumps (k = 0..3)")):
+        subs.append(for_all_instances(ctx, nm, _W3B_DATA, lambda d, i=i: measure(d)[i],
+                                      quick=4, full=25, pinned=[(FIG4_X, FIG4_Y)]))
+    g = np.linspace(-1, 1, 801)
+    return combine("uniform-init RF kernel interpolant vs cubic spline with the derived end "
+                   "conditions; piecewise cubic, C^2, third-derivative jumps alpha_j/8 (data "
+                   "sets drawn by Hypothesis in [-0.95, 0.95], Figure-4 square wave pinned)",
+                   subs, tables=[Table("Data sets (all sub-checks)", ["points", "min gap", "cond(Gram)",
+                                                                       "sup |f - spline|", "cubic-fit residual",
+                                                                       "jump error / bound"], rows)],
+                   artifacts={"x_data": FIG4_X, "y_data": FIG4_Y, "grid": g})
 
 
 def _figures_w3b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
+    from verify import derived
     from verify.plotting import new_figure, save_figure
     F = _formulas()
     art = ev.artifacts
     xd, yd, g = art["x_data"], art["y_data"], art["grid"]
-    M = np.array(CLAIM_W3B.derivation().results["matrix"].tolist(), dtype=float)
+    M = np.array(derived.results("W3b")["end_conditions"].tolist(), dtype=float)
     f = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
     spl = spline_with_end_conditions(xd, yd, M)
     nat = CubicSpline(xd, yd, bc_type="natural")
@@ -392,97 +359,100 @@ def _figures_w3b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # ==================================================================== W3c
-def derive_w3c() -> Derivation:
-    g = dk.derive_gaussian()
-    r, th = sp.Symbol("r", positive=True), sp.Symbol("theta")
-    om = dk.rkhs_weight("gaussian")
-    steps = [
-        Step("Gaussian init, $(a,b) = r(\\cos\\theta, \\sin\\theta)$, density "
-             "$e^{-r^2/2} r\\,dr\\,d\\theta/(2\\pi)$. By rotation invariance put "
-             "$\\tilde x = |\\tilde x|(1,0)$, $\\tilde x' = |\\tilde x'|(\\cos\\varphi,\\sin\\varphi)$, "
-             "$\\varphi\\in[0,\\pi]$; then $(ax-b)_+ = r|\\tilde x|\\cos(\\theta)_+$. Radial factor:",
-             sp.Eq(sp.Integral(r**3 * sp.exp(-r**2 / 2) / (2 * sp.pi), (r, 0, sp.oo)), g.radial_rf)),
-        Step("Both cosines are positive on the arc $\\theta\\in(\\varphi-\\pi/2, \\pi/2)$; angular factor:",
-             sp.Eq(sp.Integral(sp.cos(th) * sp.cos(th - dk.phi), (th, dk.phi - sp.pi / 2, sp.pi / 2)), g.angular_rf)),
-        Step("Arc-cosine kernel (Cho & Saul order 1):", sp.Eq(sp.Symbol("K_RF"), g.rf_angle)),
-        Step("In coordinates $|\\tilde x||\\tilde x'|\\cos\\varphi = 1+xx'$, "
-             "$|\\tilde x||\\tilde x'|\\sin\\varphi = |x-x'|$ (2-D cross product), so "
-             "$\\varphi = \\operatorname{atan2}(|x-x'|, 1+xx')$ and",
-             sp.Eq(sp.Symbol("K_RF"), g.rf)),
-        Step("Pitfall (MATH.md): a naive SymPy 2-D integral over $\\mathbb{R}^2$ returns ~0.5771 at "
-             "$(1/2, 1/3)$; the polar derivation gives",
-             sp.Eq(sp.Symbol("K_RF(1/2,1/3)"), sp.N(g.rf.subs({X: sp.Rational(1, 2), XP: sp.Rational(1, 3)}), 16))),
-        Step("Not a cubic spline: $\\partial_x^2 K_{RF} = \\omega(x)|x-x'|/2$ with "
-             "$\\omega = 2/(\\pi(1+x^2)^2)$ (W3e), so for the interpolant "
-             "$f''(x)(1+x^2)^2 = \\tfrac{1}{\\pi}\\sum_j \\alpha_j |x-x_j|$ is piecewise LINEAR, "
-             "while $f$ itself is not piecewise polynomial; the jumps of $\\partial_x^k K$ at "
-             "$x=x'$ ($k=0..3$):", sp.Eq(sp.Symbol("jumps"), sp.Tuple(*dk.kernel_jumps("gaussian", "rf")))),
-        Step("Weight used above:", sp.Eq(sp.Symbol("omega"), om)),
-    ]
-    return Derivation(steps=steps, results={"rf": g.rf, "rf_angle": g.rf_angle})
+def _gaussian_grid() -> list[tuple[float, float]]:
+    """Points covering both branches of the careful gaussian evaluator: 1 + x x' >= 0,
+    1 + x x' < 0 with t = |x - x'| / |1 + x x'| >= 1/4 (atan) and < 1/4 (series)."""
+    v = [-20.0, -10.0, -5.0, -2.0, -1.0, -0.3, 0.0, 0.7, 1.5, 4.0, 10.0, 20.0]
+    return [(p, q) for p in v for q in v]
 
 
-def _check_w3c(ctx: RunContext, drop_sine: bool) -> Outcome:
+def _rounding_bound_gaussian(p: float, q: float, value: float, extra: float = 0.0) -> float:
+    """A-priori rounding bound (relative) for the float64 gaussian evaluators: d = |x - x'|
+    and c = 1 + x x' carry absolute errors eps d and eps (1 + |x x'|); both partial
+    derivatives of K in (d, c) are <= 1 in magnitude; the remaining operations (atan2,
+    series, products) add <= 16 eps |K|.  Relative: eps (16 + (d + 1 + |x x'| + extra) / |K|),
+    times a safety factor 4."""
+    d, c = abs(p - q), 1 + abs(p * q)
+    return 4 * EPS * (16 + (d + c + extra) / max(abs(value), 1e-300))
+
+
+def _float_vs_derived(name: str, points: list, float_fn: Callable, derived_fn: Callable,
+                      bound: Callable[[float, float, float], float]) -> SubCheck:
+    """max over ``points`` of |float - derived (mpmath, 40 digits)| / (rounding bound)."""
+    worst, where = 0.0, None
+    for p, q in points:
+        with mpmath.workdps(40):
+            ref = derived_fn(mpmath.mpf(p), mpmath.mpf(q))
+        val = float(float_fn(p, q))
+        r = _rel_err(val, ref) / bound(p, q, float(ref))
+        if r >= worst:
+            worst, where = r, (p, q)
+    return SubCheck(name, worst, 1.0, f"error shown: relative difference / a-priori rounding "
+                    f"bound, max over {len(points)} points covering every branch (worst at "
+                    f"{where})")
+
+
+def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
+    """``a_scale != 1``: negative control, a ~ N(0, a_scale^2) (K becomes
+    K(a_scale x, a_scale x'), exactly)."""
     F = _formulas()
-    if drop_sine:
-        wrong = sp.lambdify((X, XP), dk.derive_gaussian().rf - sp.Abs(X - XP) / (2 * sp.pi), modules="numpy")
-        fn: Callable = lambda p, q: wrong(p, q)
-    else:
-        fn = lambda p, q: F.rf_kernel(p, q, init="gaussian")
-    pts = [(0.5, 1 / 3), (0.0, 0.0), (-5.0, 5.0), (4.75, -0.2), (-1.0, 1.0)] + \
-        _random_points(ctx, 3 if ctx.quick else 25, "points")
-    worst, rows = _closed_vs_quadrature("rf", "gaussian", pts, fn)
-    subs = [SubCheck(f"closed form vs mpmath quadrature (inner b-integral by truncated-normal "
-                     f"moments, outer a-quadrature), {len(pts)} points", worst, REL_TOL,
-                     "float64 evaluation (atan2, series for t - atan t): ~1e-15; issue contract 1e-12")]
-    rows2: list[list[Any]] = []
+    res = ctx.derivation().results
+    K_mp = sp.lambdify((X, XP), res["rf"], modules="mpmath")
+
+    def fn(p: Any, q: Any) -> Any:
+        return F.rf_kernel(np.multiply(p, a_scale), np.multiply(q, a_scale), init="gaussian")
+    pinned = [(0.5, 1 / 3), (0.0, 0.0), (-5.0, 5.0), (4.75, -0.2), (-1.0, 1.0)]
+    subs = [_vs_quadrature(ctx, "closed form vs mpmath quadrature", "rf", "gaussian", fn, pinned,
+                           "float64 evaluation (atan2, series for t - atan t): ~1e-15; inner "
+                           "b-integral by truncated-normal moments, outer tanh-sinh, 30 digits",
+                           quick=3, full=25),
+            _float_vs_derived("float64 evaluator vs the derived expression", _gaussian_grid(),
+                              lambda p, q: F.rf_kernel(p, q, init="gaussian"), K_mp,
+                              _rounding_bound_gaussian)]
+    tables: list[Table] = []
     if not ctx.quick:  # ~5-15 s per point: full profile only
-        nested_pts = [(0.5, 1 / 3), (-3.0, 4.0), (2.5, 1.5)]
-        w2, rows2 = _closed_vs_quadrature("rf", "gaussian", nested_pts, fn, nested=True)
-        subs.append(SubCheck("closed form vs TRUE 2-D nested Gauss-Legendre quadrature (Cartesian, "
-                             "|a|,|b| <= 12)", w2, REL_TOL, "truncation exp(-72) and 35-digit "
-                             "quadrature: < 1e-25; float64 closed form ~1e-15"))
-    more, tabs, data = _particles_and_slope("gaussian", ctx, fn(_GRID9[:, None], _GRID9[None, :]))
+        nested = [(0.5, 1 / 3), (-3.0, 4.0), (2.5, 1.5)]
+        w2 = max(_rel_err(fn(p, q), _reference("rf", "gaussian", p, q, True)) for p, q in nested)
+        subs.append(SubCheck("closed form vs TRUE 2-D nested Gauss-Legendre quadrature", w2, REL_TOL,
+                             "Cartesian, |a|,|b| <= 12: truncation exp(-72) and 35-digit quadrature"))
+    more, tabs, data = _particle_checks(ctx, "gaussian", fn(_GRID9[:, None], _GRID9[None, :]))
     subs += more
-    # not a cubic spline: 4th differences of the interpolant vs those of the uniform one
-    fg = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="gaussian")
-    fu = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="uniform")
-    h = 0.01
-    centers = (FIG4_X[:-1] + FIG4_X[1:]) / 2
-    d4 = lambda f: np.array([np.sum(np.array([1, -4, 6, -4, 1]) * f(c + h * np.arange(-2, 3))) for c in centers]) / h**4
-    d4g, d4u = float(np.max(np.abs(d4(fg)))), float(np.max(np.abs(d4(fu))))
-    subs.append(SubCheck("gaussian interpolant is NOT piecewise cubic: max |4th difference| / h^4 "
-                         f"at interval midpoints = {d4g:.3g} (uniform: {d4u:.2g}); error shown = 1/that",
-                         1.0 / d4g, 1e-1, "a cubic has zero 4th difference up to rounding "
-                         "16 eps |f| / h^4 ~ 4e-7 (uniform value); gaussian must exceed 10"))
-    # f''(x)(1 + x^2)^2 is piecewise linear (finite differences)
-    hh = 1e-3
-    lin_res = 0.0
-    for lo, hi in zip(FIG4_X[:-1], FIG4_X[1:]):
-        t = np.linspace(lo + 0.02, hi - 0.02, 9)
-        f2 = (fg(t + hh) - 2 * fg(t) + fg(t - hh)) / hh**2
-        gval = f2 * (1 + t**2) ** 2
-        p = np.polyfit(t, gval, 1)
-        lin_res = max(lin_res, float(np.max(np.abs(np.polyval(p, t) - gval))))
-    scale = float(np.max(np.abs(fg.coefficients))) / np.pi
-    subs.append(SubCheck("f''(x)(1+x^2)^2 is linear between data (finite-difference second "
-                         "derivative, max deviation from a line / max|alpha|/pi)", lin_res / scale, 1e-4,
-                         "central differences h = 1e-3: truncation h^2 |f''''|/12 and rounding "
-                         "4 eps |f| / h^2 ~ 1e-9 relative; 1e-4 leaves room"))
+    tables += tabs
+
+    # not a cubic spline: f''/omega piecewise linear, f itself not piecewise cubic
+    def smooth_not_cubic(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+        xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
+        fg = F.kernel_interpolant(xd, yd, kernel="rf", init="gaussian")
+        fu = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
+        centers = (xd[:-1] + xd[1:]) / 2
+        h = float(np.min(np.diff(xd))) / 8
+        w5 = np.array([1, -4, 6, -4, 1])
+
+        def d4(f: Callable) -> np.ndarray:
+            return np.array([np.sum(w5 * f(c + h * np.arange(-2, 3))) for c in centers]) / h**4
+        rel_g = float(np.max(np.abs(d4(fg)))) / max(1.0, float(np.max(np.abs(yd))))
+        floor = 16 * EPS * float(np.max(np.abs(fu(centers)))) / h**4 * max(1.0, fu.condition)
+        return SubCheck("gaussian interpolant is NOT piecewise cubic (4th differences)",
+                        floor / max(rel_g, 1e-300), 1e-2,
+                        f"a cubic's 4th difference is rounding only (<= 16 eps cond |f| / h^4 = "
+                        f"{floor:.2g}); error shown: that floor / the gaussian's value "
+                        f"{rel_g:.3g} (must be 100x above the floor; uniform: "
+                        f"{float(np.max(np.abs(d4(fu)))):.2g})")
+    subs.append(for_all_instances(ctx, "gaussian interpolant is NOT piecewise cubic (4th differences)",
+                                  _datasets(min_points=3, max_points=8, min_gap=0.15,
+                                              x_range=(-1.5, 1.5)),
+                                  smooth_not_cubic, quick=3, full=15, pinned=[(FIG4_X, FIG4_Y)]))
     grid = np.linspace(-3, 3, 121)
-    art = {"grid": grid, "K": F.rf_kernel(grid[:, None], grid[None, :], init="gaussian"), **data}
-    return combine("derived arc-cosine K_RF (gaussian init) vs mpmath quadrature; particles; "
-                   "interpolant smooth but not a cubic spline", subs,
-                   details={"points": len(pts), "K(1/2,1/3)": float(F.rf_kernel(0.5, 1 / 3, init="gaussian")),
-                            "max_4th_difference_gaussian": d4g, "max_4th_difference_uniform": d4u},
-                   tables=[Table("Closed form vs quadrature (outer a-quadrature)",
-                                 ["x", "x'", "quadrature (30 digits)", "closed form", "rel. error"], rows)]
-                   + ([Table("Closed form vs 2-D nested quadrature (full profile)",
-                             ["x", "x'", "quadrature (30 digits)", "closed form", "rel. error"], rows2)]
-                      if rows2 else []) + tabs,
-                   notes=["MATH.md pitfall: a naive SymPy R^2 integral gives ~0.5771 at (1/2, 1/3); "
-                          "the derived value and the quadratures give 0.583511603256477 (the true 2-D nested "
-                          "Cartesian quadrature runs in the full profile)."],
+    art = {"grid": grid, "K": F.rf_kernel(grid[:, None], grid[None, :], init="gaussian"), "mc": data}
+    return combine("derived arc-cosine K_RF (gaussian init) vs mpmath quadrature; float64 "
+                   "evaluator vs the derived expression; i.i.d. features vs the exact variance "
+                   "law; interpolant smooth but not a cubic spline", subs, tables=tables,
+                   details={"K(1/2,1/3)": float(F.rf_kernel(0.5, 1 / 3, init="gaussian"))},
+                   notes=["Pitfall (MATH.md W.3): a naive SymPy R^2 integral gives ~0.5771 at (1/2, 1/3); "
+                          "the derived value and the quadratures give 0.583511603256477 (the true 2-D "
+                          "nested Cartesian quadrature runs in the full profile).",
+                          "f''/omega = (1/2) sum_j alpha_j |x - x_j| (piecewise linear) is checked for "
+                          "both inits in W3e."],
                    artifacts=art)
 
 
@@ -496,46 +466,17 @@ def _figures_w3c_interpolant(outdir: Path) -> list[tuple[str, str]]:
         f = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init=init)
         ax1.plot(g, f(g), label=f"{init} RF interpolant")
         f2 = (f(g + hh) - 2 * f(g) + f(g - hh)) / hh**2
-        w = (1 + g**2) ** 2 if init == "gaussian" else np.ones_like(g)
-        ax2.plot(g, f2 * w, label="f''(x)(1+x^2)^2, gaussian" if init == "gaussian" else "f''(x), uniform")
+        ax2.plot(g, f2 / F.rkhs_weight(g, init=init), label=f"f''/omega, {init}")
     ax1.plot(FIG4_X, FIG4_Y, "ko", ms=4)
     ax1.set_xlabel("x"), ax1.legend(fontsize=7)
     ax2.set_xlabel("x"), ax2.legend(fontsize=7), ax2.set_title("piecewise linear (finite differences)")
     name = "W3c_interpolant.png"
     save_figure(fig, outdir / name)
-    return [(name, "Gaussian vs uniform RF interpolants of the Figure-4 data; f''(1+x^2)^2 (gaussian) "
-                   "and f'' (uniform, cubic spline) are piecewise linear with kinks at the data.")]
+    return [(name, "Gaussian vs uniform RF interpolants of the Figure-4 data; f''/omega is "
+                   "piecewise linear with kinks at the data for both (cubic spline only for the uniform init).")]
 
 
 # ==================================================================== W3d
-def derive_w3d() -> Derivation:
-    u, g = dk.derive_uniform(), dk.derive_gaussian()
-    sig = dk.sigma_c
-    ju = dk.kernel_jumps("uniform", "ntk", "in")
-    jo = dk.kernel_jumps("uniform", "ntk", ">1")
-    jg = dk.kernel_jumps("gaussian", "ntk")
-    steps = [
-        Step("$f = m^{-1/2}\\sum c_i(a_ix-b_i)_+$: $\\partial_c f = \\phi$, "
-             "$\\partial_a f = c\\,x\\,1[ax>b]$, $\\partial_b f = -c\\,1[ax>b]$; with $E c^2 = "
-             "\\sigma_c^2$ independent of $(a,b)$: $K_{NTK} = K_{RF} + \\sigma_c^2(1+xx')P(ax>b,ax'>b)$."),
-        Step("Uniform init: same sign split with integrand $1$; branches of $G_P(s)$ "
-             "($s<-1$, $|s|\\le1$, $s>1$):", sp.Eq(sp.Symbol("G_P"), sp.Tuple(*u.prob_branches))),
-        Step("so on $[-1,1]^2$", sp.Eq(sp.Symbol("P"), u.prob_inside)),
-        Step("Gaussian init: the arc where both are active has length $\\pi-\\varphi$ and "
-             "radial mass $1/(2\\pi)$:", sp.Eq(sp.Symbol("P"), g.prob)),
-        Step("NTK closed forms:", sp.Eq(sp.Symbol("K_NTK_uniform"), u.ntk)),
-        Step("and for the gaussian init", sp.Eq(sp.Symbol("K_NTK_gaussian"), g.ntk)),
-        Step("Jumps of $\\partial_x^k K_{NTK}$ at $x=x'$ ($k=0..3$), uniform, $|x'|\\le1$: $f'$ "
-             "jumps, so NTK interpolants have KINKS at the data: "
-             "$[f']_{x_j} = \\alpha_j \\cdot$(the $k=1$ entry)", sp.Eq(sp.Symbol("jumps_uniform"), sp.Tuple(*ju))),
-        Step("uniform, $x' > 1$ (also $x'<-1$):", sp.Eq(sp.Symbol("jumps_uniform_outside"), sp.Tuple(*jo))),
-        Step("gaussian:", sp.Eq(sp.Symbol("jumps_gaussian"), sp.Tuple(*jg))),
-    ]
-    return Derivation(steps=steps, results={"ntk_uniform": u.ntk, "ntk_gaussian": g.ntk,
-                                            "jump_uniform": ju[1], "jump_gaussian": jg[1],
-                                            "jump_uniform_outside": jo[1]})
-
-
 def _one_sided_slopes(f: Callable, x0: float, h: float) -> tuple[float, float]:
     """Second-order one-sided difference quotients f'(x0^+), f'(x0^-)."""
     fr = (-3 * f(x0) + 4 * f(x0 + h) - f(x0 + 2 * h)) / (2 * h)
@@ -543,53 +484,91 @@ def _one_sided_slopes(f: Callable, x0: float, h: float) -> tuple[float, float]:
     return float(fr), float(fl)
 
 
-def _check_w3d(ctx: RunContext, drop_factor: bool) -> Outcome:
+SIGMA_C_W3D = 1.3
+_JUMP_POINTS = {"jump_uniform": ("uniform", (-0.7, 0.0, 0.45, 1.0)),
+                "jump_uniform_outside": ("uniform", (-3.0, -1.5, 1.25, 2.0)),
+                "jump_gaussian": ("gaussian", (-2.0, 0.0, 0.6, 3.5))}
+
+
+def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
+    """``c2_factor != 1``: negative control, the NTK with E c^2 = c2_factor sigma_c^2."""
     F = _formulas()
     res = ctx.derivation().results
-    subs, tables = [], []
+    sc = SIGMA_C_W3D
+    subs: list[SubCheck] = []
+    pinned = _region_points()[:6] + [(0.5, 1 / 3), (-0.7, 0.9), (2.5, -1.5)]
     for init in dk.INITS:
-        if drop_factor:
-            fn: Callable = lambda p, q, i=init: F.rf_kernel(p, q, init=i) + F.active_probability(p, q, init=i)
-        else:
-            fn = lambda p, q, i=init: F.ntk_kernel(p, q, init=i, sigma_c=1.0)
-        pts = [(0.5, 1 / 3), (-0.7, 0.9), (2.5, -1.5), (-4.0, -3.0)] + _random_points(ctx, 2 if ctx.quick else 20, "ntk-" + init)
-        w, rows = _closed_vs_quadrature("ntk", init, pts, fn)
-        subs.append(SubCheck(f"{init}: K_NTK (sigma_c = 1) vs quadrature of K_RF + (1+xx') P, "
-                             f"{len(pts)} points", w, REL_TOL, "float64 closed form ~1e-15; contract 1e-12"))
-        tables.append(Table(f"{init}: K_NTK closed form vs quadrature", ["x", "x'", "quadrature",
-                                                                          "closed form", "rel. error"], rows))
-    # quadrature particles for the NTK (indicator integrand: first-order angular convergence)
-    xs = np.linspace(-2, 2, 9)
-    prow = []
-    for init in dk.INITS:
-        Kt = F.ntk_kernel(xs[:, None], xs[None, :], init=init)
-        for n_angle in (64, 512):
-            a, b, w = nk.quadrature_particles(init, n_angle)
-            e = float(np.max(np.abs(nk.empirical_ntk_kernel(a, b, xs, xs, 1.0, w) - Kt)) / np.max(Kt))
-            prow.append([init, a.size, fmt(e)])
-    tables.append(Table("Quadrature-particle NTK, max Gram error / max K (the indicator term "
-                        "converges at first order in the angular step)", ["init", "m", "error"], prow))
-    # kinks: jump of f' of the NTK interpolant at the data equals alpha_j * J(x_j)
-    jrows, worst = [], 0.0
-    art: dict[str, Any] = {"x_data": FIG4_X, "y_data": FIG4_Y}
-    for init in dk.INITS:
-        J = sp.lambdify((XP, dk.sigma_c), res[f"jump_{init}"], modules="numpy")
-        f = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="ntk", init=init, sigma_c=1.0)
-        for j, x0 in enumerate(FIG4_X):
-            fr, fl = _one_sided_slopes(f, float(x0), 1e-5)
-            pred = float(f.coefficients[j] * np.broadcast_to(J(x0, 1.0), ()))
-            err = abs((fr - fl) - pred) / max(abs(pred), 1e-12)
+        def ntk(p: Any, q: Any, i: str = init) -> Any:
+            return F.ntk_kernel(p, q, init=i, sigma_c=sc * np.sqrt(c2_factor))
+
+        def measure(pt: tuple[float, float], i: str = init, f: Callable = ntk) -> SubCheck:
+            p, q = float(pt[0]), float(pt[1])
+            e1 = _rel_err(f(p, q), _ntk_reference(i, p, q, sc))
+            e2 = _rel_err(F.active_probability(p, q, init=i), _reference("prob", i, p, q))
+            return SubCheck("", max(e1, e2), REL_TOL, f"at ({p:.6g}, {q:.6g}): K_NTK {e1:.2g}, P {e2:.2g}")
+        subs.append(for_all_instances(ctx, f"{init}: K_NTK and P vs quadrature", point_pairs, measure,
+                                      quick=2, full=20, pinned=pinned if init == "uniform" else pinned[6:]))
+    # float64 evaluators vs the derived NTK and P expressions (every branch)
+    pts_u = _region_points() + [(-20.0, 20.0), (15.0, -0.5)]
+    for init, pts in (("uniform", pts_u), ("gaussian", _gaussian_grid())):
+        ntk_mp = sp.lambdify((X, XP), res[f"ntk_{init}"].subs(dk.sigma_c, sp.Float(sc, 40)), modules="mpmath")
+
+        def bound(p: float, q: float, v: float, i: str = init) -> float:
+            k_abs = float(abs(F.rf_kernel(p, q, init=i))) + sc**2 * (1 + abs(p * q)) * float(F.active_probability(p, q, init=i))
+            rb = _rounding_bound_gaussian(p, q, v, extra=64 * k_abs) if i == "gaussian" else 64 * EPS * (16 + 30 * k_abs / max(abs(v), 1e-300))
+            return rb
+        subs.append(_float_vs_derived(f"{init}: float64 K_NTK vs the derived expression", pts,
+                                      lambda p, q, i=init: F.ntk_kernel(p, q, init=i, sigma_c=sc), ntk_mp, bound))
+    P_mp = sp.lambdify((X, XP), res["P_gaussian"], modules="mpmath")
+    subs.append(_float_vs_derived("gaussian: float64 P vs the derived expression", _gaussian_grid(),
+                                  lambda p, q: F.active_probability(p, q, init="gaussian"), P_mp,
+                                  lambda p, q, v: 64 * EPS * (1 + abs(p * q) / max(abs(v), 1e-300) / 8)))
+    # derived jump of d/dx K_NTK at x = x' vs one-sided mpmath derivatives of the
+    # (quadrature-verified) kernel evaluated in high precision
+    worst, jrows = 0.0, []
+    for key, (init, xs) in _JUMP_POINTS.items():
+        J = sp.lambdify((XP, dk.sigma_c), res[key], modules="mpmath")
+        for x0 in xs:
+            with mpmath.workdps(40):
+                k = lambda t: F.ntk_kernel.mpmath(float(t), x0, init=init, sigma_c=1.0, dps=40)
+                h = mpmath.mpf(2) ** -30
+                X0 = mpmath.mpf(x0)
+                dr = (-3 * k(X0) + 4 * k(X0 + h) - k(X0 + 2 * h)) / (2 * h)
+                dl = (3 * k(X0) - 4 * k(X0 - h) + k(X0 - 2 * h)) / (2 * h)
+                pred = J(X0, mpmath.mpf(1))
+                err = float(abs((dr - dl) - pred) / abs(pred))
             worst = max(worst, err)
-            if j in (0, 4, 9):
-                jrows.append([init, fmt(x0), fmt(fr - fl, 6), fmt(pred, 6), fmt(err)])
-    subs.append(SubCheck("jump of f' of the NTK interpolant at every data point (one-sided "
-                         "differences) vs alpha_j * derived jump", worst, 1e-4,
-                         "second-order one-sided differences, h = 1e-5: truncation h^2 |f'''| ~ 1e-9, "
-                         "rounding eps |f| / h ~ 1e-10, relative to |jump| >= 1e-3"))
-    tables.append(Table("Kinks of the NTK interpolant (Figure-4 data)", ["init", "x_j", "measured [f']",
-                                                                          "alpha_j * J(x_j)", "rel. error"], jrows))
-    return combine("derived K_NTK (both inits) vs quadrature of its definition; kinks of NTK "
-                   "interpolants at the data", subs, tables=tables, artifacts=art)
+            jrows.append([key, fmt(x0), mpmath.nstr(dr - dl, 15), mpmath.nstr(pred, 15), fmt(err)])
+    subs.append(SubCheck("derived f'-jump of K_NTK vs one-sided derivatives of the kernel", worst, 1e-13,
+                         "second-order one-sided differences with h = 2^-30 at 40 digits: truncation "
+                         "h^2 |K'''| ~ 1e-18, rounding 1e-40 / h ~ 1e-31 (points inside and outside "
+                         "[-1, 1]; the kernel itself is verified against quadrature above)"))
+
+    # kinks of NTK interpolants at the data (finite differences of the float64 interpolant)
+    def kinks(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+        xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
+        w = 0.0
+        for init in dk.INITS:
+            f = F.kernel_interpolant(xd, yd, kernel="ntk", init=init, sigma_c=1.0)
+            for j, x0 in enumerate(xd):
+                key = "jump_gaussian" if init == "gaussian" else (
+                    "jump_uniform" if abs(x0) <= 1 else "jump_uniform_outside")
+                J = sp.lambdify((XP, dk.sigma_c), res[key], modules="numpy")
+                fr, fl = _one_sided_slopes(f, float(x0), 1e-5)
+                pred = float(f.coefficients[j] * float(J(x0, 1.0)))
+                w = max(w, abs((fr - fl) - pred) / max(abs(pred), 1e-3 * float(np.max(np.abs(f.coefficients)))))
+        return SubCheck("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", w, 1e-4,
+                        "second-order one-sided differences, h = 1e-5: truncation h^2 |f'''| and "
+                        "rounding eps |f| / h, relative to the jump")
+    subs.append(for_all_instances(ctx, "NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)",
+                                  _datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.5, 2.5)),
+                                  kinks, quick=2, full=15, pinned=[(FIG4_X, FIG4_Y)]))
+    return combine("derived K_NTK and P (both inits) vs quadrature of their definitions; float64 "
+                   "evaluators vs the derived expressions; derived f'-jumps vs differentiation; "
+                   "kinks of NTK interpolants at the data", subs,
+                   tables=[Table("Derived jump of d/dx K_NTK at x = x' (sigma_c = 1)",
+                                 ["jump", "x'", "one-sided derivatives (40 digits)", "derived", "rel. error"], jrows)],
+                   artifacts={"x_data": FIG4_X, "y_data": FIG4_Y})
 
 
 def _figures_w3d(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -599,9 +578,9 @@ def _figures_w3d(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     g = np.linspace(-1.2, 1.2, 1201)
     fig, axes = new_figure(2, 1, width=4.6)
     for ax, init in zip(axes, dk.INITS):
-        for kern, st in (("rf", "-"), ("ntk", "--")):
+        for kern, st_ in (("rf", "-"), ("ntk", "--")):
             f = F.kernel_interpolant(xd, yd, kernel=kern, init=init)
-            ax.plot(g, f(g), st, label=f"{kern.upper()} interpolant")
+            ax.plot(g, f(g), st_, label=f"{kern.upper()} interpolant")
         ax.plot(xd, yd, "ko", ms=4)
         ax.set_title(f"{init} init"), ax.set_xlabel("x"), ax.legend(fontsize=7)
     name = "W3d_interpolants.png"
@@ -610,87 +589,62 @@ def _figures_w3d(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # ==================================================================== W3e
-def derive_w3e() -> Derivation:
-    steps = [Step("$\\omega(x) = \\int |a|^3 p_0(a, ax)\\,da$. Uniform: $p_0 = 1/4$ on "
-                  "$|a|\\le\\min(1, 1/|x|)$:", sp.Eq(sp.Symbol("omega_uniform"), dk.rkhs_weight("uniform"))),
-             Step("Gaussian:", sp.Eq(sp.Symbol("omega_gaussian"), dk.rkhs_weight("gaussian")))]
-    for init in dk.INITS:
-        ident = dk.second_derivative_identity(init)
-        steps.append(Step(f"{init}: $\\partial_x^2 K_{{RF}}(x,x') - \\omega(x)|x-x'|/2$ simplifies to 0 "
-                          f"in every region ({len(ident)} regions):",
-                          sp.Eq(sp.Symbol("residuals"), sp.Tuple(*ident.values()))))
-    steps += [
-        Step("Why (and the affine part). Write $(u)_+ = (u+|u|)/2$; odd cross terms vanish "
-             "($p_0$ symmetric), and in coordinates $b = a t$ ($db = |a|dt$): "
-             "$E|ax-b||ax'-b| = \\int \\omega(t)|x-t||x'-t|dt$, $E(ax-b)(ax'-b) = \\sigma^2(1+xx')$ "
-             "with $\\sigma^2 = E a^2 = E b^2$ ($E ab = 0$). Hence "
-             "$K_{RF}(x,x') = \\tfrac14\\int\\omega(t)|x-t||x'-t|\\,dt + \\tfrac{\\sigma^2}{4}(1+xx')$."),
-        Step("Second moments:", sp.Eq(sp.Tuple(sp.Symbol("sigma2_uniform"), sp.Symbol("sigma2_gaussian")),
-                                     sp.Tuple(dk.second_moment("uniform"), dk.second_moment("gaussian")))),
-        Step("For $g = \\sum_k\\beta_k K(\\cdot, z_k)$: $g''/\\omega = \\tfrac12\\sum_k\\beta_k|x-z_k|$ and "
-             "$\\|g\\|_{\\mathcal H}^2 = \\beta^T K\\beta = \\int g''^2/\\omega\\,dx + \\tfrac{4}{\\sigma^2}(A_0^2+A_1^2)$ "
-             "with the affine part $A_0 = -\\tfrac{\\sigma^2}{4}\\sum\\beta_k$, "
-             "$A_1 = \\tfrac{\\sigma^2}{4}\\sum\\beta_k z_k$. The kernel interpolant is the "
-             "minimum-norm interpolant, i.e. it minimizes $\\int f''^2/\\omega$ + affine part: "
-             "for the uniform init $\\omega$ is constant on $[-1,1]$ (cubic spline, W3b); for "
-             "the gaussian $f''(1+x^2)^2$ is piecewise linear (W3c)."),
-    ]
-    return Derivation(steps=steps, results={"omega_uniform": dk.rkhs_weight("uniform"),
-                                            "omega_gaussian": dk.rkhs_weight("gaussian"),
-                                            "sigma2_uniform": dk.second_moment("uniform"),
-                                            "sigma2_gaussian": dk.second_moment("gaussian")})
-
-
-def _check_w3e(ctx: RunContext, exponent: int) -> Outcome:
+def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcome:
+    """``exponent_shift != 0``: negative control, omega = int |a|^(3 + shift) p_0(a, ax) da."""
     F = _formulas()
     res = ctx.derivation().results
     subs, tables = [], []
+    omegas: dict[str, Callable] = {}
     for init in dk.INITS:
-        om_expr = dk.rkhs_weight(init, exponent)
-        om_np = sp.lambdify(X, om_expr, modules="numpy")
-        om_mp = sp.lambdify(X, om_expr, modules="mpmath")
-        xs = [0.0, 0.3, -0.95, 1.0, 1.7, -4.5]
+        if exponent_shift:
+            om_expr = dk.rkhs_weight(init, 3 + exponent_shift)
+            om_np = sp.lambdify(X, om_expr, modules="mpmath")
+            omega_f: Callable = lambda v, f=om_np: float(f(mpmath.mpf(v)))
+        else:
+            omega_f = lambda v, i=init: float(F.rkhs_weight(v, init=i))
+        omegas[init] = omega_f
+        om_mp = sp.lambdify(X, res[f"omega_{init}"], modules="mpmath")
         rows, w = [], 0.0
-        for xv in xs:
+        for xv in (0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0):
             ref = nk.rkhs_weight_quad_mp(xv, init, exponent=3)
-            with np.errstate(divide="ignore"):
-                val = float(np.asarray(om_np(np.array([xv])))[0]) if init == "gaussian" else float(om_mp(mpmath.mpf(xv)))
-            err = float(abs(mpmath.mpf(val) / ref - 1))
+            val = omega_f(xv)
+            err = _rel_err(val, ref)
             w = max(w, err)
             rows.append([init, fmt(xv), mpmath.nstr(ref, 16), f"{val:.16g}", fmt(err)])
-        subs.append(SubCheck(f"{init}: omega(x) vs mpmath quadrature of int |a|^3 p_0(a, ax) da",
-                             w, REL_TOL, "float64 closed form vs 30-digit quadrature"))
+        subs.append(SubCheck(f"{init}: omega(x) vs mpmath quadrature", w, REL_TOL,
+                             "float64 closed form (a rational function) vs 30-digit quadrature of "
+                             "int |a|^3 p_0(a, ax) da"))
         tables.append(Table(f"{init}: omega", ["init", "x", "quadrature", "closed form", "rel. error"], rows))
-        # kernel identity K = 1/4 int omega |t-z||t-z'| + sigma^2/4 (1 + z z')
         s2 = res[f"sigma2_{init}"]
         bps = (-1.0, 1.0) if init == "uniform" else ()
-        zs = [(0.3, -0.6), (2.0, -1.5)] + _random_points(ctx, 2 if ctx.quick else 12, "ident-" + init)
-        w2, rows2 = 0.0, []
-        for z, zp in zs:
-            ref = nk.abs_moment_kernel_mp(z, zp, om_mp, s2, breakpoints=bps)
-            val = float(F.rf_kernel(z, zp, init=init))
-            err = float(abs(mpmath.mpf(val) / ref - 1))
-            w2 = max(w2, err)
-            rows2.append([init, fmt(z, 4), fmt(zp, 4), mpmath.nstr(ref, 16), f"{val:.16g}", fmt(err)])
-        subs.append(SubCheck(f"{init}: K_RF(z,z') = 1/4 int omega |t-z||t-z'| dt + sigma^2/4 (1+zz') "
-                             "(1-D mpmath quadrature) - the RKHS-norm identity", w2, REL_TOL,
-                             "30-digit quadrature vs float64 closed form"))
-        tables.append(Table(f"{init}: RKHS identity", ["init", "z", "z'", "quadrature", "K_RF", "rel. error"], rows2))
-    # f'' / omega of the Figure-4 interpolant = 1/2 sum alpha_j |x - x_j| (finite differences)
-    worst = 0.0
-    for init in dk.INITS:
-        om = sp.lambdify(X, dk.rkhs_weight(init, exponent), modules="numpy")
-        f = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init=init)
-        t = np.linspace(-1.5, 1.5, 61) + 0.013
-        hh = 1e-3
-        f2 = (f(t + hh) - 2 * f(t) + f(t - hh)) / hh**2
-        with np.errstate(divide="ignore"):
-            pred = np.asarray(om(t), dtype=float) * 0.5 * (np.abs(t[:, None] - FIG4_X[None, :]) @ f.coefficients)
-        worst = max(worst, float(np.max(np.abs(f2 - pred)) / np.max(np.abs(pred))))
-    subs.append(SubCheck("f''(x) of the kernel interpolant (central differences) = "
-                         "omega(x)/2 sum alpha_j |x - x_j|, both inits, x in [-1.5, 1.5]", worst, 1e-4,
-                         "h = 1e-3: truncation h^2|f''''|/12 plus rounding 4 eps|f|/h^2 ~ 1e-8 relative, "
-                         "except across kinks of f''' (none on the grid)"))
+
+        def ident(pt: tuple[float, float], i: str = init, om: Callable = om_mp, s2=s2, bps=bps) -> SubCheck:
+            z, zp = float(pt[0]), float(pt[1])
+            ref = nk.abs_moment_kernel_mp(z, zp, om, s2, breakpoints=bps)
+            err = _rel_err(F.rf_kernel(z, zp, init=i), ref)
+            return SubCheck("", err, REL_TOL, f"at (z, z') = ({z:.6g}, {zp:.6g})")
+        subs.append(for_all_instances(ctx, f"{init}: K_RF = 1/4 int omega |t-z||t-z'| dt + sigma^2/4 (1+zz')",
+                                      point_pairs, ident, quick=2, full=12,
+                                      pinned=[(0.3, -0.6), (2.0, -1.5)]))
+
+    def second_derivative(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+        xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
+        worst = 0.0
+        for init in dk.INITS:
+            f = F.kernel_interpolant(xd, yd, kernel="rf", init=init)
+            t = np.linspace(xd[0] - 0.5, xd[-1] + 0.5, 61) + 0.0013
+            t = t[np.min(np.abs(t[:, None] - xd[None, :]), axis=1) > 0.01]
+            hh = 1e-3
+            f2 = (f(t + hh) - 2 * f(t) + f(t - hh)) / hh**2
+            om = np.array([omegas[init](v) for v in t])
+            pred = om * 0.5 * (np.abs(t[:, None] - xd[None, :]) @ f.coefficients)
+            scale = float(np.max(np.abs(pred)))
+            worst = max(worst, float(np.max(np.abs(f2 - pred))) / scale)
+        return SubCheck("", worst, 1e-4, "central differences h = 1e-3: truncation h^2 |f''''| / 12 "
+                        "plus rounding 4 eps |f| / h^2 (cond <= 1e6 data), relative to max |f''|")
+    subs.append(for_all_instances(ctx, "f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
+                                  _datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.0, 2.0)),
+                                  second_derivative, quick=2, full=10, pinned=[(FIG4_X, FIG4_Y)]))
     g = np.linspace(-4, 4, 401)
     return combine("derived RKHS weight omega vs quadrature; RKHS identity for K_RF; f''/omega of "
                    "interpolants", subs, tables=tables,
@@ -711,161 +665,120 @@ def _figures_w3e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # ==================================================================== W3f
-def _fig4_sizes(ctx: RunContext) -> tuple[list[int], int, list[int], int]:
-    if ctx.quick:
-        return [10, 100, 1000, 10_000], 5, [256, 1024, 4096, 16_384], 300
-    return [10, 100, 1000, 10_000, 100_000], 7, [1024, 4096, 16_384, 65_536], 300
+def _w3f_sizes(ctx: RunContext) -> tuple[list[int], int]:
+    return ([2000, 8000], 400) if ctx.quick else ([2000, 8000, 32000], 800)
 
 
-# E c^2 = SIGMA_C^2 for the all-layer run.  Lazy (NTK) training needs the parameter motion
-# over the training time to be small: |Delta(a, b)| ~ eta T |rho| / (sigma_c sqrt(m)) with
-# eta ~ 1/(sigma_c^2 lambda_max); with sigma_c = 1 and this data (cond(K_NTK) ~ 400) that
-# needs m >> 10^5 (measured: at m = 16384 the loss after 200 steps is 4x the kernel-GD loss);
-# sigma_c = 10 brings the lazy regime to m ~ 10^3..10^4.
-SIGMA_C = 10.0
+_W3F_EVAL = np.linspace(-1.0, 1.0, 41) + 0.0037   # avoid the data points exactly
 
 
-@lru_cache(maxsize=4)
-def _fig4_runs(profile: str, seed: int) -> dict[str, Any]:
-    """GD on c only (alpha = 1, c(0) = 0, run to convergence) and all-layer GD
-    (alpha = sqrt(m), mirrored init) on the Figure-4 square wave; cached so that the
-    negative control compares the SAME trained networks with a wrong limit."""
-    from numerics.relu1d import forward_dense
-    from numerics.rng import make_rng
+def _w3f_prediction(xd: np.ndarray, yd: np.ndarray, f_inf: np.ndarray, alpha: np.ndarray
+                    ) -> tuple[float, float]:
+    """tr C and tr C^2 of the covariance C(x, x') = E psi(x) psi(x') of the linearized
+    fluctuation psi = (phi(x) - beta(x)^T phi(X)) (alpha^T phi(X)) on the evaluation grid,
+    by polar quadrature particles (psi^2 has degree 4 in (a, b): exact in r)."""
     F = _formulas()
-    ctx = RunContext("W3f", profile, seed)  # type: ignore[arg-type]
-    ms, reps, ms_ntk, steps = _fig4_sizes(ctx)
-    grid = np.linspace(-1, 1, 801)
-    out: dict[str, Any] = {"grid": grid, "ms": ms, "ms_ntk": ms_ntk, "steps_ntk": steps, "rf": {}, "ntk": {}}
-    for m in ms:
-        runs = []
-        for r in range(reps):
-            a, b = nk.sample_init(make_rng(seed, "W3f", "rf", m, r), m, "uniform")
-            fit = nk.fit_output_layer(a, b, FIG4_X, FIG4_Y)
-            fm = np.concatenate([nk.features(a, b, grid[k:k + 100]) @ fit.c for k in range(0, grid.size, 100)])
-            runs.append({"f": fm, "steps": fit.steps, "train": fit.train_residual})
-        out["rf"][m] = runs
-    K = F.ntk_kernel(FIG4_X[:, None], FIG4_X[None, :], init="uniform", sigma_c=SIGMA_C)
-    eta = 1.0 / float(np.linalg.eigvalsh(K).max())
-    out["eta_ntk"] = eta
-    for m in ms_ntk:
-        a, b, c = nk.symmetric_init(make_rng(seed, "W3f", "ntk", m), m, "uniform", SIGMA_C)
-        fit = nk.train_all_layers(a, b, c, FIG4_X, FIG4_Y, eta, max_steps=steps, loss_tol=0.0)
-        out["ntk"][m] = {"f": forward_dense(fit.a, fit.b, fit.c, grid, "sqrt"), "loss": fit.loss}
-    return out
+    a, b, w = nk.quadrature_particles("uniform", 1024, n_radial=3)
+    K = F.rf_kernel(xd[:, None], xd[None, :], init="uniform")
+    kx = F.rf_kernel(_W3F_EVAL[:, None], xd[None, :], init="uniform")
+    beta = np.linalg.solve(K, kx.T)
+    PX, Px = nk.features(a, b, xd), nk.features(a, b, _W3F_EVAL)
+    psi = (Px - beta.T @ PX) * (alpha @ PX)[None, :]
+    C = (psi * w) @ psi.T
+    return float(np.trace(C)), float(np.sum(C * C))
 
 
-def _ntk_gd_prediction(grid: np.ndarray, eta: float, steps: int) -> np.ndarray:
-    """Infinite-width prediction after ``steps`` GD steps: kernel GD with K_NTK,
-    f_T(x) = K(x, X) K^{-1} (I - (I - eta K)^T) y (NTK theorem; T -> inf: the interpolant)."""
+def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
+    """``rate_override``: negative control, the fluctuation rate taken as this value."""
     F = _formulas()
-    K = F.ntk_kernel(FIG4_X[:, None], FIG4_X[None, :], init="uniform", sigma_c=SIGMA_C)
-    beta = nk.kernel_gd_coefficients(K, FIG4_Y, eta, steps)
-    return F.ntk_kernel(grid[:, None], FIG4_X[None, :], init="uniform", sigma_c=SIGMA_C) @ beta
+    res = ctx.derivation().results
+    rate = float(res["rate"]) if rate_override is None else rate_override
+    ms, reps = _w3f_sizes(ctx)
+    tables: list[Table] = []
+    rows: list[list[Any]] = []
+    sup_rows: dict[int, list[float]] = {}
+    n_tests: list[int] = []
 
+    # the derived (exact, rational) Figure-4 interpolant vs the float64 formula
+    alpha_exact = np.array([float(v) for v in res["alpha_fig4"]])
+    f4 = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="uniform")
+    K4 = F.rf_kernel(_W3F_EVAL[:, None], FIG4_X[None, :], init="uniform")
+    exact_vals = K4 @ alpha_exact
+    e_exact = float(np.max(np.abs(f4(_W3F_EVAL) - exact_vals)) / np.max(np.abs(exact_vals)))
+    subs = [SubCheck("Figure-4 interpolant: float64 formula vs the derived exact coefficients",
+                     e_exact, 64 * f4.condition * EPS,
+                     f"Gram solve forward error <= 64 cond eps (cond {f4.condition:.3g}); the exact "
+                     "alpha = K^-1 y is rational arithmetic on the derived kernel")]
 
-def _check_w3f(ctx: RunContext, wrong_limit: bool) -> Outcome:
-    F = _formulas()
-    runs = _fig4_runs(ctx.profile, ctx.seed)
-    grid = runs["grid"]
-    f_inf = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="ntk" if wrong_limit else "rf", init="uniform")(grid)
-    rows, med = [], []
-    for m in runs["ms"]:
-        d = [float(np.max(np.abs(r["f"] - f_inf))) for r in runs["rf"][m]]
-        med.append(float(np.median(d)))
-        rows.append([m, len(d), fmt(med[-1]), fmt(min(d)), fmt(max(d)),
-                     fmt(float(np.median([r["steps"] for r in runs["rf"][m]]))),
-                     fmt(float(np.max([r["train"] for r in runs["rf"][m]])))])
-    ms = np.array(runs["ms"], dtype=float)
-    sel = ms >= 100
-    rate = loglog_slope(ms[sel], np.array(med)[sel])
-    decreasing = bool(np.all(np.diff(med) < 0))
-    subs = [SubCheck(f"RF (train c only): median sup-distance to the uniform-init kernel "
-                     f"interpolant decreases with m (ratio last/first = {med[-1] / med[0]:.2g})",
-                     float(np.max(np.diff(med) / np.array(med[:-1]))), 0.0,
-                     "strict decrease of the median over replicates at every step of m",
-                     passed=decreasing),
-            SubCheck(f"RF fitted rate over m >= 100: slope {rate:.3f} (expected -1/2; error shown |slope + 1/2|)",
-                     abs(rate + 0.5), 0.25, "min-norm fit = K_m(x,X)K_m^{-1}y with K_m - K = "
-                     "O_P(m^-1/2); with 5-7 replicates over 2-3 decades the slope's spread is "
-                     "~0.1, 0.25 allows 2.5 spreads")]
-    # NTK: all-layer training with alpha = sqrt(m)
-    steps, eta = runs["steps_ntk"], runs["eta_ntk"]
-    pred_T = _ntk_gd_prediction(grid, eta, steps)
-    if wrong_limit:
-        pred_T = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="uniform")(grid)
-    nrows, dn = [], []
-    for m in runs["ms_ntk"]:
-        d = float(np.max(np.abs(runs["ntk"][m]["f"] - pred_T)))
-        dn.append(d)
-        nrows.append([m, steps, fmt(runs["ntk"][m]["loss"]), fmt(d)])
-    msn = np.array(runs["ms_ntk"], dtype=float)
-    rate_n = loglog_slope(msn, dn)
-    subs.append(SubCheck(f"all layers, alpha = sqrt(m), sigma_c = {SIGMA_C:g}: sup-distance to the "
-                         f"infinite-width NTK kernel-GD prediction after T = {steps} GD steps "
-                         f"decreases with m (slope {rate_n:.3f})",
-                         rate_n, -0.25, "NTK theory: finite-width deviation O(m^-1/2) (one run per "
-                         "m and a pre-asymptotic lazy regime, measured slope ~ -0.4, so a clear "
-                         "monotone decrease with slope <= -0.25 is required)",
-                         passed=bool(rate_n <= -0.25 and np.all(np.diff(dn) < 0))))
-    art = {"grid": grid, "f_inf": f_inf, "ms": runs["ms"], "median": med, "rate": rate,
-           "ms_ntk": runs["ms_ntk"], "d_ntk": dn, "rate_ntk": rate_n, "pred_T": pred_T,
-           "f_rf_examples": {m: runs["rf"][m][0]["f"] for m in runs["ms"]},
-           "f_ntk_examples": {m: runs["ntk"][m]["f"] for m in runs["ms_ntk"]}}
-    return combine("Figure 4: trained finite networks vs the derived kernel interpolant "
-                   "(uniform init, square-wave data, 10 points)", subs, headline=1,
-                   details={"rate_rf": rate, "rate_ntk": rate_n, "eta_ntk": eta},
-                   tables=[Table("GD on c only (alpha(m) = 1, c(0) = 0) run to convergence: "
-                                 "sup_[-1,1] |f_m - f_kernel|",
-                                 ["m", "replicates", "median distance", "min", "max", "GD steps T",
-                                  "max train residual"], rows),
-                           Table(f"All layers (alpha = sqrt(m), sigma_c = {SIGMA_C:g}, mirrored init so "
-                                 "f_0 = 0): sup distance to the NTK kernel-GD prediction at the same T",
-                                 ["m", "GD steps", "final loss", "sup distance"], nrows)],
-                   notes=["GD on c from c(0) = 0 stays in the row space of the feature matrix; the "
-                          "iterates are computed exactly through the s x s reduction "
-                          "(numerics.kernels.output_layer_gd_closed_form, validated against "
-                          "explicit GD in the tests) with eta = 1/lambda_max and T steps until "
-                          "every residual eigen-component shrank by 1e-12.",
-                          "m = 10 features for 10 points is (near) singular: GD converges to "
-                          "the least-squares fit, far from the kernel limit (first row).",
-                          "All-layer run: compared with kernel GD at the same T = 300 steps (the "
-                          "kernel-GD training loss is then ~0.08, not yet interpolating). Measured "
-                          "during development (seed 0): training longer, T = 1000 / 3000, the "
-                          "sup distance to the NTK prediction drops with m up to m = 4096 but then "
-                          "plateaus at ~0.08 (m = 16384 and 65536, located between data points), "
-                          "i.e. the lazy condition (parameter motion ~ eta T / (sigma_c sqrt(m)) "
-                          "small) fails for the slowest eigen-directions of K_NTK (cond ~ 300) at "
-                          "these widths; reaching the fully trained NTK interpolant needs larger m."],
-                   artifacts=art)
+    def measure(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+        xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
+        f = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
+        f_inf = f(_W3F_EVAL)
+        trc, trc2 = _w3f_prediction(xd, yd, f_inf, f.coefficients)
+        worst, ok = 0.0, True
+        key = ",".join(f"{v:.12g}" for v in np.concatenate([xd, yd]))
+        for m in ms:
+            vals = nk.trained_output_layer_values(ctx.rng("w3f", key, m), m, xd, yd, _W3F_EVAL, reps)
+            mse = np.sum((vals - f_inf[None, :]) ** 2, axis=1)
+            q = float(mse.mean() / (trc * float(m) ** (2 * rate)))
+            lo, hi = _chi2_interval(trc, trc2, reps, ALPHA_TEST)
+            ok &= lo <= q <= hi
+            worst = max(worst, (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo))
+            rows.append([xd.size, fmt(f.condition), m, reps, fmt(q, 5), f"[{lo:.3f}, {hi:.3f}]"])
+            if xd.size == FIG4_X.size and np.allclose(xd, FIG4_X):
+                sup_rows[m] = list(np.max(np.abs(vals - f_inf[None, :]), axis=1))
+        n_tests.append(len(ms))
+        return SubCheck("", worst, 1.0, "error shown: |ratio - 1| / half-width of the chi-square "
+                        "acceptance interval", passed=ok)
+    sc = for_all_instances(ctx, "trained widths m: mean |f_m - f|^2 = E psi^2 m^(2 rate)",
+                           _datasets(min_points=3, max_points=6, min_gap=0.3, x_range=(-0.95, 0.95)),
+                           measure, quick=2, full=8, pinned=[(FIG4_X, FIG4_Y)])
+    total = sum(n_tests)
+    sc.reason = (f"{sc.reason}. Linearized fluctuation f_m - f = (1/m) sum psi_i + O(1/m), psi from the "
+                 f"derived kernel, E psi^2 by quadrature particles; per (data set, width) a "
+                 f"Satterthwaite chi-square interval at level {ALPHA_TEST:g}; {total} tests: false "
+                 f"alarm <= {total * ALPHA_TEST:.1g} per run")
+    subs.append(sc)
+    tables.append(Table("GD on c only (alpha(m) = 1, c(0) = 0, run to convergence): mean of "
+                        "sum_x |f_m(x) - f(x)|^2 over 41 points of [-1, 1], divided by the "
+                        "prediction tr C m^(2 rate)",
+                        ["points", "cond(Gram)", "m", "replicates", "ratio", "acceptance interval"], rows))
+    med = {m: float(np.median(v)) for m, v in sup_rows.items()}
+    slope = loglog_slope(list(med), list(med.values())) if len(med) >= 2 else float("nan")
+    tables.append(Table(f"Figure-4 data: sup_[-1,1] |f_m - f| (median of {reps} replicates; log-log "
+                        f"slope {slope:.3f}, predicted {rate:g})",
+                        ["m", "median sup distance", "min", "max"],
+                        [[m, fmt(med[m]), fmt(min(v)), fmt(max(v))] for m, v in sup_rows.items()]))
+    g = np.linspace(-1, 1, 401)
+    return combine("Figure 4: GD on the output layer of m random uniform-init features vs the "
+                   "derived kernel interpolant: the mean squared distance follows the derived "
+                   "fluctuation law E psi^2 m^(2 rate) (rate = -1/2) at every width", subs,
+                   headline=1, tables=tables,
+                   details={"rate": rate, "sup_distance_slope_fig4": slope},
+                   notes=["All-layer training with alpha = sqrt(m) (the NTK limit) is not asserted "
+                          "here: at widths up to 6.5e4 the lazy condition fails for the slowest "
+                          "eigen-directions of K_NTK on this data (measured plateau ~0.08 of the sup "
+                          "distance); the NTK kernel itself is verified in W3d."],
+                   artifacts={"grid": g, "f_inf": f4(g), "median": med, "slope": slope, "rate": rate})
 
 
 def _figures_w3f(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.plotting import new_figure, save_figure
     art = ev.artifacts
-    fig, (ax1, ax2, ax3) = new_figure(3, 1, width=4.2)
-    ms = np.array(art["ms"], float)
-    ax1.loglog(ms, art["median"], "o-", label=f"RF, c only (slope {art['rate']:.2f})")
-    ax1.loglog(art["ms_ntk"], art["d_ntk"], "s-", label=f"all layers vs NTK (slope {art['rate_ntk']:.2f})")
-    ax1.loglog(ms, art["median"][1] * (ms / ms[1]) ** -0.5, "k:", label="m^-1/2")
+    fig, (ax1, ax2) = new_figure(2, 1, width=4.2)
+    ms = np.array(list(art["median"]), float)
+    med = np.array(list(art["median"].values()))
+    ax1.loglog(ms, med, "o-", label=f"median sup distance (slope {art['slope']:.2f})")
+    ax1.loglog(ms, med[0] * (ms / ms[0]) ** art["rate"], "k:", label=f"m^{art['rate']:g}")
     ax1.set_xlabel("m"), ax1.set_ylabel("sup distance on [-1, 1]"), ax1.legend(fontsize=7)
     ax1.set_title("Figure 4: convergence to the kernel limit")
-    g = art["grid"]
-    for m, f in art["f_rf_examples"].items():
-        if m >= 100:
-            ax2.plot(g, f, lw=0.8, label=f"m = {m}")
-    ax2.plot(g, art["f_inf"], "k--", lw=1.2, label="kernel interpolant")
+    ax2.plot(art["grid"], art["f_inf"], "k-", lw=1.2, label="kernel interpolant")
     ax2.plot(FIG4_X, FIG4_Y, "ko", ms=3)
-    ax2.set_ylim(-3, 3), ax2.legend(fontsize=7), ax2.set_title("train c only")
-    for m, f in art["f_ntk_examples"].items():
-        ax3.plot(g, f, lw=0.8, label=f"m = {m}")
-    ax3.plot(g, art["pred_T"], "k--", lw=1.2, label="NTK prediction")
-    ax3.plot(FIG4_X, FIG4_Y, "ko", ms=3)
-    ax3.legend(fontsize=7), ax3.set_title("train all layers, alpha = sqrt(m)")
+    ax2.legend(fontsize=7)
     name = "W3f_fig4.png"
     save_figure(fig, outdir / name)
-    return [(name, "Figure 4: sup-distance between trained networks and the infinite-width "
-                   "kernel predictions vs width m (log-log), and the trained functions.")]
+    return [(name, "Figure 4: sup-distance between trained output layers and the infinite-width "
+                   "kernel interpolant vs width m (log-log), and the interpolant.")]
 
 
 # ==================================================================== the claims
@@ -876,10 +789,11 @@ CLAIM_W3A = Claim(
                r"\tfrac14[G(x,x';\min(x,x')) + G(-x,-x';-\max(x,x'))]$ with $G$ piecewise "
                r"rational in $s$ (branches $s<-1$, $|s|\le1$, $s>1$); on $[-1,1]^2$ a single "
                r"polynomial in $x, x', |x-x'|$."),
-    derive=derive_w3a, check=lambda ctx: _check_w3a(ctx, False),
-    negative_control=lambda ctx: _check_w3a(ctx, True),
-    negative_control_description="use the [-1,1]^2 polynomial for all x, x' (forgetting the "
-                                 "clipping of b at +-1 outside [-1,1])",
+    check=lambda ctx: _check_w3a(ctx),
+    negative_control=lambda ctx: _check_w3a(ctx, 1 + NEAR_MISS),
+    negative_control_description=f"near miss: a ~ U(-(1+{NEAR_MISS:g}), 1+{NEAR_MISS:g}) instead of "
+                                 "U(-1, 1) (the kernel at rescaled inputs)",
+    negative_target="closed form vs 2-D mpmath quadrature",
     figures=lambda ev, out: _kernel_figures("W3a", "uniform", ev, out))
 
 CLAIM_W3B = Claim(
@@ -889,10 +803,11 @@ CLAIM_W3B = Claim(
                r"(uniform init) is piecewise cubic with knots at the data and $C^2$, "
                r"$[f''']_{x_j}=\alpha_j/8$; it is not the natural spline: its outer pieces satisfy "
                r"$f''_L \equiv -f''_R$ (as linear functions) and two affine relations (derived)."),
-    derive=derive_w3b, check=lambda ctx: _check_w3b(ctx, False),
-    negative_control=lambda ctx: _check_w3b(ctx, True),
-    negative_control_description="compare with the natural cubic spline (f'' = 0 at the ends) "
-                                 "instead of the derived end conditions",
+    check=lambda ctx: _check_w3b(ctx),
+    negative_control=lambda ctx: _check_w3b(ctx, 1e-6),
+    negative_control_description="near miss: the derived end condition f''_L = -f''_R used as "
+                                 "f''_L = -(1 + 1e-6) f''_R (one matrix entry)",
+    negative_target="interpolant vs CubicSpline with the derived end conditions",
     figures=_figures_w3b)
 
 CLAIM_W3C = Claim(
@@ -900,11 +815,12 @@ CLAIM_W3C = Claim(
     source=SOURCE + "; Cho & Saul (2009) arc-cosine kernel",
     statement=(r"For $(a,b)\sim N(0,I_2)$: $K_{RF} = |\tilde x||\tilde x'|(\sin\varphi + "
                r"(\pi-\varphi)\cos\varphi)/(2\pi) = (|x-x'| + (\pi-\varphi)(1+xx'))/(2\pi)$, "
-               r"$\varphi = \mathrm{atan2}(|x-x'|, 1+xx')$; the interpolant has $f''(1+x^2)^2$ "
-               r"piecewise linear and is not piecewise cubic."),
-    derive=derive_w3c, check=lambda ctx: _check_w3c(ctx, False),
-    negative_control=lambda ctx: _check_w3c(ctx, True),
-    negative_control_description="drop the sin(phi) term |x - x'| / (2 pi)",
+               r"$\varphi = \mathrm{atan2}(|x-x'|, 1+xx')$; the interpolant is smooth between "
+               r"the data and not piecewise cubic."),
+    check=lambda ctx: _check_w3c(ctx),
+    negative_control=lambda ctx: _check_w3c(ctx, 1 + NEAR_MISS),
+    negative_control_description=f"near miss: a ~ N(0, (1+{NEAR_MISS:g})^2) instead of N(0, 1)",
+    negative_target="closed form vs mpmath quadrature",
     figures=lambda ev, out: _kernel_figures("W3c", "gaussian", ev, out) + _figures_w3c_interpolant(out))
 
 CLAIM_W3D = Claim(
@@ -914,9 +830,10 @@ CLAIM_W3D = Claim(
                r"|x-x'|/8$ on $[-1,1]^2$ (uniform) and $P = (\pi-\varphi)/(2\pi)$ (gaussian); "
                r"$[f']_{x_j} = -\alpha_j\sigma_c^2(1+x_j^2)/4$ (uniform, $|x_j|\le1$), "
                r"$-\alpha_j\sigma_c^2/\pi$ (gaussian)."),
-    derive=derive_w3d, check=lambda ctx: _check_w3d(ctx, False),
-    negative_control=lambda ctx: _check_w3d(ctx, True),
-    negative_control_description="drop the factor (1 + x x') of the NTK's extra term",
+    check=lambda ctx: _check_w3d(ctx),
+    negative_control=lambda ctx: _check_w3d(ctx, 1 + 1e-9),
+    negative_control_description="near miss: E c^2 taken as sigma_c^2 (1 + 1e-9)",
+    negative_target="uniform: K_NTK and P vs quadrature",
     figures=_figures_w3d)
 
 CLAIM_W3E = Claim(
@@ -927,31 +844,23 @@ CLAIM_W3E = Claim(
                r"$K_{RF}(x,x') = \tfrac14\int\omega(t)|x-t||x'-t|dt + \tfrac{\sigma^2}{4}(1+xx')$, so "
                r"$\|f\|_{\mathcal H}^2 = \int f''^2/\omega + \tfrac4{\sigma^2}(A_0^2+A_1^2)$ and the kernel "
                r"interpolant minimizes it."),
-    derive=derive_w3e, check=lambda ctx: _check_w3e(ctx, 3),
-    negative_control=lambda ctx: _check_w3e(ctx, 2),
-    negative_control_description="weight with |a|^2 instead of |a|^3",
+    check=lambda ctx: _check_w3e(ctx),
+    negative_control=lambda ctx: _check_w3e(ctx, sp.Rational(1, 10**10)),
+    negative_control_description="near miss: weight int |a|^(3 + 1e-10) p_0(a, ax) da",
+    negative_target="uniform: omega(x) vs mpmath quadrature",
     figures=_figures_w3e)
 
 CLAIM_W3F = Claim(
     id="W3f", title="Figure 4: finite-width training converges to the kernel interpolant",
     source="Williams et al. (NeurIPS 2019), Fig. 4",
     statement=(r"GD on $c$ only ($\alpha(m)=1$, $c(0)=0$) with $m$ i.i.d. uniform-init features "
-               r"converges to the min-norm fit, whose sup-distance on $[-1,1]$ to the kernel "
-               r"interpolant decreases like $m^{-1/2}$; training all layers with "
-               r"$\alpha(m)=\sqrt m$ approaches the NTK prediction."),
-    derive=lambda: Derivation(steps=[
-        Step("From $c(0)=0$ GD keeps $c$ in the row space of $\\Phi$ ($\\Phi_{ji} = \\phi_i(x_j)$) "
-             "and converges to the min-norm solution $c^* = \\Phi^T(\\Phi\\Phi^T)^{-1}y$, i.e. "
-             "$f_m = K_m(x,X)K_m(X,X)^{-1}y$ with the empirical kernel $K_m$; $K_m\\to K_{RF}$ "
-             "at rate $m^{-1/2}$ (W3a), so $f_m \\to \\sum_j\\alpha_jK_{RF}(\\cdot,x_j)$."),
-        Step("With $\\alpha(m)=\\sqrt m$ and all layers trained, the tangent kernel stays "
-             "$K_{NTK}$ (W3d) as $m\\to\\infty$ and GD follows kernel GD: "
-             "$f_T = K(x,X)K^{-1}(I-(I-\\eta K)^T)y$ (mirrored init so that $f_0 = 0$).")]),
-    check=lambda ctx: _check_w3f(ctx, False),
-    negative_control=lambda ctx: _check_w3f(ctx, True),
-    negative_control_description="compare the same trained networks with the swapped limits "
-                                 "(c-only training vs the NTK interpolant; all-layer training vs "
-                                 "the RF interpolant)",
+               r"converges to the min-norm fit $f_m$; $f_m - f = \frac1m\sum_i\psi_i + O(1/m)$ with "
+               r"$f$ the kernel interpolant, so $E|f_m(x) - f(x)|^2 = E\psi^2\,m^{-1}$: the "
+               r"distance decays like $m^{-1/2}$."),
+    check=lambda ctx: _check_w3f(ctx),
+    negative_control=lambda ctx: _check_w3f(ctx, -0.52),
+    negative_control_description="near miss: fluctuation rate -0.52 instead of the derived -1/2",
+    negative_target="trained widths m",
     figures=_figures_w3f, kind="numerical-evidence")
 
 CLAIMS = [CLAIM_W3A, CLAIM_W3B, CLAIM_W3C, CLAIM_W3D, CLAIM_W3E, CLAIM_W3F]

@@ -3,11 +3,21 @@ claims W3a-W3e): ``rf_kernel``, ``ntk_kernel``, ``active_probability``, ``rkhs_w
 ``kernel_interpolant``.
 
 Initializations (MATH.md W.3): ``"uniform"``: (a, b) ~ U([-1, 1]^2); ``"gaussian"``:
-(a, b) ~ N(0, I_2).  All expressions come from ``derivations.kernels`` (SymPy); the float64
-evaluators are numerically careful rewrites of the same expressions (branch-wise masked
-evaluation of the piecewise uniform kernel, no division by s in the wrong branch; atan2
-instead of arccos and a series for t - atan t where the gaussian form cancels), and each
-formula has an ``.mpmath`` variant lambdified from the derived expression itself.
+(a, b) ~ N(0, I_2).  Every expression is read at call time from :mod:`verify.derived`
+(the derived results of W3a, W3c, W3d, W3e; a perturbed derivation reaches the formulas):
+
+* uniform kernels: the three derived branches G(x, x'; s) of W3a (K_RF) / W3d (P),
+  lambdified and evaluated branch by branch (no division by s in the wrong branch),
+  assembled by the derived sign split K = (G(x, x'; min) + G(-x, -x'; -max)) / 4;
+* gaussian K_RF and P: a numerically careful float64 rewrite of the derived arc-cosine
+  form (atan2, and |c| (t - atan t) / (2 pi) with a series where 1 + x x' < 0 cancels);
+  claims W3c / W3d compare it with the derived expression on a grid covering both
+  branches with a rounding-analysis tolerance;
+* ``rkhs_weight``: the lambdified derived omega (W3e).
+
+Outside |x|, |x'| <= 1e4 (where the float64 rewrites are verified) every value is taken
+from the derived expression in mpmath and rounded; a result beyond the float64 range
+raises ``ValueError`` naming the overflow.  Each formula has ``.mpmath(..., dps=30)``.
 
 >>> from verify import formulas
 >>> round(float(formulas.rf_kernel(0.5, 1/3, init="gaussian")), 10)
@@ -18,22 +28,27 @@ formula has an ``.mpmath`` variant lambdified from the derived expression itself
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
+import mpmath
 import numpy as np
 import scipy.linalg
 import sympy as sp
 
 from derivations import kernels as dk
 from numerics.validation import as_float_array, require_choice, require_distinct
-from verify.formulas._base import VerifiedFormula
+from verify import derived
+from verify.formulas._base import DerivedFunction, check_dps
 
 __all__ = ["rf_kernel", "ntk_kernel", "active_probability", "rkhs_weight",
            "kernel_interpolant", "KernelInterpolant"]
 
 INITS = dk.INITS
-_SERIES_T = 0.25  # below this t = |x - x'| / |1 + x x'| use the series of t - atan(t)
+KERNELS = ("rf", "ntk")
+FLOAT_RANGE = 1e4      # |x|, |x'| up to which the float64 evaluators are used (verified)
+_SERIES_T = 0.25       # below this t = |x - x'| / |1 + x x'| use the series of t - atan(t)
+MAX_CONDITION = 1e12   # Gram condition number above which an interpolant is refused
+_BRANCH_KEYS = {"rf": ("W3a", ("G_lo", "G_mid", "G_hi")), "prob": ("W3d", ("P_lo", "P_mid", "P_hi"))}
 
 
 # ------------------------------------------------------------------------ validation
@@ -48,39 +63,61 @@ def _pair(x: Any, xp: Any) -> tuple[np.ndarray, np.ndarray]:
     return x, xp
 
 
-def _sigma(sigma_c: Any) -> np.ndarray:
+def _sigma(sigma_c: Any) -> float:
     sc = as_float_array(sigma_c, "sigma_c (the standard deviation of the output weights c)")
-    if np.any(sc < 0):
-        raise ValueError(f"sigma_c must be >= 0; got {sc.ravel()[:5].tolist()}")
-    return sc
+    if sc.ndim != 0:
+        raise ValueError(f"sigma_c must be a single number; got an array of shape {sc.shape}")
+    if sc < 0:
+        raise ValueError(f"sigma_c must be >= 0; got {float(sc)}")
+    return float(sc)
 
 
 def _init(init: Any) -> str:
     return require_choice(init, "init", INITS)
 
 
+def _overflow(name: str, where: str) -> ValueError:
+    return ValueError(f"{name}: the result at {where} exceeds the float64 range (overflow); "
+                      "use .mpmath(...) for a high-precision value")
+
+
+def _to_float(values: np.ndarray, name: str, points: Callable[[int], str]) -> np.ndarray:
+    """mpf object array -> float64, raising on overflow."""
+    out = np.empty(values.shape)
+    for i, v in enumerate(values.ravel()):
+        if abs(v) > np.finfo(np.float64).max:
+            raise _overflow(name, points(i))
+        out.ravel()[i] = float(v)
+    return out
+
+
 # ------------------------------------------------------------------- uniform evaluators
-@functools.lru_cache(maxsize=None)
-def _uniform_branch_fns(which: str) -> tuple[Callable, ...]:
-    u = dk.derive_uniform()
-    br = u.rf_branches if which == "rf" else u.prob_branches
-    return tuple(sp.lambdify((dk.x, dk.xp, dk.s), e, modules="numpy") for e in br)
+def _branch_fns(which: str, module: str) -> tuple[Callable, ...]:
+    cid, keys = _BRANCH_KEYS[which]
+    return tuple(derived.lambdified(cid, k, (dk.x, dk.xp, dk.s), modules=module) for k in keys)
 
 
 def _uniform_G(which: str, X: np.ndarray, XP: np.ndarray, S: np.ndarray) -> np.ndarray:
     """G(X, X'; S) evaluated branch by branch (each branch only where it applies)."""
-    lo, mid, hi = _uniform_branch_fns(which)
     out = np.empty(S.shape)
-    for fn, mask in ((lo, S < -1), (mid, (S >= -1) & (S <= 1)), (hi, S > 1)):
+    for fn, mask in zip(_branch_fns(which, "numpy"), (S < -1, (S >= -1) & (S <= 1), S > 1)):
         if np.any(mask):
             out[mask] = np.broadcast_to(fn(X[mask], XP[mask], S[mask]), (int(mask.sum()),))
     return out
 
 
 def _uniform_eval(which: str, x: np.ndarray, xp: np.ndarray) -> np.ndarray:
-    x, xp = (np.asarray(v, dtype=np.float64) for v in np.broadcast_arrays(x, xp))
     smin, smax = np.minimum(x, xp), np.maximum(x, xp)
     return 0.25 * (_uniform_G(which, x, xp, smin) + _uniform_G(which, -x, -xp, -smax))
+
+
+def _uniform_mp(which: str, x: Any, xp: Any) -> Any:
+    """The derived sign split in mpmath: (G(x, x'; min) + G(-x, -x'; -max)) / 4."""
+    fns = _branch_fns(which, "mpmath")
+
+    def G(X: Any, XP: Any, S: Any) -> Any:
+        return fns[0](X, XP, S) if S < -1 else (fns[1](X, XP, S) if S <= 1 else fns[2](X, XP, S))
+    return (G(x, xp, min(x, xp)) + G(-x, -xp, -max(x, xp))) / 4
 
 
 # ------------------------------------------------------------------ gaussian evaluators
@@ -99,11 +136,10 @@ def _t_minus_atan(t: np.ndarray) -> np.ndarray:
 
 
 def _gaussian_rf(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
-    """(|x - x'| + (pi - phi)(1 + x x')) / (2 pi), phi = atan2(|x - x'|, 1 + x x').
+    """(|x - x'| + (pi - phi)(1 + x x')) / (2 pi), phi = atan2(|x - x'|, 1 + x x') (W3c).
 
     For 1 + x x' < 0 the two terms cancel; there pi - phi = atan(t), t = |d| / |c|, and
     K = |c| (t - atan t) / (2 pi) is evaluated without cancellation."""
-    x, xp = (np.asarray(v, dtype=np.float64) for v in np.broadcast_arrays(x, xp))
     d = np.abs(x - xp)
     c = 1.0 + x * xp
     out = np.empty(c.shape)
@@ -118,162 +154,253 @@ def _gaussian_rf(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
 
 def _gaussian_prob(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
     """(pi - phi) / (2 pi) = atan2(|x - x'|, -(1 + x x')) / (2 pi) (no cancellation near phi = pi)."""
-    x, xp = np.broadcast_arrays(np.asarray(x, float), np.asarray(xp, float))
     return np.arctan2(np.abs(x - xp), -(1.0 + x * xp)) / (2 * np.pi)
 
 
-_NUMPY = {("rf", "uniform"): functools.partial(_uniform_eval, "rf"),
-          ("prob", "uniform"): functools.partial(_uniform_eval, "prob"),
-          ("rf", "gaussian"): _gaussian_rf,
-          ("prob", "gaussian"): _gaussian_prob}
+def _gaussian_expr(which: str) -> sp.Expr:
+    return derived.results("W3c")["rf"] if which == "rf" else derived.results("W3d")["P_gaussian"]
+
+
+def _gaussian_mp(which: str, x: Any, xp: Any) -> Any:
+    key = ("W3c", "rf") if which == "rf" else ("W3d", "P_gaussian")
+    return derived.lambdified(key[0], key[1], (dk.x, dk.xp), modules="mpmath")(x, xp)
+
+
+_FLOAT = {("rf", "uniform"): lambda x, xp: _uniform_eval("rf", x, xp),
+          ("prob", "uniform"): lambda x, xp: _uniform_eval("prob", x, xp),
+          ("rf", "gaussian"): _gaussian_rf, ("prob", "gaussian"): _gaussian_prob}
+
+
+def _mp_value(which: str, init: str, x: Any, xp: Any) -> Any:
+    """One value of K_RF ("rf") or P ("prob") from the derived expression in mpmath."""
+    return _uniform_mp(which, x, xp) if init == "uniform" else _gaussian_mp(which, x, xp)
+
+
+def _mp_ntk(init: str, x: Any, xp: Any, sigma_c: Any) -> Any:
+    return _mp_value("rf", init, x, xp) + sigma_c**2 * (1 + x * xp) * _mp_value("prob", init, x, xp)
+
+
+def _evaluate(name: str, init: str, x: np.ndarray, xp: np.ndarray,
+              float_fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
+              mp_fn: Callable[[Any, Any], Any]) -> np.ndarray | float:
+    """float64 evaluator on |x|, |x'| <= FLOAT_RANGE; mpmath of the derived expression
+    elsewhere (30 digits, rounded; ValueError on overflow)."""
+    x, xp = (np.array(v, dtype=np.float64) for v in np.broadcast_arrays(x, xp))
+    inside = (np.abs(x) <= FLOAT_RANGE) & (np.abs(xp) <= FLOAT_RANGE)
+    out = np.empty(x.shape)
+    if np.any(inside):
+        with np.errstate(all="ignore"):
+            out[inside] = float_fn(x[inside], xp[inside])
+    outside = ~inside
+    if np.any(outside):
+        xo, xpo = x[outside], xp[outside]
+        vals = np.array([_mp_accurate(mp_fn, (float(p), float(q)), 20) for p, q in zip(xo, xpo)],
+                        dtype=object)
+        out[outside] = _to_float(vals, name, lambda i: f"(x, xp) = ({xo[i]!r}, {xpo[i]!r})")
+    bad = ~np.isfinite(out)
+    if np.any(bad):  # an intermediate overflowed: the derived expression decides
+        xb, xpb = x[bad], xp[bad]
+        vals = np.array([_mp_accurate(mp_fn, (float(p), float(q)), 20) for p, q in zip(xb, xpb)],
+                        dtype=object)
+        out[bad] = _to_float(vals, name, lambda i: f"(x, xp) = ({xb[i]!r}, {xpb[i]!r})")
+    return out[()] if out.ndim == 0 else out
+
+
+_MAX_WORK_DPS = 8000  # cancellation guard: working precision is doubled up to this
+
+
+def _mp_accurate(fn: Callable[..., Any], vals: tuple[float, ...], dps: int) -> Any:
+    """``fn(*vals)`` correct to ``dps`` digits: the derived expressions cancel (e.g.
+    |x - x'| + (pi - phi)(1 + x x') for x x' << -1), so the working precision is doubled
+    until two evaluations agree to dps + 3 digits, starting from dps + 10 + 3 log10 max|x|
+    digits (the cancelling terms grow at most like |x|^2 while pi - phi shrinks like 1/|x|;
+    without this start, pi - phi rounds to 0 at every low precision and agreement is false)."""
+    big = max([abs(v_) for v_ in vals] + [1.0])
+    work, prev = dps + 10 + int(3 * np.log10(big)), None
+    while True:
+        with mpmath.workdps(work):
+            v = fn(*(mpmath.mpf(v_) for v_ in vals))
+        if prev is not None and (v == prev or abs(v - prev) <= abs(v) * mpmath.mpf(10) ** (-dps - 3)):
+            with mpmath.workdps(dps):
+                return +v
+        if work >= _MAX_WORK_DPS:
+            raise ValueError(f"no {dps}-digit value at {vals} within {_MAX_WORK_DPS} working "
+                             "digits (catastrophic cancellation)")
+        prev, work = v, 2 * work
+
+
+def _mp_grid(fn: Callable[..., Any], args: tuple, dps: int) -> Any:
+    """``fn`` to ``dps`` digits on broadcast float arguments (exact float64 inputs)."""
+    dps = check_dps(dps)
+    if all(np.ndim(v) == 0 for v in args):
+        return _mp_accurate(fn, tuple(float(v) for v in args), dps)
+    b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in args))
+    out = np.empty(b[0].shape, dtype=object)
+    for idx in np.ndindex(out.shape):
+        out[idx] = _mp_accurate(fn, tuple(float(v[idx]) for v in b), dps)
+    return out
 
 
 # ----------------------------------------------------------------------- the formulas
-class _PerInit:
-    """``name(x, xp, init=...)``: dispatches to one :class:`VerifiedFormula` per init
-    (``.uniform``, ``.gaussian``); ``.expr`` / ``.latex`` / ``.claim`` are dicts by init."""
-
-    def __init__(self, name: str, doc: str, formulas: dict[str, VerifiedFormula]):
-        self.__name__ = self.name = name
-        self.__doc__ = doc
-        self._f = formulas
-        for k, v in formulas.items():
-            setattr(self, k, v)
-
-    @property
-    def expr(self) -> dict[str, sp.Expr]:
-        return {k: f.expr for k, f in self._f.items()}
-
-    @property
-    def latex(self) -> dict[str, str]:
-        return {k: f.latex for k, f in self._f.items()}
-
-    @property
-    def claim(self) -> str:
-        return ", ".join(sorted({f.claim for f in self._f.values()}))
-
-    def mpmath(self, *args: Any, init: str = "uniform", dps: int = 30) -> Any:
-        return self._f[_init(init)].mpmath(*args, dps=dps)
-
-    def __call__(self, *args: Any, init: str = "uniform", **kw: Any) -> np.ndarray | float:
-        return self._f[_init(init)](*args, **kw)
-
-    def __repr__(self) -> str:
-        return f"<kernel formula {self.name} (claims {self.claim})>"
+def _rf_kernel(x: Any, xp: Any, init: str = "uniform") -> np.ndarray | float:
+    x, xp = _pair(x, xp)
+    init = _init(init)
+    return _evaluate("rf_kernel", init, x, xp, _FLOAT[("rf", init)],
+                     lambda p, q: _mp_value("rf", init, p, q))
 
 
-def _kernel_formula(which: str, init: str, claim: str) -> VerifiedFormula:
-    def expr() -> sp.Expr:
-        src = dk.derive_uniform() if init == "uniform" else dk.derive_gaussian()
-        return src.rf if which == "rf" else src.prob
-    return VerifiedFormula(
-        name=f"{'rf_kernel' if which == 'rf' else 'active_probability'}[{init}]", claim=claim,
-        symbols=(dk.x, dk.xp), expr_fn=expr, validate=_pair,
-        numpy_impl=lambda e, _k=(which, init): _NUMPY[_k],
-        doc=f"{which} for init {init} (claim {claim})")
+def _rf_kernel_mp(x: Any, xp: Any, init: str = "uniform", dps: int = 30) -> Any:
+    x, xp = _pair(x, xp)
+    init = _init(init)
+    return _mp_grid(lambda p, q: _mp_value("rf", init, p, q), (x, xp), dps)
 
 
-def _ntk_formula(init: str) -> VerifiedFormula:
-    def numpy_impl(expr: sp.Expr) -> Callable:
-        def ntk(x, xp, sc):
-            return _NUMPY[("rf", init)](x, xp) + sc**2 * (1.0 + x * xp) * _NUMPY[("prob", init)](x, xp)
-        return ntk
-
-    def validate(x, xp, sigma_c=1.0):
-        x, xp = _pair(x, xp)
-        return x, xp, _sigma(sigma_c)
-    return VerifiedFormula(
-        name=f"ntk_kernel[{init}]", claim="W3d", symbols=(dk.x, dk.xp, dk.sigma_c),
-        expr_fn=lambda: dk.ntk_kernel_expr(init), validate=validate, numpy_impl=numpy_impl,
-        doc=f"K_NTK for init {init} (claim W3d)")
+def _active_probability(x: Any, xp: Any, init: str = "uniform") -> np.ndarray | float:
+    x, xp = _pair(x, xp)
+    init = _init(init)
+    return _evaluate("active_probability", init, x, xp, _FLOAT[("prob", init)],
+                     lambda p, q: _mp_value("prob", init, p, q))
 
 
-rf_kernel = _PerInit("rf_kernel", """K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+] (Williams et al.
-2019, Sec. 4; claims W3a (uniform, all real x, x') and W3c (gaussian, arc-cosine form)).
+def _active_probability_mp(x: Any, xp: Any, init: str = "uniform", dps: int = 30) -> Any:
+    x, xp = _pair(x, xp)
+    init = _init(init)
+    return _mp_grid(lambda p, q: _mp_value("prob", init, p, q), (x, xp), dps)
+
+
+def _ntk_kernel(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0) -> np.ndarray | float:
+    x, xp = _pair(x, xp)
+    init = _init(init)
+    sc = _sigma(sigma_c)
+
+    with np.errstate(over="ignore"):
+        sc2 = np.float64(sc) ** 2   # inf when it overflows: then the mpmath path decides
+
+    def fl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return _FLOAT[("rf", init)](p, q) + sc2 * (1.0 + p * q) * _FLOAT[("prob", init)](p, q)
+    return _evaluate("ntk_kernel", init, x, xp, fl, lambda p, q: _mp_ntk(init, p, q, mpmath.mpf(sc)))
+
+
+def _ntk_kernel_mp(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0, dps: int = 30) -> Any:
+    x, xp = _pair(x, xp)
+    init = _init(init)
+    sc = _sigma(sigma_c)
+    return _mp_grid(lambda p, q: _mp_ntk(init, p, q, mpmath.mpf(sc)), (x, xp), dps)
+
+
+def _kernel_exprs(which: str) -> dict[str, sp.Expr]:
+    cid, keys = _BRANCH_KEYS[which]
+    r = derived.results(cid)
+    return {"uniform": dk.assemble_uniform(*(r[k] for k in keys)), "gaussian": _gaussian_expr(which)}
+
+
+rf_kernel = DerivedFunction(
+    "rf_kernel", "W3a", """K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+] (Williams et al. 2019,
+Sec. 4; claims W3a (uniform, all real x, x') and W3c (gaussian, arc-cosine form)).
 
 ``rf_kernel(x, xp, init="uniform"|"gaussian")``: x, xp real arrays (broadcast).
 ``rf_kernel.mpmath(x, xp, init=..., dps=30)``: the derived expression in mpmath.
+``.expr``: the derived expressions, a dict by init.
 
 >>> round(float(rf_kernel(0.0, 0.0)), 12)   # E[(-b)_+^2] = 1/6
 0.166666666667
-""", {"uniform": _kernel_formula("rf", "uniform", "W3a"),
-      "gaussian": _kernel_formula("rf", "gaussian", "W3c")})
+""", lambda: _kernel_exprs("rf"), _rf_kernel, _rf_kernel_mp)
 
-active_probability = _PerInit("active_probability", """P(a x > b, a x' > b) (claim W3d).
+active_probability = DerivedFunction(
+    "active_probability", "W3d", """P(a x > b, a x' > b) (claim W3d).
 
-``active_probability(x, xp, init=...)``.
+``active_probability(x, xp, init=...)``; ``.mpmath(x, xp, init=..., dps=30)``.
 
 >>> float(active_probability(0.3, 0.3, init="gaussian"))
 0.5
-""", {"uniform": _kernel_formula("prob", "uniform", "W3d"),
-      "gaussian": _kernel_formula("prob", "gaussian", "W3d")})
+""", lambda: _kernel_exprs("prob"), _active_probability, _active_probability_mp)
 
-ntk_kernel = _PerInit("ntk_kernel", """K_NTK(x, x') = K_RF(x, x') + sigma_c^2 (1 + x x')
+ntk_kernel = DerivedFunction(
+    "ntk_kernel", "W3d", """K_NTK(x, x') = K_RF(x, x') + sigma_c^2 (1 + x x')
 P(a x > b, a x' > b) (alpha(m) = sqrt(m), all layers trained, E c^2 = sigma_c^2; claim W3d).
 
-``ntk_kernel(x, xp, init=..., sigma_c=1.0)``; ``ntk_kernel.mpmath(x, xp, sigma_c, init=...)``.
+``ntk_kernel(x, xp, init=..., sigma_c=1.0)``; ``.mpmath(x, xp, init=..., sigma_c=1.0, dps=30)``.
 
 >>> round(float(ntk_kernel(0.0, 0.0, init="uniform", sigma_c=1.0)), 12)  # 1/6 + 1/2
 0.666666666667
-""", {"uniform": _ntk_formula("uniform"), "gaussian": _ntk_formula("gaussian")})
+""", lambda: {i: derived.results("W3d")[f"ntk_{i}"] for i in INITS}, _ntk_kernel, _ntk_kernel_mp)
 
 
-def _weight_formula(init: str) -> VerifiedFormula:
-    def numpy_impl(expr: sp.Expr) -> Callable:
-        if init == "gaussian":
-            return sp.lambdify(dk.x, expr, modules="numpy")
-        inside, outside = expr.args[0][0], expr.args[1][0]
-        f_in = sp.lambdify(dk.x, inside, modules="numpy")
-        f_out = sp.lambdify(dk.x, outside, modules="numpy")
-
-        def omega(xv):
-            xv = np.asarray(xv, dtype=np.float64)
-            out = np.empty(xv.shape)
-            m = np.abs(xv) <= 1
-            out[m] = f_in(xv[m])
-            out[~m] = f_out(xv[~m])
-            return out
-        return omega
-    return VerifiedFormula(
-        name=f"rkhs_weight[{init}]", claim="W3e", symbols=(dk.x,),
-        expr_fn=lambda: dk.rkhs_weight(init),
-        validate=lambda xv: (as_float_array(xv, "x"),), numpy_impl=numpy_impl,
-        doc=f"omega(x) for init {init} (claim W3e)")
+def _rkhs_weight(x: Any, init: str = "uniform") -> np.ndarray | float:
+    xv = as_float_array(x, "x")
+    init = _init(init)
+    fn = derived.lambdified("W3e", f"omega_{init}", dk.x, modules="numpy")
+    with np.errstate(all="ignore"):
+        out = np.broadcast_to(np.asarray(fn(xv), dtype=np.float64), xv.shape).copy()
+    if not np.all(np.isfinite(out)):
+        raise ValueError("rkhs_weight: non-finite value (overflow); use .mpmath(...)")
+    return out[()] if out.ndim == 0 else out
 
 
-rkhs_weight = _PerInit("rkhs_weight", """omega(x) = int |a|^3 p_0(a, a x) da (claim W3e): the
-RKHS norm of the random-feature kernel is int f''(x)^2 / omega(x) dx plus an affine part,
-and d^2/dx^2 K_RF(x, x') = omega(x) |x - x'| / 2.  uniform: 1/8 on [-1, 1], 1/(8 x^4)
+def _rkhs_weight_mp(x: Any, init: str = "uniform", dps: int = 30) -> Any:
+    xv = as_float_array(x, "x")
+    fn = derived.lambdified("W3e", f"omega_{_init(init)}", dk.x, modules="mpmath")
+    return _mp_grid(fn, (xv,), dps)
+
+
+rkhs_weight = DerivedFunction(
+    "rkhs_weight", "W3e", """omega(x) = int |a|^3 p_0(a, a x) da (claim W3e): the RKHS norm
+of the random-feature kernel is int f''(x)^2 / omega(x) dx plus an affine part, and
+d^2/dx^2 K_RF(x, x') = omega(x) |x - x'| / 2.  uniform: 1/8 on [-1, 1], 1/(8 x^4)
 outside; gaussian: 2 / (pi (1 + x^2)^2).
+
+``rkhs_weight(x, init=...)``; ``.mpmath(x, init=..., dps=30)``.
 
 >>> float(rkhs_weight(0.5, init="uniform"))
 0.125
-""", {"uniform": _weight_formula("uniform"), "gaussian": _weight_formula("gaussian")})
+""", lambda: {i: derived.results("W3e")[f"omega_{i}"] for i in INITS}, _rkhs_weight, _rkhs_weight_mp)
 
 
 # --------------------------------------------------------------------- interpolants
+def _interpolation_data(x_data: Any, y_data: Any, kernel: Any, init: Any, sigma_c: Any
+                        ) -> tuple[np.ndarray, np.ndarray, str, str, float]:
+    xd = as_float_array(x_data, "x_data", ndim=1, allow_empty=False)
+    yd = as_float_array(y_data, "y_data", ndim=1, allow_empty=False)
+    if xd.shape != yd.shape:
+        raise ValueError(f"x_data and y_data must have the same shape; got {xd.shape} and {yd.shape}")
+    require_distinct(xd, "x_data")
+    kernel = require_choice(kernel, "kernel", KERNELS)
+    return xd, yd, kernel, _init(init), _sigma(sigma_c)
+
+
 class KernelInterpolant:
     """f(x) = sum_j alpha_j K(x, x_j) with K alpha = y (the m -> infinity limit of min-norm
     training, MATH.md W.3; claims W3b, W3f).  Vectorized: ``f(x_array)``; attributes
-    ``x_data``, ``y_data``, ``coefficients``, ``kernel``, ``init``, ``sigma_c``."""
+    ``x_data``, ``y_data``, ``coefficients``, ``kernel``, ``init``, ``sigma_c``,
+    ``condition`` (2-norm condition number of the Gram matrix).
+
+    Raises ``ValueError`` when the Gram matrix is too ill-conditioned for the coefficients
+    to carry any accuracy (condition number > 1e12: near-duplicate data points)."""
 
     claim = "W3b"
 
-    def __init__(self, x_data: np.ndarray, y_data: np.ndarray, kernel: str, init: str,
-                 sigma_c: float):
-        self.x_data, self.y_data = x_data, y_data
-        self.kernel, self.init, self.sigma_c = kernel, init, sigma_c
-        gram = self.kernel_matrix(x_data[:, None], x_data[None, :])
-        try:
-            self.coefficients = scipy.linalg.solve(gram, y_data, assume_a="pos")
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError) as exc:
-            raise ValueError("the kernel Gram matrix of x_data is numerically singular: "
-                             "data points are too close together; merge or drop them") from exc
+    def __init__(self, x_data: Any, y_data: Any, kernel: str = "rf", init: str = "uniform",
+                 sigma_c: float = 1.0):
+        xd, yd, kernel, init, sc = _interpolation_data(x_data, y_data, kernel, init, sigma_c)
+        self.x_data, self.y_data = xd, yd
+        self.kernel, self.init, self.sigma_c = kernel, init, sc
+        gram = self.kernel_matrix(xd[:, None], xd[None, :])
+        lam = np.linalg.eigvalsh((gram + gram.T) / 2)
+        self.condition = float(lam[-1] / lam[0]) if lam[0] > 0 else float("inf")
+        if not self.condition <= MAX_CONDITION:
+            gap = float(np.min(np.diff(np.sort(xd)))) if xd.size > 1 else float("nan")
+            raise ValueError(
+                f"x_data has near-duplicate points (smallest gap {gap:.3g}): the {kernel} Gram "
+                f"matrix has condition number {self.condition:.3g} > {MAX_CONDITION:.0e}, so the "
+                "coefficients would carry no accurate digits; merge or drop points closer than "
+                "about 1e-3 of the data range")
+        self.coefficients = scipy.linalg.solve(gram, yd, assume_a="pos")
+        self._factor = 1.0
 
     def kernel_matrix(self, x: np.ndarray, xp: np.ndarray) -> np.ndarray:
         if self.kernel == "rf":
-            return rf_kernel(x, xp, init=self.init)
-        return ntk_kernel(x, xp, init=self.init, sigma_c=self.sigma_c)
+            return _rf_kernel(x, xp, init=self.init)
+        return _ntk_kernel(x, xp, init=self.init, sigma_c=self.sigma_c)
 
     def __call__(self, x: Any) -> np.ndarray | float:
         xv = as_float_array(x, "x")
@@ -282,26 +409,68 @@ class KernelInterpolant:
         out = out.reshape(xv.shape)
         return float(out) if out.ndim == 0 else out
 
+    def _perturbed(self, factor: float) -> "KernelInterpolant":
+        """A copy whose values (and coefficients) are ``factor`` times these (mutation testing)."""
+        new = object.__new__(KernelInterpolant)
+        new.__dict__.update(self.__dict__)
+        new.coefficients = self.coefficients * factor
+        new._factor = self._factor * factor
+        return new
+
     def __repr__(self) -> str:
         return (f"<KernelInterpolant {self.kernel}/{self.init} through {self.x_data.size} "
                 f"points>")
 
 
-def kernel_interpolant(x_data: Any, y_data: Any, kernel: str = "rf", init: str = "uniform",
-                       sigma_c: float = 1.0) -> KernelInterpolant:
-    """The kernel interpolant of (x_data, y_data) for kernel "rf" or "ntk" and init
-    "uniform" or "gaussian" (claims W3b, W3c, W3d, W3f); returns a vectorized callable.
+class MpKernelInterpolant:
+    """The kernel interpolant in mpmath at ``dps`` digits (Gram matrix from the derived
+    expressions, LU solve in mpmath): ``f(x)`` gives an ``mpf`` (scalar) or an object array."""
 
-    x_data must be 1-D, finite, with distinct entries; y_data of the same shape."""
-    xd = as_float_array(x_data, "x_data", ndim=1, allow_empty=False)
-    yd = as_float_array(y_data, "y_data", ndim=1, allow_empty=False)
-    if xd.shape != yd.shape:
-        raise ValueError(f"x_data and y_data must have the same shape; got {xd.shape} and {yd.shape}")
-    require_distinct(xd, "x_data")
-    require_choice(kernel, "kernel", ("rf", "ntk"))
-    init = _init(init)
-    sc = float(_sigma(sigma_c))
-    return KernelInterpolant(xd, yd, kernel, init, sc)
+    def __init__(self, x_data: Any, y_data: Any, kernel: str = "rf", init: str = "uniform",
+                 sigma_c: float = 1.0, dps: int = 30):
+        xd, yd, kernel, init, sc = _interpolation_data(x_data, y_data, kernel, init, sigma_c)
+        self.dps = check_dps(dps)
+        self.x_data, self.y_data, self.kernel, self.init, self.sigma_c = xd, yd, kernel, init, sc
+        with mpmath.workdps(self.dps):
+            X = [mpmath.mpf(float(v)) for v in xd]
+            G = mpmath.matrix(len(X), len(X))
+            for i, p in enumerate(X):
+                for j, q in enumerate(X):
+                    G[i, j] = self._k(p, q)
+            self.coefficients = mpmath.lu_solve(G, mpmath.matrix([mpmath.mpf(float(v)) for v in yd]))
+        self._X = X
+
+    def _k(self, p: Any, q: Any) -> Any:
+        if self.kernel == "rf":
+            return _mp_value("rf", self.init, p, q)
+        return _mp_ntk(self.init, p, q, mpmath.mpf(self.sigma_c))
+
+    def __call__(self, x: Any) -> Any:
+        xv = as_float_array(x, "x")
+
+        def f(t: Any) -> Any:
+            return mpmath.fsum(self.coefficients[j] * self._k(t, q) for j, q in enumerate(self._X))
+        return _mp_grid(f, (xv,), self.dps)
 
 
-kernel_interpolant.claim = "W3b"  # type: ignore[attr-defined]
+def _kernel_interpolant(x_data: Any, y_data: Any, kernel: str = "rf", init: str = "uniform",
+                        sigma_c: float = 1.0) -> KernelInterpolant:
+    return KernelInterpolant(x_data, y_data, kernel, init, sigma_c)
+
+
+def _kernel_interpolant_mp(x_data: Any, y_data: Any, kernel: str = "rf", init: str = "uniform",
+                           sigma_c: float = 1.0, dps: int = 30) -> MpKernelInterpolant:
+    return MpKernelInterpolant(x_data, y_data, kernel, init, sigma_c, dps)
+
+
+kernel_interpolant = DerivedFunction(
+    "kernel_interpolant", "W3b", """The kernel interpolant f = sum_j alpha_j K(., x_j),
+K alpha = y, of (x_data, y_data) for kernel "rf" or "ntk" and init "uniform" or "gaussian"
+(claims W3b, W3c, W3d, W3f): the m -> infinity limit of min-norm training.
+
+``kernel_interpolant(x_data, y_data, kernel="rf", init="uniform", sigma_c=1.0)`` returns a
+vectorized :class:`KernelInterpolant`; x_data must be 1-D, finite, with distinct entries
+and a Gram condition number <= 1e12 (ValueError otherwise); y_data of the same shape.
+``kernel_interpolant.mpmath(..., dps=30)`` returns the same interpolant in mpmath.
+""", lambda: {("rf", i): e for i, e in _kernel_exprs("rf").items()}, _kernel_interpolant,
+    _kernel_interpolant_mp)
