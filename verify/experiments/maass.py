@@ -177,9 +177,10 @@ def run_rmd(params: dict[str, Any], profile: str, seed: int):
             ax.set_title(f"{tk} teacher, {init} init", fontsize=9)
             ax.set_xlabel("N"), ax.set_ylabel(r"RMD$^2$ to $E^G$"), ax.legend(fontsize=6)
     if params["between_schemes"]:
-        s = TrendSettings(Ns=tuple(Ns), T=float(params["T"]), replicates=reps,
-                          beta=float(cfg.beta))
-        data["rmd_between_schemes_iid_init"] = {
+        # the M1c trend of the claims (their settings: random teachers, the suite's
+        # alpha = 50, tau = 1e-4, beta = 1e-6, i.i.d. start): RMD (not squared) between schemes
+        s = TrendSettings(Ns=tuple(Ns), T=float(params["T"]), replicates=reps)
+        data["rmd_between_schemes_claim_settings"] = {
             tk: scheme_trend(tk, s, seed, f"exp-{tk}")["rmd"] for tk in teachers}
     return data, fig
 
