@@ -175,7 +175,7 @@ def run_rmd(params: dict[str, Any], profile: str, seed: int):
             for sc, v in res.items():
                 ax.loglog(Ns, np.maximum(v, 1e-35), "o-", label=sc)
             ax.set_title(f"{tk} teacher, {init} init", fontsize=9)
-            ax.set_xlabel("N"), ax.set_ylabel(r"RMD$^2$ to $E^G$"), ax.legend(fontsize=6)
+            ax.set_xlabel("N"), ax.set_ylabel(r"RMD$^2$ to $E^G$ (0 drawn at $10^{-35}$)"), ax.legend(fontsize=6)
     if params["between_schemes"]:
         # the M1c trend of the claims (their settings: random teachers, the suite's
         # alpha = 50, tau = 1e-4, beta = 1e-6, i.i.d. start): RMD (not squared) between schemes
