@@ -28,7 +28,7 @@ from numerics.validation import require_choice, require_positive_int
 
 __all__ = ["TIME_UNITS", "LOSS_CONVENTIONS", "hajjar_data_second_moment",
            "hajjar_step_to_suite", "hajjar_time_from_suite", "reproduction_sgd_to_suite",
-           "suite_sgd_to_reproduction"]
+           "suite_sgd_to_reproduction", "HAJJAR_FIG3_PUBLISHED", "HAJJAR_ALPHA_TABLE_PUBLISHED"]
 
 #: "paper": the authors' data rho = N(0, I_d) (E|x|^2 = d); "suite": rho = N(0, I_d / d)
 TIME_UNITS = ("paper", "suite")
@@ -79,3 +79,43 @@ def suite_sgd_to_reproduction(alpha: float, tau: float, beta: float) -> tuple[fl
     """Inverse of :func:`reproduction_sgd_to_suite`: (alpha / 2, 2 tau, 2 beta)."""
     _check_sgd(alpha, tau, beta)
     return alpha / 2.0, 2.0 * tau, 2.0 * beta
+
+
+# ------------------------------------------------------------------ published runs
+#: The authors' published Figure-3 run (d = 30, d_H = 5, m = 1024, step 5e-3 in their units,
+#: 20000 steps, so t = 100): printed outputs of the notebook named in ``source``.
+HAJJAR_FIG3_PUBLISHED = {
+    "source": "authors' published run: karl-hajjar/learning-structure, "
+              "learning-structure/notebooks/1d-simulation-jax.ipynb (printed outputs "
+              "'v_exp' and 'minus_variation_norms' after the 20000-step run)",
+    "d": 30, "d_H": 5, "m": 1024, "step": 5e-3, "steps": 20000, "t": 100.0,
+    "plus_mass": 5.5398808, "minus_mass": 0.19041108,
+    "differences": [
+        "their G_t and G'_t are Monte Carlo estimates with 1000 fresh samples of "
+        "(phi, R, S, R', S') per step; ours are deterministic quadratures (Gauss-Jacobi in "
+        "phi, closed form + tanh-sinh in R, S), so their run carries SGD-like noise",
+        "their particle sign is sign(c) of the current weight (the same as the initial sign "
+        "while c > 0, which Euler steps at this size keep); ours is the initial sign",
+        "they do not fold theta into [0, pi/2]; phi~ is even about 0 and pi/2, so the "
+        "reflection changes nothing but the histogram range",
+        "their initial signs are i.i.d. +-1 (a random split of the 1024 particles, drawn "
+        "with the same PRNG key as the angles); ours are exactly m/2 of each sign",
+        "one seed each; between two initial draws of the suite's run (m = 1024) the masses "
+        "at t = 100 differ by 0.02 % (tau+) and 0.5 % (tau-)"],
+}
+
+#: The authors' published d = 40 sweep: printed lists 'd_Hs', 'v_ths' (alpha), 'v_exps'
+#: (tau+ mass) and 'v_exps_minus' (tau- mass) at the end of their 20000-step runs.
+HAJJAR_ALPHA_TABLE_PUBLISHED = {
+    "source": "authors' published run: karl-hajjar/learning-structure, "
+              "learning-structure/notebooks/1d-simulation-jax.ipynb (cells plotting "
+              "'alpha_emp / alpha_th' and the total variation norms against d_H, d = 40)",
+    "d": 40,
+    "d_H": [2, 5, 10, 15, 18, 20, 25, 30, 33, 35],
+    "alpha": [3.141592, 5.333333, 7.731263, 9.5477785, 10.488114, 11.070787, 12.408467,
+              13.615453, 14.290824, 14.723880],
+    "plus_mass": [3.40828, 5.478126, 7.823118, 9.622843, 10.558362, 11.13857, 12.472371,
+                  13.677326, 14.353262, 14.790969],
+    "minus_mass": [0.11263815, 0.06297577, 0.040315896, 0.030962486, 0.02744631, 0.025575727,
+                   0.021753054, 0.018809617, 0.017320968, 0.016472705],
+}

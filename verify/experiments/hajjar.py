@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from numerics.paper_units import HAJJAR_FIG3_PUBLISHED as AUTHORS_FIG3
 from verify.experiments import Experiment, Setting
 
 
@@ -59,29 +60,6 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
             "bound_rate": V * v / 4, "losses": run.losses,
             "max_deviation_from_infinite_width": float(np.abs(dist - dist_inf).max())}
     return data, fig
-
-
-#: The authors' published Figure-3 run (d = 30, d_H = 5, m = 1024, step 5e-3 in their units,
-#: 20000 steps, so t = 100): printed outputs of the notebook named in ``source``.
-AUTHORS_FIG3 = {
-    "source": "authors' published run: karl-hajjar/learning-structure, "
-              "learning-structure/notebooks/1d-simulation-jax.ipynb (printed outputs "
-              "'v_exp' and 'minus_variation_norms' after the 20000-step run)",
-    "d": 30, "d_H": 5, "m": 1024, "step": 5e-3, "steps": 20000, "t": 100.0,
-    "plus_mass": 5.5398808, "minus_mass": 0.19041108,
-    "differences": [
-        "their G_t and G'_t are Monte Carlo estimates with 1000 fresh samples of "
-        "(phi, R, S, R', S') per step; ours are deterministic quadratures (Gauss-Jacobi in "
-        "phi, closed form + tanh-sinh in R, S), so their run carries SGD-like noise",
-        "their particle sign is sign(c) of the current weight (the same as the initial sign "
-        "while c > 0, which Euler steps at this size keep); ours is the initial sign",
-        "they do not fold theta into [0, pi/2]; phi~ is even about 0 and pi/2, so the "
-        "reflection changes nothing but the histogram range",
-        "their initial signs are i.i.d. +-1 (a random split of the 1024 particles, drawn "
-        "with the same PRNG key as the angles); ours are exactly m/2 of each sign",
-        "one seed each: the masses at m = 1024 fluctuate between seeds (see "
-        "'seed_spread_note')"],
-}
 
 
 def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: int = 2000,
@@ -193,9 +171,7 @@ def _fig3(params: dict[str, Any], profile: str, seed: int):
                                                         "step", "source")},
             "relative_difference_plus": ours["plus_mass"] / a["plus_mass"] - 1,
             "relative_difference_minus": ours["minus_mass"] / a["minus_mass"] - 1,
-            "differences": a["differences"],
-            "seed_spread_note": "seed-to-seed spread of our masses at t = 100 (m = 1024, "
-                                "seeds 0-2): see the report; tau- is the noisier one"}
+            "differences": a["differences"]}
     data["histogram_times"] = [float(t) / s2 for t in run.snapshot_times
                                if int(round(t / step_suite)) in hist_steps]
     return data, _fig3_figure(run, s2, step_suite, alpha, t_star, hist_steps,

@@ -12,25 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from numerics.paper_units import HAJJAR_ALPHA_TABLE_PUBLISHED
 from verify.experiments import Experiment, Setting
 
 __all__ = ["EXPERIMENTS", "AUTHORS_ALPHA_TABLE"]
 
-#: The authors' published d = 40 sweep: printed lists 'd_Hs', 'v_ths' (alpha), 'v_exps'
-#: (tau+ mass) and 'v_exps_minus' (tau- mass) at the end of their 20000-step runs.
-AUTHORS_ALPHA_TABLE = {
-    "source": "authors' published run: karl-hajjar/learning-structure, "
-              "learning-structure/notebooks/1d-simulation-jax.ipynb (cells plotting "
-              "'alpha_emp / alpha_th' and the total variation norms against d_H, d = 40)",
-    "d": 40,
-    "d_H": [2, 5, 10, 15, 18, 20, 25, 30, 33, 35],
-    "alpha": [3.141592, 5.333333, 7.731263, 9.5477785, 10.488114, 11.070787, 12.408467,
-              13.615453, 14.290824, 14.723880],
-    "plus_mass": [3.40828, 5.478126, 7.823118, 9.622843, 10.558362, 11.13857, 12.472371,
-                  13.677326, 14.353262, 14.790969],
-    "minus_mass": [0.11263815, 0.06297577, 0.040315896, 0.030962486, 0.02744631, 0.025575727,
-                   0.021753054, 0.018809617, 0.017320968, 0.016472705],
-}
+AUTHORS_ALPHA_TABLE = HAJJAR_ALPHA_TABLE_PUBLISHED
 
 
 def _authors_row(d_H: int) -> dict[str, float] | None:
