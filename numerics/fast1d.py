@@ -27,7 +27,8 @@ rounding error of the product (Dekker's TwoProduct with Veltkamp splitting): if 
 and b are within a factor 2 the difference is exact (Sterbenz) and the final rounding
 keeps the sign; otherwise |fl(a x) - b| dominates |err| <= u |a x|.  Valid whenever the
 splitting neither overflows nor underflows: |a_i|, |x_j| <= 2^500 and nonzero products
-|a_i x_j| >= 2^-900 (true for every input of this project).
+|a_i x_j| >= 2^-900 (true for every input of this project; enforced: outside it the
+public functions raise ValueError).
 
 Locating k_i exactly: the rounded knot fl(b_i / a_i) is within a relative 2^-53 of the
 true knot, so ``searchsorted`` with a safety margin of 8 ulps gives a window of sorted
@@ -56,6 +57,7 @@ __all__ = [
     "loss_and_grad_dense_reference",
     "error_scales",
     "relative_discrepancy",
+    "in_exact_range",
 ]
 
 _U = 2.0 ** -53
@@ -89,11 +91,15 @@ def preactivation(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Dense (m, s) matrix of a_i x_j - b_i whose SIGN IS EXACT (compensated product).
 
     Dense O(m s) reference implementations should threshold this matrix (``> 0``) so that
-    they follow the project's kink convention (ReLU(0) = ReLU'(0) = 0 on the exact value)."""
+    they follow the project's kink convention (ReLU(0) = ReLU'(0) = 0 on the exact value).
+    |a_i|, |x_j| > 2^500 raise ValueError; for nonzero products |a_i x_j| < 2^-900 (where
+    the splitting underflows) the sign is that of the compensated value, exact unless
+    a_i x_j - b_i is itself below ~2^-1000."""
     a = as_float_array(a, "a", ndim=1)
     b = as_float_array(b, "b", ndim=1)
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b)
+    _check_range(a, x, lower=False)  # below 2^-900 the sign is that of the rounded value
     return _compensated_preactivation(a[:, None], x[None, :], b[:, None])
 
 
@@ -136,6 +142,7 @@ def boundary_indices(a, b, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = as_float_array(b, "b", ndim=1)
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b)
+    _check_range(a, x)
     order = np.argsort(x, kind="stable")
     k, pos = _boundaries(a, b, x[order])
     return order, k, pos
@@ -171,11 +178,50 @@ def _prefix_suffix(v: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # the sorted kernels
 # ---------------------------------------------------------------------------------------
+_MAX_MAG = 2.0 ** 500   # |a|, |x| bound of the exact sign test (Veltkamp splitting)
+_MIN_PROD = 2.0 ** -900  # smallest nonzero |a x| for which the rounding error is exact
+
+
+def in_exact_range(a: np.ndarray, x: np.ndarray) -> bool:
+    """Whether the finite float64 arrays ``a``, ``x`` lie in the exactness range of the
+    kink test (|a_i|, |x_j| <= 2^500, nonzero |a_i x_j| >= 2^-900)."""
+    try:
+        _check_range(np.asarray(a, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    except ValueError:
+        return False
+    return True
+
+
+def _check_range(a: np.ndarray, x: np.ndarray, *, lower: bool = True) -> None:
+    """The documented exactness range of the kink test: |a_i|, |x_j| <= 2^500 and every
+    nonzero product |a_i x_j| >= 2^-900 (checked via the smallest nonzero magnitudes)."""
+    amax = float(np.max(np.abs(a), initial=0.0))
+    xmax = float(np.max(np.abs(x), initial=0.0))
+    if amax > _MAX_MAG or xmax > _MAX_MAG:
+        name = "a" if amax > _MAX_MAG else "x"
+        raise ValueError(f"{name} has entries beyond 2^500 ~ 3.3e150 (max |{name}| = "
+                         f"{max(amax, xmax):.3g}): outside the range of the exact kink test; "
+                         "rescale (a, b, c) -> (k a, k b, c / k) or the inputs x")
+    if not lower:
+        return
+    anz = np.abs(a[a != 0])
+    xnz = np.abs(x[x != 0])
+    if anz.size and xnz.size and float(anz.min()) * float(xnz.min()) < _MIN_PROD:
+        raise ValueError("a nonzero product |a_i x_j| is below 2^-900 ~ 1.2e-271: outside the "
+                         "range of the exact kink test; rescale a or x (or set tiny entries to 0)")
+
+
 def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
-    """Arrays as validated float64; a cheap pre-check (all inputs already 1-D float64
-    arrays of matching shapes with a finite sum) skips the per-array checks of
-    ``numerics.validation``, which run otherwise and produce the error messages."""
-    alpha = float(alpha_value)
+    """Arrays as validated float64 (finite, matching shapes, inside the documented range
+    of the kink test); a cheap pre-check (all inputs already 1-D float64 arrays of matching
+    shapes with a finite sum) skips the per-array checks of ``numerics.validation``, which
+    run otherwise and produce the error messages."""
+    if isinstance(alpha_value, bool):
+        raise ValueError("alpha_value must be a positive finite float (1, sqrt(m) or m); got a boolean")
+    try:
+        alpha = float(alpha_value)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}") from None
     if not (np.isfinite(alpha) and alpha > 0):
         raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}")
     arrs = (a, b, c, x) if y is None else (a, b, c, x, y)
@@ -184,17 +230,25 @@ def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
         with np.errstate(over="ignore", invalid="ignore"):
             total = a.sum() + b.sum() + c.sum() + x.sum() + (0.0 if y is None else y.sum())
         if np.isfinite(total):  # NaN/inf in any input makes the sum non-finite
+            _check_range(a, x)
             return (*arrs, alpha)
     a = as_float_array(a, "a", ndim=1)
     b = as_float_array(b, "b", ndim=1)
     c = as_float_array(c, "c", ndim=1)
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b, c=c)
+    _check_range(a, x)
     if y is None:
         return a, b, c, x, alpha
     y = as_float_array(y, "y", ndim=1)
     require_same_shape(x=x, y=y)
     return a, b, c, x, y, alpha
+
+
+def _finite(name: str, v) -> None:
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} overflows float64 (|c| (|a x| + |b|) / alpha_value too large); "
+                         "rescale c or increase alpha_value")
 
 
 def _sort_samples(x: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
@@ -228,7 +282,9 @@ def forward_sorted(a, b, c, x, alpha_value) -> np.ndarray:
     O((m + s) log(m + s)) (MATH.md W.1; kink convention ReLU(0) = 0, exact sign)."""
     a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
     order, xs = _sort_samples(x)
-    f_sorted, _ = _forward_sorted_xs(a, b, c, xs, alpha)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f_sorted, _ = _forward_sorted_xs(a, b, c, xs, alpha)
+    _finite("f_z(x)", f_sorted)
     if order is None:
         return f_sorted
     f = np.empty_like(f_sorted)
@@ -243,9 +299,11 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
     a, b, c, x, y, alpha = _validate(a, b, c, x, alpha_value, y)
     order, xs = _sort_samples(x)
     ys = y if order is None else y[order]
-    f_sorted, idx = _forward_sorted_xs(a, b, c, xs, alpha)
-    rho = f_sorted - ys
-    loss = 0.5 * float(rho @ rho)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f_sorted, idx = _forward_sorted_xs(a, b, c, xs, alpha)
+        rho = f_sorted - ys
+        loss = 0.5 * float(rho @ rho)
+    _finite("the loss 1/2 sum (f_z(x_j) - y_j)^2", loss)
     R = _prefix_suffix(np.stack((rho, rho * xs)))[:, idx]  # R[0] = R0_i, R[1] = R1_i
     R0, R1 = R[0], R[1]
     R *= 1.0 / alpha
@@ -254,6 +312,7 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
     np.negative(grad_b, out=grad_b)
     grad_c = a * R1
     grad_c -= b * R0
+    _finite("the gradient", np.concatenate([grad_a, grad_b, grad_c]))
     return loss, (grad_a, grad_b, grad_c)
 
 

@@ -111,12 +111,20 @@ def _data(x: Any, y: Any | None = None) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def knots(a: Any, b: Any) -> np.ndarray:
-    """Knots e_i = b_i / a_i (inf where a_i = 0)."""
+    """Knots e_i = b_i / a_i.  A neuron with a_i = 0 has no knot (ValueError: select the
+    neurons with ``a != 0`` first); a knot beyond float64 raises too."""
     a = as_float_array(a, "a", ndim=1)
     b = as_float_array(b, "b", ndim=1)
     require_same_shape(a=a, b=b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(a != 0, b / np.where(a != 0, a, 1.0), np.inf)
+    if np.any(a == 0):
+        raise ValueError(f"a must be nonzero: a neuron with a_i = 0 has no knot (indices "
+                         f"{np.flatnonzero(a == 0)[:5].tolist()}); pass a[a != 0], b[a != 0]")
+    with np.errstate(over="ignore"):
+        e = b / a
+    if not np.all(np.isfinite(e)):
+        raise ValueError("a knot b_i / a_i overflows float64 (|a_i| tiny relative to |b_i|); "
+                         f"indices {np.flatnonzero(~np.isfinite(e))[:5].tolist()}")
+    return e
 
 
 # --------------------------------------------------------------------------- dense reference
@@ -158,7 +166,7 @@ def _fast():
         from numerics import fast1d  # noqa: PLC0415  (optional engine, issue 7)
     except ImportError:
         return None
-    if not (hasattr(fast1d, "forward_sorted") and hasattr(fast1d, "loss_and_grad_sorted")):
+    if not all(hasattr(fast1d, n) for n in ("forward_sorted", "loss_and_grad_sorted", "in_exact_range")):
         return None
     return fast1d
 
@@ -167,10 +175,10 @@ def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     """f_z(x); uses ``numerics.fast1d.forward_sorted`` when available, else the dense
     reference.  ``alpha`` is normalized to a float first (:func:`normalize_alpha`)."""
     fast = _fast()
-    if fast is None:
-        return forward_dense(a, b, c, x, alpha)
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
+    if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
+        return forward_dense(a, b, c, x, alpha)
     return fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
 
 
@@ -178,10 +186,10 @@ def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
                   ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """L(z) and (grad_a, grad_b, grad_c); ``numerics.fast1d`` when available, else dense."""
     fast = _fast()
-    if fast is None:
-        return loss_and_grad_dense(a, b, c, x, y, alpha)
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
+    if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
+        return loss_and_grad_dense(a, b, c, x, y, alpha)
     return fast.loss_and_grad_sorted(a, b, c, x, y, normalize_alpha(alpha, a.size))
 
 

@@ -146,3 +146,30 @@ def test_validation_errors(bad, match):
     kw.update(bad)
     with pytest.raises(ValueError, match=match):
         fast1d.forward_sorted(**kw)
+
+
+@pytest.mark.parametrize("a, x, match", [
+    (np.array([2.0 ** 501]), np.array([0.5]), "a has entries beyond 2\\^500"),
+    (np.array([1.0]), np.array([-(2.0 ** 501)]), "x has entries beyond 2\\^500"),
+    (np.array([1e-200]), np.array([1e-100]), "below 2\\^-900"),
+])
+def test_documented_range_is_enforced(a, x, match):
+    """Outside |a|, |x| <= 2^500 and nonzero |a x| >= 2^-900 the exact kink test is not
+    guaranteed: the sorted kernels refuse (ValueError naming the argument), the dispatcher
+    of numerics.relu1d falls back to the dense reference."""
+    b, c, y = np.zeros(1), np.ones(1), np.zeros(x.size)
+    with pytest.raises(ValueError, match=match):
+        fast1d.forward_sorted(a, b, c, x, 1.0)
+    with pytest.raises(ValueError, match=match):
+        fast1d.loss_and_grad_sorted(a, b, c, x, y, 1.0)
+    assert not fast1d.in_exact_range(a, x)
+    assert fast1d.in_exact_range(np.array([2.0 ** 500]), np.array([2.0 ** -400]))
+
+
+def test_overflowing_outputs_raise():
+    a, b, c = np.ones(1), np.zeros(1), np.ones(1)
+    x, y = np.array([1.0]), np.zeros(1)
+    with pytest.raises(ValueError, match="overflows"):
+        fast1d.loss_and_grad_sorted(a, b, c, x, y, 5e-324)
+    with pytest.raises(ValueError, match="overflows"):
+        fast1d.forward_sorted(a, b, np.array([1e300]), np.array([1e10]), 1e-300)

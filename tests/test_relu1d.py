@@ -118,15 +118,30 @@ def test_flow_conserves_delta_and_decreases_loss():
                        fl.state[2].ravel(), rtol=1e-9, atol=1e-11)
 
 
-def test_reduced_flow_plane_equals_cylinder_for_unit_radius_rate():
-    # with 'cylinder' and 'plane' metrics the radial equations coincide: r' identical at t = 0+
-    r = np.array([1.0, -0.7])
-    th = np.array([0.3, 2.0])
+@pytest.mark.parametrize("metric", ["cylinder", "plane"])
+def test_reduced_flow_integrates_the_stated_ode(metric):
+    """reduced_flow vs an independent integration (scipy's solve_ivp on the numerics'
+    canonical gradient) of dw/dt = -time_scale G^-1 grad L~ over an event-free horizon;
+    the two metrics differ in the angular entry (1 vs 1/r^2), so a flow that ignored the
+    metric fails one of the two cases."""
+    from scipy.integrate import solve_ivp
+    r = np.array([1.0, -0.7, 0.5])
+    th = np.array([0.3, 2.0, -1.0])
     x = np.array([-0.5, 0.4])
     y = np.array([1.0, -1.0])
-    f1 = N.reduced_flow(r, th, 0.0, x, y, [0, 1e-3], inverse_metric="cylinder")
-    f2 = N.reduced_flow(r, th, 0.0, x, y, [0, 1e-3], inverse_metric="plane")
-    assert np.allclose(f1.state[-1, 0], f2.state[-1, 0], rtol=1e-5)
+    T, ts = 0.05, 3.0
+    fl = N.reduced_flow(r, th, 0.0, x, y, [0, T], inverse_metric=metric, time_scale=ts)
+    assert fl.events == []
+
+    def rhs(_t, w):
+        rr, tt = w[:3], w[3:]
+        _, (gr, gt) = N.canonical_loss_and_grad(rr, tt, x, y)
+        g_tt = np.ones(3) if metric == "cylinder" else 1.0 / rr**2
+        return -ts * np.concatenate([gr, g_tt * gt])
+    ref = solve_ivp(rhs, (0, T), np.concatenate([r, th]), method="DOP853", rtol=1e-12, atol=1e-14)
+    assert np.allclose(fl.state[-1].ravel(), ref.y[:, -1], rtol=1e-9, atol=1e-11)
+    moved = np.abs(fl.state[-1, 1] - th)
+    assert moved.max() > 1e-3  # the angular equation was exercised
     with pytest.raises(ValueError, match="inverse_metric"):
         N.reduced_flow(r, th, 0.0, x, y, [0, 1.0], inverse_metric="flat")
 
@@ -163,3 +178,91 @@ def test_gd_converges_to_filippov_flow_through_sliding():
         errs.append(np.max(np.abs(np.array([g.a[-1], g.b[-1], g.c[-1]]) - fl.state[-1])))
     assert errs[0] < 1e-3
     assert 1.7 < errs[0] / errs[1] < 2.3
+
+
+# --------------------------------------------------------------------------- bad inputs
+_NET = dict(a=[0.5, -0.3], b=[0.1, 0.2], c=[1.0, -1.0], x=[-0.5, 0.5], y=[0.2, -0.1], alpha="m")
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(steps=-1), "steps"), (dict(record_every=0), "record_every"),
+    (dict(eta=float("nan")), "eta"), (dict(eta=True), "eta"), (dict(steps=2.5), "steps")])
+def test_gradient_descent_bad_arguments_name_the_argument(kw, name):
+    args = dict(eta=0.1, steps=3)
+    args.update(kw)
+    with pytest.raises(ValueError, match=name):
+        N.gradient_descent(**_NET, **args)
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(t_eval=[]), "t_eval"), (dict(rtol=float("nan")), "rtol"), (dict(atol=float("inf")), "atol"),
+    (dict(max_steps=-1), "max_steps"), (dict(max_events=0), "max_events"),
+    (dict(t_eval=[0.0, float("nan")]), "t_eval")])
+def test_gradient_flow_bad_arguments_name_the_argument(kw, name):
+    args = dict(t_eval=[0.0, 1.0])
+    args.update(kw)
+    with pytest.raises(ValueError, match=name):
+        N.gradient_flow(**_NET, **args)
+    with pytest.raises(ValueError):
+        N.gradient_flow(_NET["a"], [0.1, float("nan")], _NET["c"], _NET["x"], _NET["y"], "m", [0, 1.0])
+
+
+def test_reduced_flow_nan_field_and_time_scale_raise_instead_of_hanging():
+    x, y = np.array([-0.5, 0.5]), np.array([0.2, -0.1])
+    with pytest.raises(ValueError, match="not finite at t = 0"):   # r = 0: 1/r^2 in the plane metric
+        N.reduced_flow([0.0, 1.0], [0.1, 0.2], 0.0, x, y, [0, 1.0], inverse_metric="plane")
+    for bad in (float("nan"), float("inf"), 0.0, -1.0):
+        with pytest.raises(ValueError, match="time_scale"):
+            N.reduced_flow([0.5, 1.0], [0.1, 0.2], 0.0, x, y, [0, 1.0], time_scale=bad)
+    with pytest.raises(ValueError, match="not finite"):
+        N.reduced_flow([0.5, 1.0], [0.1, 0.2], 0.0, x, y, [0, 1.0],
+                       inverse_metric=lambda r, d: (np.full_like(r, np.nan), np.ones_like(r)))
+
+
+def test_step_budget_ends_with_a_clear_error():
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(-1, 1, (2, 10))
+    c = rng.normal(size=10)
+    x = np.sort(rng.uniform(-1, 1, 4))
+    with pytest.raises(RuntimeError, match="step budget exhausted"):
+        N.gradient_flow(a, b, c, x, np.sin(3 * x), "m", [0, 50.0], max_steps=3)
+
+
+def test_knots_reject_neurons_without_a_knot():
+    assert N.knots([2.0, -1.0], [1.0, 1.0]).tolist() == [0.5, -1.0]
+    with pytest.raises(ValueError, match="a must be nonzero"):
+        N.knots([0.0, 1.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="overflows"):
+        N.knots([1e-300], [1e300])
+
+
+def _adaptive_instance(seed):
+    """The adaptive-regime run of claim W2h at seed ``seed`` (delta = 50, m = 40)."""
+    from numerics.rng import make_rng
+    from verify.formulas import full_from_canonical
+    rng = make_rng(seed, "W2h", "sim")
+    x = np.sort(rng.uniform(-1.0, 1.0, 6))
+    y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
+    r0 = rng.choice([-1.0, 1.0], 40) * rng.uniform(0.5, 1.5, 40)
+    t0 = rng.uniform(-np.pi, np.pi, 40)
+    return (*full_from_canonical(r0, t0, np.full(40, 50.0)), x, y)
+
+
+def test_filippov_flow_without_zero_progress_loops():
+    """Regression (W2h at seed 5): after a crossing the trajectory left the line into the
+    new side and came back within one solver step; the return crossing was dated at the
+    restart time, so the integrator restarted there forever (399 s, then max_steps).  Also
+    two neurons reach (a, b) = (0, 0) (every sample line at once) and must collapse there."""
+    a, b, c, x, y = _adaptive_instance(5)
+    fl = N.gradient_flow(a, b, c, x, y, "m", [0, 0.8], max_steps=5000)
+    assert fl.n_steps < 1000
+    kinds = {e[1] for e in fl.events}
+    assert {"cross", "slide", "collapse"} <= kinds
+    collapsed = [e[2] for e in fl.events if e[1] == "collapse"]
+    A, B, C = fl.state[-1]
+    assert np.all(A[collapsed] == 0) and np.all(B[collapsed] == 0)
+    d = C**2 - A**2 - B**2
+    assert np.max(np.abs(d - (c**2 - a**2 - b**2))) <= 1e-9 * 50
+    # no event repeats at one instant for one pair (no zero-progress restarts)
+    keys = [(e[0], e[1], e[2], e[3]) for e in fl.events]
+    assert len(keys) == len(set(keys))

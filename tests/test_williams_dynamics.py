@@ -98,5 +98,85 @@ def test_velocity_jump_mpmath_and_broadcast():
 def test_derived_metric_and_invariant():
     c = D.derive_W2c()
     assert c["off_diagonal"] == 0 and c["kernel_limit"] == 1
-    assert D.derive_W2b()["ddelta"] == 0
+    assert D.derive_W2b()["ddelta_dt"] == 0
     assert all(e == 0 for e in D.derive_W2e()["second_derivative_in_rho"])
+
+
+def test_every_claim_has_a_derivation_with_results():
+    from derivations.base import Derivation
+    for cid in ("W2a", "W2b", "W2c", "W2d", "W2e", "W2f", "W2g", "W2h"):
+        d = D.DERIVATIONS[cid]()
+        assert isinstance(d, Derivation) and d.results and d.steps
+
+
+def test_w2b_field_is_minus_grad_of_the_loss():
+    """The field derived from L (per-sample term summed over active samples) equals minus
+    the numerics' gradient at a generic point."""
+    import sympy as sp
+    w = D.derive_W2b()
+    args = (D.a, D.b, D.c, D.x, D.rho, D.s_j, D.alpha)
+    fns = [sp.lambdify(args, w[k], "numpy") for k in ("field_a", "field_b", "field_c")]
+    rng = np.random.default_rng(4)
+    a, b, c = rng.normal(size=(3, 7))
+    x, y = np.sort(rng.uniform(-1, 1, 5)), rng.normal(size=5)
+    rho = N.forward_dense(a, b, c, x, "m") - y
+    s = (np.multiply.outer(a, x) - b[:, None]) > 0
+    _, grads = N.loss_and_grad_dense(a, b, c, x, y, "m")
+    for fn, g in zip(fns, grads):
+        val = np.broadcast_to(fn(a[:, None], b[:, None], c[:, None], x, rho, s.astype(float), 7.0),
+                              s.shape).sum(axis=1)
+        assert np.allclose(val, -g, rtol=1e-13, atol=1e-15)
+
+
+# --------------------------------------------------------------- float64 range, mpmath
+def test_formulas_extreme_magnitudes():
+    assert F.velocity_jump(1e-300, 1e300, -1.0) == 1.0
+    assert F.velocity_jump(5e-324, 1e300, 1.0) == pytest.approx(float(F.velocity_jump.mpmath(5e-324, 1e300, 1.0)), rel=1e-15)
+    assert F.velocity_jump(1e-200, 1e300, 1e-200) == pytest.approx(1e-100, rel=1e-15)
+    with pytest.raises(ValueError, match="overflows"):
+        F.velocity_jump(1e300, 1e300, 1e300)
+    r, th, dl = F.canonical_from_full(1e150, 1e-150, 1e-10)
+    assert r == pytest.approx(1e140, rel=1e-15) and dl == pytest.approx(-1e300, rel=1e-15)
+    with pytest.raises(ValueError, match="delta = c\\^2 - a\\^2 - b\\^2 overflows"):
+        F.canonical_from_full(1e300, 1e-160, 1e-160)  # r = 1e140, but delta ~ -1e600
+    out = F.full_from_canonical(1e200, 0.9, 1.0)
+    ref = F.full_from_canonical.mpmath(1e200, 0.9, 1.0, dps=40)
+    assert all(np.isfinite(out))
+    for u, v in zip(out, ref):
+        assert abs(u - float(v)) <= 4e-16 * abs(float(v))
+    with pytest.raises(ValueError, match="underflows"):
+        F.full_from_canonical(1e-200, 0.3, 1e200)
+
+
+@given(fl(-3, 3), fl(-3, 3), fl(-3, 3), st.integers(-120, 120))
+def test_canonical_from_full_vs_mpmath(a, b, c, k):
+    assume(abs(a) + abs(b) > 1e-3)
+    a, b = a * 2.0 ** k, b * 2.0 ** k
+    got = F.canonical_from_full(a, b, c)
+    ref = F.canonical_from_full.mpmath(a, b, c, dps=40)
+    for g, q in zip(got, ref):
+        assert abs(g - float(q)) <= 4e-16 * abs(float(q)) + 1e-300
+
+
+@given(fl(-3, 3), fl(-np.pi, np.pi), fl(-3, 3), st.integers(-200, 200))
+def test_full_from_canonical_vs_mpmath(r, th, dl, k):
+    assume(abs(r) > 1e-3)
+    r, dl = r * 2.0 ** k, dl * 2.0 ** k
+    got = F.full_from_canonical(r, th, dl)
+    ref = F.full_from_canonical.mpmath(r, th, dl, dps=40)
+    scale = max(abs(float(ref[0])), abs(float(ref[1])))
+    assert abs(got[0] - float(ref[0])) <= 8e-16 * scale
+    assert abs(got[1] - float(ref[1])) <= 8e-16 * scale
+    assert abs(got[2] - float(ref[2])) <= 8e-16 * abs(float(ref[2]))
+
+
+def test_formulas_have_real_signatures_and_mpmath():
+    import inspect
+    for f, names in ((F.canonical_from_full, ["a", "b", "c"]),
+                     (F.full_from_canonical, ["r", "theta", "delta"]),
+                     (F.potential_gradient, ["r", "theta", "x_data", "residuals"]),
+                     (F.velocity_jump, ["r", "x_star", "rho_star"])):
+        assert list(inspect.signature(f).parameters) == names
+        assert callable(f.mpmath)
+    gr, gt = F.potential_gradient.mpmath(2.0, 0.0, [1.0, -0.5], [0.5, 0.25], dps=30)
+    assert (float(gr), float(gt)) == F.potential_gradient(2.0, 0.0, [1.0, -0.5], [0.5, 0.25])

@@ -85,7 +85,7 @@ def _w2a(ctx: RunContext, wrong: bool) -> Outcome:
         r, th, dl = canonical_from_full(a, b, c)
         r, th, dl = np.atleast_1d(r), np.atleast_1d(th), np.atleast_1d(dl)
         if wrong:
-            th = th + 2e-11  # near miss: an angle off by 2e-11 rad
+            th = th + 2e-13  # near miss: an angle off by 2e-13 rad
         f_can = N.canonical_forward(r, th, xs)
         scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
         return SubCheck("f_z vs f~_pi(z)", float(np.max(np.abs(f_full - f_can)) / scale),
@@ -488,7 +488,7 @@ def _w2e(ctx: RunContext, wrong: bool) -> Outcome:
         fr, ft, rho = _fd_richardson(r, th, x, y, h)
         pr, pt = (np.atleast_1d(v) for v in potential_gradient(r, th, x, rho))
         if wrong:
-            pt = pt * (1 + 1e-9)  # near miss: angular component off by 1e-9
+            pt = pt * (1 + 3e-9)  # near miss: angular component off by 3e-9
         scale = np.sum(np.abs(rho) * xt) * np.maximum(np.abs(r), 1.0) + 1e-300
         err = np.maximum(np.abs(pr - fr), np.abs(pt - ft)) / scale
         return SubCheck("FD", float(np.max(err[keep], initial=0.0)), 1e-10,
@@ -609,10 +609,14 @@ def _w2f(ctx: RunContext, wrong: bool) -> Outcome:
 
 
 # ====================================================================== W2g
-def _H(z, x, m, P, c2_factor=1.0):
+def _h_fn():
+    return _lam("W2g", "h", (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha))
+
+
+def _H(z, x, m, P, c2_factor=1.0, fn=None):
     """Tangent kernel H(z) (s x s) from the derived per-neuron h with the activation
     pattern P (m, s)."""
-    fn = _lam("W2g", "h", (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha))
+    fn = fn or _h_fn()
     a, b, c = z[:m], z[m:2 * m], z[2 * m:] * np.sqrt(c2_factor)
     A = lambda v: v[:, None, None]  # noqa: E731
     vals = fn(A(a), A(b), A(c), x[None, :, None], x[None, None, :],
@@ -630,19 +634,23 @@ def _w2g_run(z0, x, y, T, wrong: bool) -> tuple[float, float, int]:
     rho0 = N.forward_dense(a, b, c, x, "m") - y
     rho = rho0.copy()
     worst, nseg = 0.0, 0
+    fn = _h_fn()
+    c2 = 1 + (1e-7 if wrong else 0.0)
     for t0, t1, _, P, S in fl.segments:
         if t0 >= t_end:
             break
         t1 = min(t1, t_end)
         if t1 <= t0:
             continue
-        sol = solve_ivp(lambda t, q, P=P: -_H(fl.dense(t), x, m, P, 1 + (1e-7 if wrong else 0.0)) @ q,
+        sol = solve_ivp(lambda t, q, P=P: -_H(fl.dense(t), x, m, P, c2, fn) @ q,
                         (t0, t1), rho, method="DOP853", rtol=1e-12, atol=1e-14)
         rho = sol.y[:, -1]
         nseg += 1
         z1 = fl.dense(t1)
         direct = N.forward_dense(z1[:m], z1[m:2 * m], z1[2 * m:], x, "m") - y
         worst = max(worst, float(np.max(np.abs(rho - direct)) / np.max(np.abs(rho0))))
+        if not worst <= 1e-6:  # already 1000 x the tolerance: the instance fails, stop early
+            break
     return worst, t_end, nseg
 
 
@@ -698,7 +706,7 @@ def _rates_derived(r, S, rho_star, x_star, g, c0, wrong=False):
                                      D.W2H_SYMBOLS["x_star"], D.W2H_SYMBOLS["g"], D.W2H_SYMBOLS["c0"]))
     fi = _lam("W2h", "udot_inactive", (D.r, D.W2H_SYMBOLS["S"], D.W2H_SYMBOLS["rho_star"],
                                        D.W2H_SYMBOLS["x_star"], D.W2H_SYMBOLS["g"], D.W2H_SYMBOLS["c0"]))
-    act = float(fa(r, S, rho_star * (1 + (1e-6 if wrong else 0.0)), x_star, g, c0))
+    act = float(fa(r, S, rho_star * (1 + (1e-8 if wrong else 0.0)), x_star, g, c0))
     return act, float(fi(r, S, rho_star, x_star, g, c0))
 
 
@@ -800,9 +808,9 @@ def _w2h_sim(quick: bool, seed: int) -> dict:
         a, b, c = full_from_canonical(r0, t0, np.full(m, dl))
         fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T / dlt, 11), dense=(name == "adaptive"))
         A, B, C = fl.state[-1]
-        e = N.knots(A, B)
+        e = N.knots(A[A != 0], B[A != 0])
         dist = np.min(np.abs(e[:, None] - x[None, :]), axis=1)
-        out[name] = float(np.mean(dist < 1e-6))
+        out[name] = float(np.sum(dist < 1e-6) / m)
         out[name + "_state"] = fl.state
         if name == "adaptive":
             data = []
@@ -856,7 +864,7 @@ CLAIMS = [
     _mk("W2a", "Canonical parametrization: pi(z) reproduces f_z; fibres are rescaling orbits",
         r"$\pi(a,b,c) = (c|(a,b)|, \mathrm{atan2}(b,a))$ satisfies $\tilde f_{\pi(z)} = f_z$ "
         r"($\alpha(m)=m$), and $\pi(z)=\pi(z')$ iff $z' = (ka, kb, c/k)$, $k>0$, per neuron.",
-        _w2a, "the canonical angle off by 2e-11 rad", "f_z vs f~_pi(z)",
+        _w2a, "the canonical angle off by 2e-13 rad", "f_z vs f~_pi(z)",
         notes=(SIGN_NOTE,), kind="convention"),
     _mk("W2b", "delta_i = c_i^2 - a_i^2 - b_i^2 is conserved by the gradient flow",
         r"$\frac{d}{dt}\delta_i = 0$ along $\dot z = -\nabla L(z)$; one GD step changes $\delta_i$ by "
@@ -876,7 +884,7 @@ CLAIMS = [
     _mk("W2e", "Velocity field in a region: radial and angular components, linear in rho",
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "
         r"$\partial_\theta V = r\sum_{j\in C_k}\rho_j\langle\tilde x_j,t(\theta)\rangle$.",
-        _w2e, "angular component off by 1e-9 relative", "derived components"),
+        _w2e, "angular component off by 3e-9 relative", "derived components"),
     _mk("W2f", "The jump of the velocity field at a boundary is angular, |r rho*| sqrt(1+x*^2)",
         r"Crossing $\langle\tilde x_{j^*},d(\theta)\rangle = 0$ changes only $\partial_\theta V$, by "
         r"$|r\rho_{j^*}|\sqrt{1+x_{j^*}^2}$.", _w2f,
@@ -888,6 +896,6 @@ CLAIMS = [
     _mk("W2h", "Attractors and repulsors at sample lines (Lemma 2); clustering of knots",
         r"With $S = \sum_{j\in C\setminus j^*}\rho_j(1+x_jx_*)$: attractor iff $rS < 0 < r(S + \rho_*(1+x_*^2))$, "
         r"repulsor iff $rS > 0 > r(S + \rho_*(1+x_*^2))$.", _w2h,
-        "rho* in the active-side rate off by 1e-6 relative", "derived one-sided normal rates",
+        "rho* in the active-side rate off by 1e-8 relative", "derived one-sided normal rates",
         figures=_fig_w2h),
 ]

@@ -33,6 +33,16 @@ def _initial_particles(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np
     return r0, rng.uniform(-np.pi, np.pi, m)
 
 
+def _canonical(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(r, theta) of full parameters of any shape; a neuron collapsed to (a, b) = (0, 0)
+    (possible for delta > 0, then it stays there) gets r = 0 and theta = NaN (not drawn)."""
+    nz = np.hypot(A, B) > 0
+    r, th = np.zeros(A.shape), np.full(A.shape, np.nan)
+    if nz.any():
+        r[nz], th[nz], _ = (np.atleast_1d(v) for v in canonical_from_full(A[nz], B[nz], C[nz]))
+    return r, th
+
+
 def fig1(params: dict[str, Any], profile: str, seed: int):
     from verify.plotting import new_figure, particle_picture
     rng = make_rng(seed, "williams-fig1")
@@ -45,8 +55,10 @@ def fig1(params: dict[str, Any], profile: str, seed: int):
     A, B, C = fl.state[-1]
     xs = np.linspace(-1.5, 1.5, 601)
     f = N.forward(A, B, C, xs, "m")
-    e = N.knots(A, B)
-    r, th, dl = canonical_from_full(A, B, C)
+    has = A != 0  # neurons with a knot
+    e = N.knots(A[has], B[has])
+    r, th = _canonical(A, B, C)
+    dl = C**2 - A**2 - B**2
     fig, (ax1, ax2) = new_figure(2, 1, width=4.3, height=3.8)
     ax1.plot(xs, f, "-", label="$f_z$")
     ax1.plot(x, y, "ko", ms=4, label="samples")
@@ -79,20 +91,21 @@ def fig2(params: dict[str, Any], profile: str, seed: int):
         # time unit: the radial rate sqrt(delta^2 + 4 r^2) grows with |delta|
         T = T0 / max(1.0, abs(dl))
         fl = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, n_t))
-        r, th, _ = canonical_from_full(fl.state[:, 0], fl.state[:, 1], fl.state[:, 2])
+        r, th = _canonical(fl.state[:, 0], fl.state[:, 1], fl.state[:, 2])
         R = 1.1 * np.max(np.abs(r))
         sample_lines(ax, x, R)
         U, V = np.abs(r) * np.cos(th), np.abs(r) * np.sin(th)
         for i in range(m):
             ax.plot(U[:, i], V[:, i], "-", color="tab:red" if r[-1, i] > 0 else "tab:blue", lw=0.6)
         ax.plot(U[-1], V[-1], "k.", ms=3)
-        e = N.knots(fl.state[-1, 0], fl.state[-1, 1])
-        frac = float(np.mean(np.min(np.abs(e[:, None] - x[None, :]), axis=1) < 1e-3))
+        A_, B_ = fl.state[-1, 0], fl.state[-1, 1]
+        e = N.knots(A_[A_ != 0], B_[A_ != 0])
+        frac = float(np.sum(np.min(np.abs(e[:, None] - x[None, :]), axis=1) < 1e-3) / m)
         loss = N.loss_and_grad_dense(*fl.state[-1], x, y, "m")[0]
         ax.set_aspect("equal"), ax.set_title(f"delta = {dl:g}: {frac:.2f} knots at samples", fontsize=7)
         rows.append({"delta": dl, "T": T, "fraction_knots_within_1e-3": frac, "loss": loss,
                      "events": len(fl.events), "sliding_pairs": int(fl.sliding.sum()),
-                     "max_dtheta": float(np.max(np.abs(np.angle(np.exp(1j * (th[-1] - th[0])))))),
+                     "max_dtheta": float(np.nanmax(np.abs(np.angle(np.exp(1j * (th[-1] - th[0])))))),
                      "r": r[-1], "theta": th[-1]})
     return {"x": x, "y": y, "runs": rows}, fig
 
