@@ -2,11 +2,14 @@
 alpha(d_H) of Hajjar & Chizat (2023), Thm 4.3 (claim H1f)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["k", "coordinate_density", "positive_part_mean", "alpha_expression",
+from derivations.base import Derivation, Step
+
+__all__ = ["DERIVATIONS", "derive_h1f", "k", "coordinate_density", "positive_part_mean", "alpha_expression",
            "AlphaDerivation", "derive_alpha"]
 
 #: ambient dimension of the sphere S^{k-1} (k = d_H in the paper)
@@ -63,6 +66,7 @@ class AlphaDerivation:
     exact_values: tuple[tuple[int, sp.Expr, sp.Expr], ...]
 
 
+@functools.lru_cache(maxsize=4)
 def derive_alpha(max_exact: int = 8) -> AlphaDerivation:
     """The full derivation of alpha(k) for symbolic k (claim H1f)."""
     r, arc, density = coordinate_density()
@@ -93,3 +97,36 @@ def log_asymptotic_gap(alpha: sp.Expr, order: int = 3) -> sp.Expr:
         lambda e: sp.loggamma(e.args[0].args[0]))
     series = sp.series(log_ratio, x, sp.oo, n=order).removeO()
     return sp.simplify(series.subs(x, k / 2))
+
+
+def derive_h1f() -> Derivation:
+    """Claim H1f: the report steps and the results its check evaluates (alpha, the mean
+    E[(u.e)_+], their product, and the large-k log gap used beyond Gamma's float range)."""
+    d = derive_alpha()
+    steps = [
+        Step(r"Slice the sphere $S^{k-1}$ at height $t = u\cdot e$: the slice is a "
+             r"$(k-2)$-sphere of radius $r(t)$, and the meridian arc length is "
+             r"$\sqrt{1 + r'(t)^2}\,dt$.", d.radius, lhs="r(t)"),
+        Step(r"So the density of one coordinate ($k \ge 2$) is proportional to "
+             r"$r^{k-2}\sqrt{1+r'^2}$, which SymPy simplifies to", d.density, lhs="p_k(t)"),
+        Step(r"Normalizer (SymPy returns ${}_2F_1(\dots;1)$; Gauss's summation theorem "
+             r"expands it):", sp.Eq(sp.Integral(d.density, (t, -1, 1)), d.normalizer)),
+        Step("Numerator:", sp.Eq(sp.Integral(t * d.density, (t, 0, 1)), d.numerator)),
+        Step("Their ratio, Gamma-simplified:", d.mean, lhs=r"\mathbb{E}[(u\cdot e)_+]"),
+        Step("Hence the constant of Thm 4.3:", d.alpha, lhs=r"\alpha(k)"),
+        Step(r"$k = 1$: $S^0 = \{-1, +1\}$ gives $E[(u)_+] = 1/2$, and the formula gives "
+             r"$\alpha(1) = 2$ (checked symbolically).", d.alpha.subs(k, 1), lhs=r"\alpha(1)"),
+        Step(r"Predictor level: by rotation invariance "
+             r"$\alpha\int (u\cdot x_H)_+\,du = \alpha\,|x_H|\,E[(u\cdot e)_+]$, and "
+             r"the factor is", d.predictor_identity, lhs=r"\alpha(k)\,\mathbb{E}[(u\cdot e)_+]"),
+        Step(r"Large-$k$ asymptote: the Stirling series of $\log\Gamma$ gives "
+             r"(remainder $O(k^{-3})$)", d.log_gap, lhs=r"\log\frac{\alpha(k)}{\sqrt{2\pi k}}"),
+        Step("so that", d.asymptote_limit,
+             lhs=r"\lim_{k\to\infty}\frac{\alpha(k)}{\sqrt{2\pi k}}"),
+    ]
+    return Derivation(steps, {"alpha": d.alpha, "mean": d.mean,
+                              "predictor_identity": d.predictor_identity,
+                              "log_gap": d.log_gap})
+
+
+DERIVATIONS = {"H1f": derive_h1f}

@@ -39,7 +39,7 @@ from numerics.validation import as_float_array, require_in_range, require_positi
 
 __all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
-           "reduced_loss_and_field", "simulate_gd", "simulate_flow", "masses",
+           "reduced_loss_and_field", "reduced_velocity", "simulate_gd", "simulate_flow", "masses",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature",
            "ReducedRun", "validate_dims"]
 
@@ -410,14 +410,28 @@ def _finish(run: dict, final: ReducedState) -> ReducedRun:
                       run["snaps"], final, np.array(run["snap_times"]))
 
 
+def reduced_velocity(eps: np.ndarray, c: np.ndarray, G: np.ndarray, dG: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(dc/dt, dtheta/dt) = (2 eps c G(theta), eps G'(theta)) (Hajjar & Chizat 2023, Sec. 4)."""
+    return 2 * eps * c * G, eps * dG
+
+
 def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *,
                 record_every: int = 100, snapshot_every: int = 0,
-                fisher_rao_sign: float = 1.0) -> ReducedRun:
+                fisher_rao_sign: float = 1.0, velocity=None) -> ReducedRun:
     """Forward Euler with step ``step`` (MATH.md H1g); angles folded into [0, pi/2].
     ``fisher_rao_sign = -1`` flips the mass update (a deliberately wrong variant for
-    negative controls).  Raises FloatingPointError naming the step on divergence."""
+    negative controls).  ``velocity(eps, c, G, dG) -> (dc/dt, dtheta/dt)`` replaces
+    :func:`reduced_velocity` (e.g. a field lambdified from a derivation).  Raises
+    FloatingPointError naming the step on divergence."""
     if not (np.isfinite(step) and step > 0):
         raise ValueError(f"step must be positive and finite; got {step!r}")
+    steps = require_positive_int(steps, "steps", minimum=0)
+    record_every = require_positive_int(record_every, "record_every", minimum=1)
+    snapshot_every = require_positive_int(snapshot_every, "snapshot_every", minimum=0)
+    if not np.isfinite(fisher_rao_sign):
+        raise ValueError(f"fisher_rao_sign must be finite; got {fisher_rao_sign!r}")
+    velocity = velocity or reduced_velocity
     st = state.copy()
     run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
     for k in range(steps + 1):
@@ -431,25 +445,44 @@ def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *
             run["snap_times"].append(k * step)
         if k == steps:
             break
-        st.c = st.c + step * 2 * fisher_rao_sign * st.eps * st.c * G
-        st.theta = fold_angle(st.theta + step * st.eps * dG)
+        dc, dth = velocity(st.eps, st.c, G, dG)
+        st.c = st.c + step * fisher_rao_sign * np.asarray(dc, dtype=np.float64)
+        st.theta = fold_angle(st.theta + step * np.asarray(dth, dtype=np.float64))
     return _finish(run, st)
 
 
 def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float = 1e-9,
-                  atol: float = 1e-12) -> ReducedRun:
+                  atol: float = 1e-12, velocity=None, max_evals: int = 200_000) -> ReducedRun:
     """The same dynamics as an error-controlled ODE (DOP853); the field is evaluated at
-    folded angles with the derivative's sign flipped on reflection (odd extension)."""
-    t_eval = as_float_array(t_eval, "t_eval", ndim=1)
+    folded angles with the derivative's sign flipped on reflection (odd extension).
+    ``velocity`` as in :func:`simulate_gd`.  Raises FloatingPointError when the field is
+    not finite or after ``max_evals`` field evaluations (a step budget, never a hang)."""
+    t_eval = as_float_array(t_eval, "t_eval", ndim=1, allow_empty=False)
+    if np.any(t_eval < 0) or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be non-negative and strictly increasing")
+    for val, name in ((rtol, "rtol"), (atol, "atol")):
+        if not (np.isfinite(val) and 0 < val < 1):
+            raise ValueError(f"{name} must be a finite number in (0, 1); got {val!r}")
+    max_evals = require_positive_int(max_evals, "max_evals")
+    velocity = velocity or reduced_velocity
     m = state.c.shape[0]
     eps = state.eps
+    evals = [0]
 
     def rhs(_t, z):
+        evals[0] += 1
+        if evals[0] > max_evals:
+            raise FloatingPointError(f"reduced flow: budget of {max_evals} field evaluations "
+                                     f"exhausted at t = {_t:g} (stiff or discontinuous field?)")
         c, th = z[:m], z[m:]
         tf = fold_angle(th)
         sgn = np.where(np.mod(th, np.pi) > HALF_PI, -1.0, 1.0)
         _, G, dG, _ = reduced_loss_and_field(ReducedState(c, tf, eps), table)
-        return np.concatenate([2 * eps * c * G, sgn * eps * dG])
+        dc, dth = velocity(eps, c, G, dG)
+        out = np.concatenate([np.asarray(dc, dtype=np.float64), sgn * np.asarray(dth, dtype=np.float64)])
+        if not np.all(np.isfinite(out)):
+            raise FloatingPointError(f"reduced flow: non-finite field at t = {_t:g}")
+        return out
 
     sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([state.c, state.theta]),
                     method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)

@@ -31,7 +31,8 @@ from numerics.validation import as_float_array, require_positive_int
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
            "orbit_samples", "gaussian_relu_kernel", "gaussian_relu_kernel_grad",
-           "population_loss_and_grad_norm_target", "DEFAULT_CHUNK_ELEMENTS"]
+           "population_loss_and_grad_norm_target", "DEFAULT_CHUNK_ELEMENTS",
+           "loss_and_grad_dense_reference"]
 
 #: max entries of one (chunk x m) buffer; two such float64 buffers live at once (512 MiB)
 DEFAULT_CHUNK_ELEMENTS = 2 ** 25
@@ -122,6 +123,31 @@ def loss_and_grad(a, B, X, Y, *, weights=None, chunk: int | None = None
         gB += M.T @ RX[:k]
     ga /= m
     gB *= (a / m)[:, None]
+    if not (np.isfinite(loss) and np.all(np.isfinite(ga)) and np.all(np.isfinite(gB))):
+        raise ValueError("loss_and_grad overflows float64 (the loss or a gradient exceeds "
+                         "1.8e308): the weights or inputs are too large; rescale a, B or X "
+                         f"(max |a| = {np.abs(a).max():.3g}, max |B| = {np.abs(B).max():.3g}, "
+                         f"max |X| = {np.abs(X).max():.3g})")
+    return loss, (ga, gB)
+
+
+def loss_and_grad_dense_reference(a, B, X, Y, *, chunk_elements: int = 2 ** 22
+                                  ) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+    """The textbook NumPy step (benchmark/test reference for :func:`loss_and_grad`,
+    w_i = 1/n): per chunk of samples Z = X B^T, H = relu(Z), r = H a / m - y,
+    dL/da = H^T r / (m n), dL/dB = ((1{Z > 0} * r) * a / m)^T X / n, with fresh
+    temporaries.  Chunking over samples (sums split exactly) only bounds memory."""
+    a, B, X, Y = _validate(a, B, X, Y)
+    m, n = a.shape[0], X.shape[0]
+    rows = int(max(1, min(n, require_positive_int(chunk_elements, "chunk_elements") // m)))
+    loss, ga, gB = 0.0, np.zeros(m), np.zeros(B.shape)
+    for s in range(0, n, rows):
+        Z = X[s:s + rows] @ B.T
+        H = np.maximum(Z, 0.0)
+        r = H @ a / m - Y[s:s + rows]
+        loss += 0.5 * float(r @ r) / n
+        ga += H.T @ r / (m * n)
+        gB += ((Z > 0) * r[:, None] * (a / (m * n))[None, :]).T @ X[s:s + rows]
     return loss, (ga, gB)
 
 
@@ -191,10 +217,11 @@ class FlowResult:
 
 def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
                   atol: float = 1e-12, method: str = "DOP853", chunk: int | None = None,
-                  grad_fn: Callable | None = None) -> FlowResult:
+                  grad_fn: Callable | None = None, max_evals: int = 1_000_000) -> FlowResult:
     """The mean-field particle flow da_j/dt = -m dL/da_j, db_j/dt = -m dL/db_j integrated
     by SciPy's error-controlled ``method`` (DOP853 by default) to ``rtol``/``atol``.
-    ``grad_fn(a, B) -> (loss, (ga, gB))`` replaces the sample loss if given."""
+    ``grad_fn(a, B) -> (loss, (ga, gB))`` replaces the sample loss if given.  Raises
+    :class:`DivergenceError` on a non-finite field or after ``max_evals`` evaluations."""
     a = np.array(a, dtype=np.float64)
     B = np.array(B, dtype=np.float64)
     m, d = B.shape
@@ -205,11 +232,24 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
         _, _, X, Y = _validate(a, B, X, Y)
         grad_fn = lambda aa, BB: loss_and_grad(aa, BB, X, Y, weights=weights, chunk=chunk)  # noqa: E731
 
+    for val, name in ((rtol, "rtol"), (atol, "atol")):
+        if not (np.isfinite(val) and 0 < val < 1):
+            raise ValueError(f"{name} must be a finite number in (0, 1); got {val!r}")
+    max_evals = require_positive_int(max_evals, "max_evals")
+    evals = [0]
+
     def rhs(_t, z):
+        evals[0] += 1
+        if evals[0] > max_evals:
+            raise DivergenceError(f"gradient flow: budget of {max_evals} gradient evaluations "
+                                  f"exhausted at t = {_t:g}; raise max_evals or rtol")
         aa = z[:m]
         BB = z[m:].reshape(m, d)
         _, (ga, gB) = grad_fn(aa, BB)
-        return -m * np.concatenate([ga, gB.ravel()])
+        out = -m * np.concatenate([ga, gB.ravel()])
+        if not np.all(np.isfinite(out)):
+            raise DivergenceError(f"gradient flow: non-finite velocity field at t = {_t:g}")
+        return out
 
     z0 = np.concatenate([a, B.ravel()])
     sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), z0, method=method, t_eval=t_eval,

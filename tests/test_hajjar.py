@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 from scipy.integrate import solve_ivp
 
 from derivations import hajjar as dh
@@ -24,29 +24,58 @@ def test_balance_law_cases():
     assert any(sp.simplify(e) != 0 for e in law2.wrong_integrand)
 
 
-_ODD = dh.odd_target_dynamics()
+_ODD = dh.odd_target_dynamics(3)
+_S = dh.ODD
 
 
 def test_odd_target_identities():
     odd = _ODD
-    for e in (odd.relu_difference, odd.step_sum, odd.pair_predictor, odd.pair_velocity):
+    for e in (odd.relu_difference, odd.step_sum, odd.pair_predictor):
         assert tuple(e) == (0, 0)
-    assert odd.antiderivative_check == 0
+    assert all(e == 0 for e in odd.activation_free)
+    assert odd.antiderivative_check == 0 and odd.ray["off_ray"] == 0
+    # the derived moment ODE has the matrix form (1/4)(M + A I) g, g w^T + w g^T, 2 w.g
+    w, M, A, g = dh.moment_symbols(3)
+    assert sp.simplify(odd.ode_w - (M + A * sp.eye(3)) * g / 4) == sp.zeros(3, 1)
+    assert sp.simplify(odd.ode_M - (g * w.T + w * g.T)) == sp.zeros(3, 3)
+    assert sp.simplify(odd.ode_A - 2 * (w.T * g)[0]) == 0
 
 
 @given(st.floats(0.1, 5), st.floats(0.01, 1), st.floats(0.01, 4))
-@settings(max_examples=15)
-def test_time_to_reach_solves_the_scalar_ode(V, v, q):
+def test_time_to_reach_and_its_inverse_solve_the_scalar_ode(V, v, q):
     o = _ODD
-    S = o.symbols
-    t_of_s = sp.lambdify(S["s"], o.time_to_reach.subs({S["V"]: V, S["v"]: v, S["q"]: q}))
+    sub = {_S["V"]: V, _S["v"]: v, _S["q"]: q}
+    t_of_s = sp.lambdify(_S["s"], o.time_to_reach.subs(sub))
+    u_of_t = sp.lambdify(_S["t"], o.remaining.subs(sub))
     assert abs(t_of_s(1e-14)) < 1e-9
     sol = solve_ivp(lambda t, s: [0.25 * v * math.sqrt(V ** 2 + 16 * q * s[0] ** 2) * (1 - s[0])],
                     (0, 5.0), [0.0], rtol=1e-11, atol=1e-13)
     s_end = float(sol.y[0, -1])
     assert abs(t_of_s(s_end) - 5.0) < 1e-6 * max(1.0, 1 / (1 - s_end))
-    rate = float(o.rate_inf.subs({S["V"]: V, S["v"]: v, S["q"]: q}))
+    assert abs((1 - u_of_t(5.0)) - s_end) < 1e-8
+    rate = float(o.rate_inf.subs(sub))
     assert rate >= V * v / 4 * (1 - 1e-12)
+
+
+def test_s_of_t_is_robust_as_s_tends_to_one():
+    """Regression: s(t) by root finding crashed once 1 - s(t) < 1e-15 (odd-target with
+    steps=2000); the closed-form inverse gives 1 - s -> 0 and never raises."""
+    from verify import derived
+    from verify.claims.hajjar import _s_of_t
+    s_of_t, _ = _s_of_t(derived.derivation("H1c"), 1.2, 0.2, 0.6)
+    vals = [s_of_t(t) for t in (0.0, 1.0, 50.0, 200.0, 1e3, 1e5, 1e300)]
+    assert vals[0] == 0.0 and all(0 <= x <= 1 for x in vals)
+    assert np.all(np.diff(vals) >= 0) and vals[-1] == 1.0
+    rate = 0.2 * math.sqrt(1.44 + 16 * 0.6) / 4
+    # asymptotically 1 - s(t) ~ C exp(-rate t)
+    assert abs(math.log((1 - s_of_t(150.0)) / (1 - s_of_t(100.0))) / 50 + rate) < 1e-6
+
+
+def test_odd_target_experiment_long_run():
+    """``experiment odd-target --set steps=2000`` used to crash in brentq."""
+    from verify.experiments.hajjar import _odd_target
+    data, _ = _odd_target({"d": 5, "m": 40, "n": 200, "eta": 0.1, "steps": 2000}, "quick", 0)
+    assert np.all(np.isfinite(data["distance_infinite_width"]))
 
 
 def test_phi_closed_forms_match_quadrature():
@@ -76,7 +105,7 @@ def test_best_linear_approximator():
 def test_phi_tilde_formula_object():
     from verify.formulas import phi_tilde
     assert abs(phi_tilde(0.0, 0.0, 30, 5) - 3 / 16) < 1e-14
-    assert phi_tilde.claim == "H1e" and "Max" in str(phi_tilde.expr)
+    assert phi_tilde.claim == "H1e" and set(phi_tilde.expr) == {"at_zero", "at_half_pi", "exact"}
     assert abs(float(phi_tilde.mpmath(0.4, 0.6, 4, 2, dps=15)) - phi_tilde(0.4, 0.6, 4, 2)) < 1e-12
     with pytest.raises(ValueError, match="d_H must be < d"):
         phi_tilde(0.1, 0.1, 3, 3)
@@ -109,3 +138,28 @@ def test_odd_closed_particles_give_linear_predictor(seed, d, m):
 def test_odd_target_rate_formula():
     from verify.formulas import odd_target_rate
     assert abs(odd_target_rate(1.2, 0.2, 1.0) - 0.2 * math.sqrt(1.44 + 16) / 4) < 1e-14
+
+
+def test_odd_target_rate_range_and_domain():
+    from verify.formulas import odd_target_rate
+    assert odd_target_rate(1e300, 1.9, 1.9) == pytest.approx(4.75e299, rel=1e-14)
+    for args in ((-4, -4, -4), (1, -1, 1), (1, 1, -1)):
+        with pytest.raises(ValueError):
+            odd_target_rate(*args)
+    with pytest.raises(ValueError, match="overflow"):
+        odd_target_rate(1e300, 1e300, 1.0)
+
+
+def test_haar_average_matches_incomplete_beta_form():
+    for k in (3, 4):
+        expr, y, z = dh.haar_relu_average(k)
+        f = sp.lambdify((y, z), expr, ["scipy", "numpy"])
+        for yy, zz in [(0.3, 0.5), (-0.2, 0.7), (1.2, 0.4), (-2.0, 1.0)]:
+            assert abs(float(f(yy, zz)) - zz * float(rd.expected_relu_affine(1.0, yy / zz, k))) < 1e-14
+
+
+def test_reduced_velocity_field_is_derived():
+    r = dh.reduced_velocity_field()
+    eps, c, G, dG = r["symbols"]
+    assert sp.simplify(r["dc_dt"] - 2 * eps * c * G) == 0
+    assert sp.simplify(r["dtheta_dt"] - eps * dG) == 0 and r["balance"] == 0

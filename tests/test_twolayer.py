@@ -116,3 +116,32 @@ def test_population_gradient_matches_monte_carlo():
         z = np.abs(v.mean(axis=0) - exact[key]) / (v.std(axis=0, ddof=1) / math.sqrt(n))
         # CLT: |error| / SE ~ |N(0,1)|; 5.5 SE over <= 31 components (union bound 1e-6)
         assert z.max() < 5.5, (key, z.max())
+
+
+def test_loss_and_grad_overflow_names_it():
+    rng = np.random.default_rng(0)
+    a, B = rng.standard_normal(5) * 1e200, rng.standard_normal((5, 3)) * 1e200
+    X = rng.standard_normal((4, 3))
+    with pytest.warns(RuntimeWarning), pytest.raises(ValueError, match="overflows"):
+        tl.loss_and_grad(a, B, X, X[:, 0])
+
+
+def test_dense_reference_matches_engine():
+    rng = np.random.default_rng(1)
+    a, B = rng.standard_normal(7), rng.standard_normal((7, 4))
+    X = rng.standard_normal((33, 4))
+    Y = np.sin(X[:, 0])
+    l1, (ga1, gB1) = tl.loss_and_grad(a, B, X, Y, chunk=5)
+    l2, (ga2, gB2) = tl.loss_and_grad_dense_reference(a, B, X, Y, chunk_elements=20)
+    assert abs(l1 - l2) < 1e-14 and np.allclose(ga1, ga2, atol=1e-14) and np.allclose(gB1, gB2, atol=1e-14)
+
+
+def test_gradient_flow_stops_on_nan_field_and_budget():
+    a, B = np.ones(2), np.eye(2)
+    with pytest.raises(tl.DivergenceError, match="non-finite"):
+        tl.gradient_flow(a, B, None, None, [1.0], grad_fn=lambda aa, BB: (0.0, (aa * np.nan, BB)))
+    with pytest.raises(tl.DivergenceError, match="budget"):
+        tl.gradient_flow(a, B, None, None, [1e6], max_evals=50,
+                         grad_fn=lambda aa, BB: (0.0, (np.sin(50 * aa), np.cos(BB))))
+    with pytest.raises(ValueError, match="rtol"):
+        tl.gradient_flow(a, B, None, None, [1.0], rtol=float("nan"), grad_fn=lambda aa, BB: (0.0, (aa, BB)))

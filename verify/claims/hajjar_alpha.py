@@ -13,42 +13,10 @@ import sympy as sp
 from derivations import sphere
 from numerics.sphere import (positive_part_mean_coordinate_mp, positive_part_mean_mc,
                              positive_part_mean_mp, sample_sphere)
-from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Step, Table
+from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
 from verify.claims._helpers import SubCheck, combine, fmt
 
 K = sphere.k
-
-
-def derive() -> Derivation:
-    d = sphere.derive_alpha()
-    t = sphere.t
-    steps = [
-        Step("Slice the sphere $S^{k-1}$ at height $t = u\\cdot e$: the slice is a "
-             "$(k-2)$-sphere of radius $r(t)$, and the meridian arc length is "
-             "$\\sqrt{1 + r'(t)^2}\\,dt$.",
-             d.radius, lhs="r(t)"),
-        Step("So the density of one coordinate ($k \\ge 2$) is proportional to "
-             "$r^{k-2}\\sqrt{1+r'^2}$, which SymPy simplifies to",
-             d.density, lhs="p_k(t)"),
-        Step("Normalizer (SymPy returns ${}_2F_1(\\dots;1)$; Gauss's summation theorem "
-             "expands it):", sp.Eq(sp.Integral(d.density, (t, -1, 1)), d.normalizer)),
-        Step("Numerator:", sp.Eq(sp.Integral(t * d.density, (t, 0, 1)), d.numerator)),
-        Step("Their ratio, Gamma-simplified:",
-             d.mean, lhs=r"\mathbb{E}[(u\cdot e)_+]"),
-        Step("Hence the constant of Thm 4.3:", d.alpha, lhs=r"\alpha(k)"),
-        Step("$k = 1$: $S^0 = \\{-1, +1\\}$ gives $E[(u)_+] = 1/2$, and the formula gives "
-             "$\\alpha(1) = 2$ (checked symbolically).", d.alpha.subs(K, 1), lhs=r"\alpha(1)"),
-        Step("Predictor level: by rotation invariance "
-             "$\\alpha\\int (u\\cdot x_H)_+\\,du = \\alpha\\,|x_H|\\,E[(u\\cdot e)_+]$, and "
-             "the factor is", d.predictor_identity, lhs=r"\alpha(k)\,\mathbb{E}[(u\cdot e)_+]"),
-        Step("Large-$k$ asymptote: the Stirling series of $\\log\\Gamma$ gives "
-             "(remainder $O(k^{-3})$)", d.log_gap,
-             lhs=r"\log\frac{\alpha(k)}{\sqrt{2\pi k}}"),
-        Step("so that", d.asymptote_limit,
-             lhs=r"\lim_{k\to\infty}\frac{\alpha(k)}{\sqrt{2\pi k}}"),
-    ]
-    return Derivation(steps=steps, results={
-        "alpha": d.alpha, "mean": d.mean, "log_gap": d.log_gap, "exact_values": d.exact_values})
 
 
 def alpha_swapped_gamma() -> sp.Expr:
@@ -67,6 +35,7 @@ def _mp_reference(kk: int, radial: bool) -> tuple[mpmath.mpf | None, mpmath.mpf 
 
 
 def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
+    res = ctx.derivation().results
     alpha_mp = sp.lambdify(K, alpha_expr, modules="mpmath")
     alpha_np = sp.lambdify(K, alpha_expr, modules=["scipy", "numpy"])
     ks = list(range(1, 61))
@@ -85,6 +54,38 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
     sub = [SubCheck("mpmath quadrature, d_H = 1..60 (30 digits)", worst, 1e-25,
                     "30-digit arithmetic; Gauss-Legendre/tanh-sinh quadrature of smooth "
                     "integrands converges to ~1e-30, leaving 5 digits of margin")]
+    # the derived mean E[(u.e)_+] and the identity alpha * mean = 1 vs the same references
+    mean_mp = sp.lambdify(K, res["mean"], modules="mpmath")
+    ident = float(res["predictor_identity"])
+    mean_err = 0.0
+    with mpmath.workdps(30):
+        for kk in range(2, 61):
+            _, coord = _mp_reference(kk, False)
+            mean_err = max(mean_err, float(abs(mean_mp(mpmath.mpf(kk)) * coord - ident)))
+    sub.append(SubCheck("derived E[(u.e)_+] x (1 / coordinate quadrature) vs the derived "
+                        "identity alpha E[(u.e)_+] (d_H = 2..60)", mean_err, 1e-25,
+                        "30-digit arithmetic, as above"))
+    # the derived Stirling gap (used by alpha_constant beyond Gamma's float range) vs
+    # log(alpha / sqrt(2 pi k)) in mpmath; the dropped terms are O(k^-3): 1/(24 k^3) < 4e-12
+    gap = sp.lambdify(K, res["log_gap"], modules="mpmath")
+    gap_err, gap_tol = 0.0, 0.0
+    with mpmath.workdps(30):
+        for kk in (1000, 3000, 10_000):
+            ref = mpmath.log(alpha_mp(mpmath.mpf(kk)) / mpmath.sqrt(2 * mpmath.pi * kk))
+            gap_err = max(gap_err, float(abs(gap(mpmath.mpf(kk)) - ref)))
+            gap_tol = max(gap_tol, 1.1 / (24 * kk ** 3))
+    sub.append(SubCheck("derived log gap -1/(4k) vs log(alpha/sqrt(2 pi k)) at k = 1e3..1e4",
+                        gap_err, gap_tol, "Stirling remainder: the next term is 1/(24 k^3)"))
+    # the importable formula (float64 + Stirling branch) vs the 30-digit references
+    from verify.formulas import alpha_constant
+    ks_f = np.array(ks + [200, 340, 341, 1000, 10_000, 10 ** 6])
+    vals = np.asarray(alpha_constant(ks_f), float)
+    with mpmath.workdps(30):
+        f_err = max(abs(float(v) / float(alpha_mp(mpmath.mpf(int(kk)))) - 1)
+                    for v, kk in zip(vals, ks_f))
+    sub.append(SubCheck("formulas.alpha_constant (float64) vs the derived alpha in mpmath, "
+                        "d_H = 1..60, 200, 340, 341, 1e3, 1e4, 1e6 (relative)", f_err, 1e-13,
+                        "a few float64 roundings of Gamma ratios / the Stirling series"))
 
     # Monte Carlo on the actual sphere: sampling error bound 5 standard errors
     n = 200_000 if ctx.quick else 4_000_000
@@ -139,7 +140,8 @@ def negative_control(ctx: RunContext) -> Outcome:
 
 
 def derive_alpha_expr() -> sp.Expr:
-    return CLAIM.derivation().results["alpha"]
+    from verify import derived
+    return derived.results("H1f")["alpha"]
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -152,7 +154,8 @@ def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     ax1.plot(k, np.sqrt(2 * np.pi * k), "-", label=r"$\sqrt{2\pi d_H}$")
     ax1.set_xlabel("$d_H$"), ax1.set_ylabel(r"$\alpha$"), ax1.legend()
     ax2.loglog(k, np.abs(a / np.sqrt(2 * np.pi * k) - 1), "o", ms=3, label="relative gap")
-    gap = sp.lambdify(K, CLAIM.derivation().results["log_gap"], modules="numpy")
+    from verify import derived
+    gap = sp.lambdify(K, derived.results("H1f")["log_gap"], modules="numpy")
     ax2.loglog(k, np.abs(np.expm1(gap(k))), "--", label=r"derived: $1 - e^{-1/(4 d_H)}$")
     ax2.set_xlabel("$d_H$"), ax2.legend()
     name = "H1f_alpha.png"
@@ -170,7 +173,7 @@ CLAIM = Claim(
                r"\mathrm{Unif}(S^{d_H-1})}[(u\cdot e)_+]}$$ so that the measure "
                r"$\alpha\,\mathrm{Unif}(S^{d_H-1})$ (with $|a| = |b|$) represents "
                r"$f(x) = |x_H|$; e.g. $\alpha(2) = \pi$, $\alpha(5) = 16/3$."),
-    derive=derive, check=check, negative_control=negative_control,
+    check=check, negative_control=negative_control, negative_target="mpmath quadrature",
     negative_control_description="Gamma arguments shifted by 1/2: "
                                  "2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2)",
     figures=figures,

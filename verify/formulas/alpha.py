@@ -20,7 +20,10 @@ _STIRLING_ORDER = 11
 
 
 def _validate(d_H):
-    return (as_int_array(d_H, "d_H (the dimension of the hidden subspace H)", minimum=1),)
+    """d_H: an integer or integer array, 1 <= d_H <= 2^53 (beyond, float64 cannot
+    represent d_H itself)."""
+    return (as_int_array(d_H, "d_H (the dimension of the hidden subspace H)", minimum=1,
+                         maximum=2 ** 53),)
 
 
 def _numpy_impl(expr: sp.Expr):
@@ -41,8 +44,8 @@ def _numpy_impl(expr: sp.Expr):
 
 
 def _expr() -> sp.Expr:
-    from verify.claims import get
-    return get("H1f").derivation().results["alpha"]
+    from verify import derived
+    return derived.results("H1f")["alpha"]
 
 
 alpha_constant = VerifiedFormula(
