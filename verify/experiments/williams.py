@@ -13,7 +13,7 @@ import numpy as np
 
 from numerics import relu1d as N
 from numerics.rng import make_rng
-from verify.experiments import Experiment
+from verify.experiments import Experiment, Setting
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
 
 __all__ = ["EXPERIMENTS"]
@@ -68,7 +68,7 @@ def fig1(params: dict[str, Any], profile: str, seed: int):
     particle_picture(ax2, r, th, x)
     ax2.set_title("particles |r| d(theta) (red r>0, blue r<0); lines u x_j - v = 0", fontsize=7)
     dist = np.min(np.abs(e[:, None] - x[None, :]), axis=1)
-    data = {"x": x, "y": y, "knots": e, "r": r, "theta": th, "delta": dl, "T": T,
+    data = {"settings_note": SETTINGS_NOTE, "x": x, "y": y, "knots": e, "r": r, "theta": th, "delta": dl, "T": T,
             "loss": N.loss_and_grad_dense(A, B, C, x, y, "m")[0],
             "fraction_knots_within_1e-3": float(np.mean(dist < 1e-3)),
             "events": len(fl.events), "sliding_pairs": int(fl.sliding.sum())}
@@ -107,18 +107,39 @@ def fig2(params: dict[str, Any], profile: str, seed: int):
                      "events": len(fl.events), "sliding_pairs": int(fl.sliding.sum()),
                      "max_dtheta": float(np.nanmax(np.abs(np.angle(np.exp(1j * (th[-1] - th[0])))))),
                      "r": r[-1], "theta": th[-1]})
-    return {"x": x, "y": y, "runs": rows}, fig
+    return {"settings_note": SETTINGS_NOTE, "x": x, "y": y, "runs": rows}, fig
 
+
+SETTINGS_NOTE = ("The paper states neither the data, the width m, the initialization nor the "
+                 "horizon of Figures 1 and 2 (its text gives only alpha(m) = m and, for Figure 2, "
+                 "'different values of delta_i'). Chosen here: s = 6 samples uniform on [-1, 1] "
+                 "with a non-monotone target 3 (2|x| - 0.6 + 0.5 cos 5x) (so that residuals change "
+                 "sign between neighbours, the situation of Lemma 2), |r| uniform on [0.3, 0.8] "
+                 "with random signs and uniform angles (|r| bounded away from 0: for delta > 0 a "
+                 "small |r| makes the angular rate ~ delta / r^2 stiff), the exact gradient flow "
+                 "(not GD) with located events; Figure 2's horizon T0 / max(1, |delta|) keeps the "
+                 "radial progress comparable across delta (G^-1_rr = sqrt(delta^2 + 4 r^2)).")
 
 EXPERIMENTS = [
     Experiment("williams-fig1", "Williams et al. Fig. 1: network function with knots and the "
                "particle picture |r| d(theta) with sample lines (full flow, alpha = m)",
                fig1, defaults={"m": 40, "s": 6, "delta": 20.0, "T": 30.0},
-               quick={"m": 40}, full={"m": 200, "T": 100.0}, claims=("W2a", "W2h")),
+               quick={"m": 40}, full={"m": 200, "T": 100.0}, claims=("W2a", "W2h"),
+               settings={"m": Setting("int", 40, 1, 5000, doc="number of neurons"),
+                         "s": Setting("int", 6, 1, 200, doc="number of samples"),
+                         "delta": Setting("float", 20.0, -1e6, 1e6, doc="invariant of every neuron"),
+                         "T": Setting("float", 30.0, 0.0, 1e4, lo_open=True, doc="horizon")}),
     Experiment("williams-fig2", "Williams et al. Fig. 2: particle trajectories for several delta, "
                "from the kernel (delta << 0) to the adaptive (delta >> 0) regime",
                fig2, defaults={"m": 30, "s": 6, "deltas": [-20.0, -1.0, 0.0, 1.0, 20.0],
                                "T0": 20.0, "frames": 60},
                quick={"m": 30}, full={"m": 100, "T0": 60.0, "frames": 200},
-               claims=("W2c", "W2h")),
+               claims=("W2c", "W2h"),
+               settings={"m": Setting("int", 30, 1, 2000, doc="number of neurons"),
+                         "s": Setting("int", 6, 1, 200, doc="number of samples"),
+                         "deltas": Setting("float list", [-20.0, -1.0, 0.0, 1.0, 20.0], -1e6, 1e6,
+                                           max_len=12, doc="one panel per delta"),
+                         "T0": Setting("float", 20.0, 0.0, 1e4, lo_open=True,
+                                       doc="horizon times max(1, |delta|)"),
+                         "frames": Setting("int", 60, 2, 2000, doc="output times per run")}),
 ]
