@@ -170,7 +170,8 @@ def run_rmd(params: dict[str, Any], profile: str, seed: int):
                 res[sc] = [float(np.mean(v)) for v in vals]
             data["rmd2_to_EG"][tk][init] = res
             data["loglog_slopes"][tk][init] = {
-                sc: _slope(Ns, v) for sc, v in res.items() if np.all(np.isfinite(v))}
+                sc: _slope(Ns, v) for sc, v in res.items()
+                if np.all(np.isfinite(v)) and np.all(np.asarray(v) > 0)}   # no slope of zeros
             ax = axes[i, j]
             for sc, v in res.items():
                 ax.loglog(Ns, np.maximum(v, 1e-35), "o-", label=sc)
