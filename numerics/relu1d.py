@@ -51,6 +51,25 @@ toggled (an "event").  The jump of the field is purely normal to the switching l
 
 The projection is orthogonal to (a_i, b_i) on the line, so delta_i = c_i^2 - a_i^2 - b_i^2
 stays an exact invariant also while sliding.
+
+Two further situations are resolved explicitly, so that the integrator never needs its
+step budget as a way out (both occurred in practice):
+
+- return crossings: after an event the trajectory starts ON a line; if it leaves into
+  one side and comes back within one solver step, the crossing is located where it comes
+  back (probing the dense output), not at the restart time (that produced an endless
+  sequence of zero-progress restarts).  Should a pair still produce events at one
+  instant without progress, the other side is tried, then sliding, then a RuntimeError
+  names the pair and the time;
+- collapse: a neuron of the full flow can reach (a_i, b_i) = (0, 0) in finite time (for
+  delta_i > 0 the radius |(a, b)| shrinks at a rate independent of itself), where all
+  its sample lines meet.  With ReLU'(0) = 0 its whole gradient is zero there, so it stays
+  (event "collapse"; a stationary point of the convention's field, delta_i unchanged).
+
+Budgets: ``max_steps`` accepted solver steps and ``max_events`` events; exhausting one
+raises RuntimeError naming it.  A non-finite field at t = 0 (e.g. r = 0 under the
+"plane" metric) is a ValueError, a non-finite state or step size later a
+FloatingPointError: DOP853 never spins on NaN.
 """
 from __future__ import annotations
 
@@ -239,7 +258,8 @@ class FlowResult:
     """Output of :func:`gradient_flow` / :func:`reduced_flow`.
 
     ``t`` (n_t,), ``state`` (n_t, k, m) with k = 3 (a, b, c) or 2 (r, theta); ``events``
-    a list of ``(t, kind, i, j)`` with kind in {"cross", "slide", "unslide"};
+    a list of ``(t, kind, i, j)`` with kind in {"cross", "slide", "unslide", "collapse"}
+    (j = -1 for a collapse);
     ``sliding`` the (m, s) boolean mask of sliding pairs at the end; ``n_steps`` accepted
     solver steps."""
     t: np.ndarray
