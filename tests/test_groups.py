@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
 
-from numerics.groups import (GroupAction, c2_swap, cyclic_network_action, cyclic_shift_matrices,
-                             cyclic_shifts, matrix_action, sign_flips, validate_measure)
-from numerics.transport import rmd, second_moment, w2_squared_uniform
+from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_action,
+                             cyclic_shift_matrices, cyclic_shifts, dihedral_matrices,
+                             generated_permutation_matrices, matrix_action, permutation_action,
+                             sign_flips, symmetric_group_matrices, validate_measure)
+from numerics.transport import (optimal_matching, rmd, second_moment, squared_distances,
+                                w2_squared_uniform)
 
 GROUPS = {
     "c2": c2_swap,
@@ -20,6 +23,10 @@ GROUPS = {
     "flips3_pm": lambda: sign_flips(3, all_coordinates=False),
     "net2": lambda: cyclic_network_action(2),
     "net3": lambda: cyclic_network_action(3),
+    "d3": lambda: permutation_action("dihedral", 3),
+    "d4": lambda: permutation_action("dihedral", 4),
+    "s3": lambda: permutation_action("symmetric", 3),
+    "c2uv": c2_swap_uv,
 }
 _CACHE: dict[str, GroupAction] = {}
 
@@ -185,3 +192,37 @@ def test_rmd_known_values():
         rmd(np.zeros((0, 2)), a)
     with pytest.raises(ValueError, match="different dimensions"):
         rmd(np.zeros((1, 3)), a)
+
+
+def test_permutation_group_orders_and_fixed_spaces():
+    assert len(dihedral_matrices(4)) == 8 and len(symmetric_group_matrices(4)) == 24
+    # E^G of z -> g z g^T: dimension = number of orbits of G on index pairs (i, j)
+    for kind, n, dim in (("cyclic", 4, 4), ("dihedral", 4, 3), ("symmetric", 3, 2),
+                         ("dihedral", 3, 2)):
+        assert permutation_action(kind, n).fixed_space_basis().shape[1] == dim
+    assert c2_swap_uv().fixed_space_basis().shape[1] == 2
+    with pytest.raises(ValueError, match="permutation"):
+        generated_permutation_matrices([[0, 0, 1]], 3)
+    with pytest.raises(ValueError, match="kind"):
+        permutation_action("alternating", 3)
+    with pytest.raises(ValueError, match="too large"):
+        symmetric_group_matrices(7)
+
+
+@given(st.integers(1, 40), st.integers(1, 5), seeds, st.sampled_from([0.01, 1.0, 5.0]))
+def test_w2_solvers_agree(n, d, seed, spread):
+    """scipy's assignment solver and POT's network simplex give the same exact W_2 on
+    particle clouds like those of the checks (close, and independent)."""
+    pytest.importorskip("ot")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, d))
+    b = a + spread * rng.standard_normal((n, d))
+    w_lsa = w2_squared_uniform(a, b, method="lsa")
+    w_emd = w2_squared_uniform(a, b, method="emd")
+    assert abs(w_lsa - w_emd) <= 1e-12 * max(1.0, w_lsa)
+    A, B, perm = optimal_matching(a, b)
+    assert sorted(perm.tolist()) == list(range(n))
+    assert abs(np.mean(np.sum((A - B[perm]) ** 2, 1)) - w_lsa) <= 1e-14 * max(1.0, w_lsa)
+    assert squared_distances(a, b).min() >= 0.0
+    with pytest.raises(ValueError, match="method"):
+        w2_squared_uniform(a, b, method="sinkhorn")
