@@ -178,7 +178,8 @@ def record(target: "Target", mode: str, desc: str, out: Outcome) -> None:
     c["examples"] += 1
     c[out.category] += 1
     if out.category in FAILING:
-        if len(FINDINGS[target.name]) < 8:
+        seen = {f.split(" -> ", 1)[-1][:60] for f in FINDINGS[target.name]}
+        if len(FINDINGS[target.name]) < 8 and out.detail[:60] not in seen:
             FINDINGS[target.name].append(f"{out.category} ({mode}): {desc[:300]} -> {out.detail[:300]}")
         if not CENSUS:
             raise AssertionError(f"{target.name}: {out.category} on {mode} input {desc}: {out.detail}")
@@ -707,6 +708,40 @@ ALL_TARGETS = FORMULA_TARGETS + NUMERICS_TARGETS + [DPS_TARGET]
 
 # ----------------------------------------------------------------------------- the test
 
+# One valid call per target before the timed ones: the first call of a formula derives
+# and lambdifies its closed form (tens of seconds on a loaded machine), which is not a hang.
+_U, _G = {"init": "uniform"}, {"init": "gaussian"}
+WARMUP: dict[str, list[tuple[tuple, dict]]] = {
+    "alpha_constant": [((2,), {}), ((400,), {})],
+    "phi_tilde": [((0.3, 0.4, 6, 2), {})],
+    "best_linear_approximator": [((np.eye(2), np.ones(2)), {})],
+    "odd_target_rate": [((1.0, 1.0, 0.5), {})],
+    "rf_kernel": [((0.1, 0.2), _U), ((0.1, 0.2), _G)],
+    "active_probability": [((0.1, 0.2), _U), ((0.1, 0.2), _G)],
+    "ntk_kernel": [((0.1, 0.2), _U), ((0.1, 0.2), _G)],
+    "rkhs_weight": [((0.5,), _U), ((0.5,), _G)],
+    "kernel_interpolant": [((np.array([0.0, 1.0]), np.array([1.0, 2.0]), k, i, 1.0), {})
+                           for k in ("rf", "ntk") for i in ("uniform", "gaussian")],
+    "canonical_from_full": [((3.0, 4.0, 2.0), {})],
+    "full_from_canonical": [((10.0, 0.9, -21.0), {})],
+    "potential_gradient": [((2.0, 0.0, [1.0], [0.5]), {})],
+    "velocity_jump": [((2.0, 0.0, -0.5), {})],
+    "formula.mpmath(dps)": [((n, 30), {}) for n in ("alpha_constant", "odd_target_rate",
+                                                    "rf_kernel", "velocity_jump", "rkhs_weight")],
+}
+
+
+def _warm(t: Target) -> None:
+    for args, kwargs in WARMUP.get(t.name, []):
+        try:
+            with np.errstate(all="ignore"):
+                v = t.fn(*args, **kwargs)
+            if t.accuracy is not None:
+                t.accuracy(t.fn, v, args, kwargs)
+        except Exception:  # noqa: BLE001 - only warming caches; the fuzz run judges
+            pass
+
+
 def _examples(t: Target) -> int:
     return max(4, int(PER_TARGET * t.weight))
 
@@ -763,6 +798,7 @@ KNOWN: dict[str, str] = {
     "rmd": "'cost matrix is infeasible' (scipy) for particles of size 1e300",
     "transport.w2_uniform": "'cost matrix is infeasible' (scipy) for particles of size 1e300",
     "twolayer.forward": "inf for B, X of size 1e200",
+    "twolayer.loss_and_grad": "inf/NaN loss for B, X of size 1e200 (a = 0 gives NaN)",
     "twolayer.gradient_descent": "IndexError for a = -inf",
     "twolayer.gradient_flow": "AttributeError for a single-point t_eval; > 10 s on a 4-neuron "
                               "5-sample valid input",
@@ -775,6 +811,7 @@ def test_fuzz(target: Target):
     @given(data=st.data())
     def run(data):
         _run_target(target, data)
+    _warm(target)
     try:
         run()
     finally:
