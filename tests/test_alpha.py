@@ -81,3 +81,16 @@ def test_sphere_sampling_is_seeded_and_unit() -> None:
     assert np.allclose(np.linalg.norm(u1, axis=1), 1.0)
     m, se = positive_part_mean_mc(make_rng(1, "mc"), 20_000, 3)
     assert abs(m - 0.25) < 5 * se
+
+
+def test_alpha_constant_arguments_are_validated():
+    import inspect
+
+    from verify.formulas import alpha_constant
+    assert list(inspect.signature(alpha_constant).parameters) == ["d_H"]
+    for dps in (0, -3, 10 ** 9, 2.5, True):
+        with pytest.raises(ValueError, match="dps"):
+            alpha_constant.mpmath(5, dps=dps)
+    with pytest.raises(ValueError, match="too large"):
+        alpha_constant(2 ** 63)
+    assert abs(float(alpha_constant.mpmath(5, dps=40)) - 16 / 3) < 1e-15

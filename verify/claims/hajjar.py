@@ -799,8 +799,8 @@ def _h1h(ctx: RunContext, wrong_dH: int) -> Outcome:
     from scipy.stats import t as student_t
     from numerics.rng import make_rng
     d, d_H = 30, 5
-    T = 16.0 if ctx.quick else 30.0
-    m, K = (128, 8) if ctx.quick else (512, 16)
+    T = 12.0 if ctx.quick else 30.0
+    m, K = (128, 16) if ctx.quick else (512, 24)
     n_theta, n_phi = (257, 32) if ctx.quick else (513, 48)
     n_x = 12
     dHr = d_H - wrong_dH            # subspace dimension used by the reduced model
