@@ -25,7 +25,7 @@ def _modules() -> list[str]:
     for pkg in ("derivations", "numerics", "verify"):
         mod = importlib.import_module(pkg)
         names.append(pkg)
-        for info in pkgutil.walk_packages(mod.__path__, prefix=f"{pkg}."):
+        for info in pkgutil.walk_packages(mod.__path__, prefix=f"{pkg}.", onerror=lambda _n: None):
             if info.name.rsplit(".", 1)[-1] == "__main__":
                 continue  # running it would start the command line
             names.append(info.name)

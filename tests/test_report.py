@@ -183,4 +183,5 @@ def test_quick_report_of_all_claims_is_clean(tmp_path) -> None:
     assert not render.raw_text_problems(text.replace("\n", " "))
     assert "piecewise(" not in text.lower() and "Piecewise" not in text
     for doc in (page, md):
-        assert "../shared" not in doc and "MATH.md" not in doc
+        assert "../shared" not in doc and "MATH.md" not in doc and "DESIGN.md" not in doc
+        assert not re.search(r"\b[Ii]ssue #?\d", doc), "the report cites an issue number"

@@ -129,6 +129,13 @@ def test_no_raw_latex_or_piecewise_text_outside_math(rendered: dict) -> None:
     assert "piecewise" not in _math_text(rendered["dom"]).lower()
 
 
+def test_cites_only_the_repository(rendered: dict) -> None:
+    text = _outside_math(rendered["dom"])
+    for bad in ("../shared", "MATH.md", "DESIGN.md"):
+        assert bad not in text, f"the report cites {bad!r}, outside the repository"
+    assert not re.search(r"\b[Ii]ssue #?\d", text), "the report cites an issue number"
+
+
 def test_no_control_characters(rendered: dict) -> None:
     bad = sorted({f"U+{ord(c):04X}" for c in _CONTROL.findall(rendered["dom"])})
     assert not bad, f"control characters in the rendered DOM: {bad}"

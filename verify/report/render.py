@@ -535,7 +535,8 @@ def render_markdown(sections: list["ClaimSection"], meta: dict[str, Any],
 def _md_claim(s: "ClaimSection") -> list[str]:
     c = s.claim
     L = [f'<a id="{c.id.lower()}"></a>', f"### {c.id}: {c.title}", "",
-         f"**Source:** {c.source}  ", f"**Kind:** {c.kind}  ", f"**Verdict:** {_verdict(s)}", "",
+         f"**Source:** {c.source}  ", f"**Kind:** {c.kind}  ", f"**Verdict:** {_verdict(s)}  ",
+         f"**Catalogue:** `docs/claims.md`, section {c.id}", "",
          f"**Statement.** {c.statement}", ""]
     for note in c.notes:
         L += [f"> **Note.** {note}", ""]
@@ -711,7 +712,8 @@ def _html_claim(s: "ClaimSection", figdir: Path) -> str:
     w = f"claim {c.id}"
     H = [f'<section class="claim" id="{c.id.lower()}">', f"<h3>{c.id}: {html.escape(c.title)}</h3>",
          f"<p><strong>Source:</strong> {_text_html(c.source, w + ' source')}<br><strong>Kind:</strong> {c.kind}"
-         f'<br><strong>Verdict:</strong> <span class="{cls}">{v}</span></p>',
+         f'<br><strong>Verdict:</strong> <span class="{cls}">{v}</span>'
+         f"<br><strong>Catalogue:</strong> <code>docs/claims.md</code>, section {c.id}</p>",
          f"<p><strong>Statement.</strong> {_text_html(c.statement, w + ' statement')}</p>"]
     H += [f'<p class="note"><strong>Note.</strong> {_text_html(n, w + " note")}</p>' for n in c.notes]
     if s.error:
