@@ -114,7 +114,13 @@ def regenerate(text: str, claims: list[Any], evidence: dict[str, dict[str, Any]]
     def repl(m: re.Match) -> str:
         cid = m.group(1)
         ev = evidence.get(cid)
-        body = block(by_id[cid], ev, derivations)
+        body = "\n".join(registry_lines(by_id[cid])) + "\n"
+        if derivations:
+            body += "\n".join(_derived_lines(cid)) + "\n"
+        else:  # keep the previously generated derived-results line
+            body += "".join(line + "\n" for line in old[cid].splitlines()
+                            if line.startswith("- **Derived results**"))
+        body += "".join(line + "\n" for line in _evidence_lines(ev))
         if ev is None:  # keep a previously generated check description
             body += "".join(line + "\n" for line in old[cid].splitlines()
                             if line.startswith("- **Check**") or line.startswith("  - "))
