@@ -1,15 +1,21 @@
-"""Symbolic derivations for Hajjar & Chizat (2023), claims H1a, H1c, H1d, H1e
-(MATH.md section H).  SymPy only.
+"""Symbolic derivations for Hajjar & Chizat (2023), claims H1a-H1e, H1g, H1h
+(``DERIVATIONS`` maps each claim id to the builder of its report steps and results;
+H1f is in derivations/sphere.py).  SymPy only.
 
 - :func:`balance_law` (H1a): for sigma = relu^k (k-homogeneous) the per-sample integrand of
   d/dt (k a^2 - |b|^2) along the particle flow is 0; for ReLU (k = 1) this is
   d/dt (a^2 - |b|^2) = 0.
+- :func:`invariance_identities` (H1b): Prop. 2.1 as a change of variables b' = T b.
 - :func:`odd_target_dynamics` (H1c): the pair identities, linearity of the predictor for
-  a measure invariant under (a, b) -> (-a, -b), the closed ODE for (w, M, A), its
-  reduction along w* for isotropic data, the conserved quantity, the exact time-to-reach
-  t(s) and the asymptotic rate v sqrt(V^2 + 16 |w*|^2) / 4 >= V v / 4.
-- :func:`phi_tilde_closed_forms` (H1d/H1e): phi~(0; phi), phi~(pi/2; phi) for symbolic
+  a measure invariant under (a, b) -> (-a, -b), the closed ODE for the moments (w, M, A)
+  derived from the particle velocities, its reduction along w* for isotropic data, the
+  conserved quantity, the exact time-to-reach t(s), its closed-form inverse, and the
+  asymptotic rate v sqrt(V^2 + 16 |w*|^2) / 4 >= V v / 4.
+- :func:`haar_relu_average` (H1d): E_g relu(y + z S) over O(d - d_H) in closed form.
+- :func:`phi_tilde_closed_forms` (H1e): phi~(0; phi), phi~(pi/2; phi) for symbolic
   dimensions and the complete closed forms for (d, d_H) = (2, 1), (3, 1), (3, 2), (4, 1), (4, 3).
+- :func:`reduced_velocity_field`, :func:`limit_mass` (H1g, H1h): the (c, theta) field of the
+  1-D reduction from the particle flow, and the mass alpha(d_H) of the conjectured limit.
 """
 from __future__ import annotations
 

@@ -375,6 +375,24 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     with mpmath.workdps(30):
         rate_rel = max(abs(float(odd_target_rate(*g)) / float(rate_mp(*map(mpmath.mpf, g))) - 1)
                        for g in grid)
+    # (6) the rates of the derived ODE, integrated numerically, vs the derived closed forms:
+    #     at t -> 0 the local rate is the reconstructed bound rate V v/4 (rate_bound); late,
+    #     lambda(s) -> lambda_inf (rate_inf) with 0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V
+    def ray_fraction(tt: np.ndarray) -> np.ndarray:
+        sol_r = solve_ivp(lambda _t, z: F(z, c, Sig), (0, float(tt[-1])), z0, method="DOP853",
+                          t_eval=tt, rtol=1e-13, atol=1e-16)
+        return 1.0 - (sol_r.y[:d].T @ w_star) / qe
+    h = 1e-3
+    u0 = ray_fraction(np.array([h / 2, h]))
+    rate0 = float(-np.log(u0[1] / u0[0]) / (h / 2))
+    r_bound = float(der.results["rate_bound"].subs({sy["V"]: V, sy["v"]: v}))
+    rate0_err = abs(rate0 - r_bound) / r_bound
+    rate_inf_v = float(der.results["rate_inf"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: qe}))
+    t_late = 14.0 / rate_inf_v
+    uL = ray_fraction(np.array([t_late - 1.0, t_late]))
+    rateL = float(-np.log(uL[1] / uL[0]))
+    rateL_err = abs(rateL - rate_inf_v) / rate_inf_v
+    rateL_tol = 4 * v * qe * float(uL[0]) / V / rate_inf_v + 1e-6
     bound_ratio = float(np.max(np.linalg.norm(ws - w_star, axis=1)
                                / (np.linalg.norm(w_star) * np.exp(-V * v * t / 4))))
     lam_inf = float(odd_target_rate(V, v, q))
@@ -398,6 +416,14 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
         SubCheck("derived ODE vs the population trajectory s(t) w*_pop", dev_inf, 2 * dw + 1e-9,
                  f"sampling error of w* = d E_n[f* x] ({fmt(dw)}, O(n^-1/2)) enters the "
                  "contracting linear dynamics at most twice (direction and length)"),
+        SubCheck("derived ODE (DOP853) initial rate -d log(1-s)/dt at t < 1e-3 vs the derived "
+                 "bound rate V v/4 (the local rate at s = 0), relative", rate0_err, 1e-6,
+                 "lambda(s) = lambda(0)(1 + O(q s^2/V^2)) with s(1e-3) ~ 1e-4; integration "
+                 "error 1e-13 relative"),
+        SubCheck("derived ODE (DOP853) late rate -d log(1-s)/dt at 1 - s ~ e^-13 vs the "
+                 "derived asymptotic rate, relative", rateL_err, rateL_tol,
+                 "0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V (derived speed); integration "
+                 "error of 1 - s ~ 1e-6 of its value"),
         SubCheck("odd_target_rate (float64, rescaled) vs the derived rate in mpmath, 5 points "
                  "from 1e-300 to 1e299", rate_rel, 1e-13, "a few float64 roundings"),
     ]
@@ -705,7 +731,8 @@ def _h1g(ctx: RunContext, dim_shift: int) -> Outcome:
         # continuation of the reference run to t = 300: does tau+ mass cross alpha (t*)?
         T0 = p["step"] * p["steps"]
         ext = rd.simulate_gd(run.final, _table(p["d"], p["d_H"], p["n_theta"], p["n_phi"]),
-                             p["step"], 2 * p["steps"], record_every=max(1, p["steps"] // 100))
+                             p["step"], 2 * p["steps"], record_every=max(1, p["steps"] // 100),
+                             velocity=vel)
         ts_ext = rd.critical_time(ext.times + T0, ext.plus_mass, alpha)
         ext_rows = [["continuation to t = " + fmt(T0 + ext.times[-1]),
                      f"tau+ mass {fmt(ext.plus_mass[-1])}, tau- mass {fmt(ext.minus_mass[-1])}, "
