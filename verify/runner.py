@@ -32,8 +32,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ctypes
-import dataclasses
 import functools
+import dataclasses
 import hashlib
 import os
 import re
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
 __all__ = ["Task", "TaskResult", "Executor", "ExecutionError", "TimeBudgetExceeded",
-           "run_task", "parse_seeds", "format_seeds", "time_budget", "report_progress",
+           "run_task", "one_blas_thread", "parse_seeds", "format_seeds", "time_budget", "report_progress",
            "progress_hook", "code_fingerprint", "write_experiment", "experiment_payload", "BLAS_ENV", "CONNECT_TIMEOUT", "MAX_SEEDS"]
 
 MAX_SEEDS = 10_000
@@ -153,6 +153,23 @@ def time_budget(seconds: float | None) -> Iterator[None]:
         timer.cancel()
         if state["fired"]:  # clear an exception that was set but not yet delivered
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+
+
+# ----------------------------------------------------------------------------- BLAS threads
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Run the block with one BLAS thread (threadpoolctl).  A multi-threaded BLAS splits
+    reductions (dot, gemv) by thread count, which changes the last bits of a result; with
+    one thread in every task the numbers are the same in this process, on a local cluster
+    and on any worker, whatever its core count."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # without threadpoolctl: the BLAS's own thread count
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 # ----------------------------------------------------------------------------- progress
@@ -279,7 +296,7 @@ def run_task(task: Task) -> TaskResult:
     result = TaskResult(task)
     t0 = time.perf_counter()
     try:
-        with time_budget(task.timeout):
+        with one_blas_thread(), time_budget(task.timeout):
             if task.kind == "claim":
                 _run_claim(task, result)
             elif task.kind == "experiment":
@@ -423,6 +440,12 @@ class Executor:
             logging.getLogger(name).setLevel(logging.CRITICAL)
         if self.scheduler is not None:
             address = self.scheduler.strip()
+            try:
+                from distributed.comm import get_address_host_port
+                get_address_host_port(address if "://" in address else f"tcp://{address}")
+            except Exception as exc:
+                raise ExecutionError(f"--scheduler {address}: not a scheduler address ({exc}); "
+                                     "expected e.g. tcp://127.0.0.1:8786") from None
             try:
                 self.client = distributed.Client(address, timeout=self.connect_timeout,
                                                  set_as_default=False)
