@@ -90,6 +90,7 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
+_N_PROBES = 8     # switching values checked at 8 points of every solver step
 
 
 # --------------------------------------------------------------------------- basics
@@ -414,26 +415,37 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
             dense = solver.dense_output()
             cand: list[tuple[float, str, int, int, int]] = []
             # crossings of non-sliding pairs
-            u_new = prob.switch(y_new)
+            # switching values at N_PROBES points of the step (its end included): a knot
+            # that crosses a sample and comes back within one long step is not missed
+            t_pr = t_old + (t_new - t_old) * np.arange(1, _N_PROBES + 1) / _N_PROBES
+            U = np.stack([prob.switch(dense(tp)) for tp in t_pr[:-1]] + [prob.switch(y_new)])
             # a pair within rounding of its line keeps its side (no spurious re-detection of
             # a neuron resting on the line, e.g. a dead neuron whose inactive side is static)
-            mism = ((u_new > 0) != Pc) & ~Sc & (np.abs(u_new) > 1e-13 * prob.switch_scale(y_new))
+            thr = 1e-13 * prob.switch_scale(y_new)
+            wrong_side = ((U > 0) != Pc[None]) & ~Sc[None] & (np.abs(U) > thr[None])
+            mism = wrong_side.any(axis=0)
             if mism.any():
                 u_old = prob.switch(y_old)
+                first = np.argmax(wrong_side, axis=0)  # first probe on the wrong side
                 for i, j in zip(*np.nonzero(mism)):
-                    ua, ub = u_old[i, j], u_new[i, j]
-                    if (ua > 0) == (ub > 0) and ua != 0:
+                    k = int(first[i, j])
+                    ta = t_old if k == 0 else t_pr[k - 1]
+                    ua = u_old[i, j] if k == 0 else U[k - 1, i, j]
+                    tb, ub = t_pr[k], U[k, i, j]
+                    if k == 0 and (ua > 0) == (ub > 0) and ua != 0:
                         # left the line on the "wrong" side right after a restart: accept
                         Pc[i, j] = P[i, j] = ub > 0
                         continue
                     u_ij = (lambda tt, i=i, j=j: prob.switch(dense(tt))[i, j])
-                    if ua == 0:
+                    if ua == 0 and k == 0:
                         # starting on the line (after an event): the crossing is where the
                         # trajectory comes back, not at t_old
-                        tc = _first_crossing(u_ij, bool(Pc[i, j]), t_old, t_new)
+                        tc = _first_crossing(u_ij, bool(Pc[i, j]), t_old, tb)
                         tc = t_old if tc is None else tc
+                    elif (ua > 0) == (ub > 0):
+                        tc = ta  # the previous probe is within rounding of the line
                     else:
-                        tc = brentq(u_ij, t_old, t_new, xtol=1e-15 * max(1.0, abs(t_new)), rtol=1e-15)
+                        tc = brentq(u_ij, ta, tb, xtol=1e-15 * max(1.0, abs(tb)), rtol=1e-15)
                     cand.append((tc, "cross", int(i), int(j), 0))
             # exits from sliding
             if Sc.any():

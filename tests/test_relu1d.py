@@ -266,3 +266,23 @@ def test_filippov_flow_without_zero_progress_loops():
     # no event repeats at one instant for one pair (no zero-progress restarts)
     keys = [(e[0], e[1], e[2], e[3]) for e in fl.events]
     assert len(keys) == len(set(keys))
+
+
+def test_crossing_and_return_within_one_step_is_located():
+    """Regression (found by claim W2c's Hypothesis instances): neuron 5 (b = 1e-9) crosses
+    sample 2 at t = 0.7415 and comes back at t = 9.19 inside one long DOP853 step; checking
+    the signs only at step ends missed both events and the full flow drifted 0.11 away
+    from the reduced flow.  The switching values are now probed inside every step."""
+    a = np.array([0.0, -0.414125184805, -0.629241378296, -0.934965148794, -0.095864292038, 0.2,
+                  0.720373555169, 0.294958928956, -0.486498409302, -0.939312359602, 0.255867012742,
+                  0.853495800031])
+    b = np.array([0.144706593537, 1.0, 0.108525059446, -0.267652082558, 0.680985299569, 1e-09,
+                  0.131836369505, -0.626948057895, -0.906651393379, -0.115926483027, 0.25,
+                  -0.612868657556])
+    c = np.array([-1.068858430779, -0.789687908589, 0.103986406856, 0.75, -0.67252530298, 0.225,
+                  0.75, -0.823145043833, 0.75, 0.75, 0.428514478413, 0.75])
+    x = np.array([-0.195698677599, -0.095698677599, 0.004301322401, 0.457602696919, 0.864854696324])
+    y = np.array([-0.409705808761, -0.721591018556, 0.201476168118, 0.0, -0.073023536544])
+    fl = N.gradient_flow(a, b, c, x, y, "m", [0, 12.0])
+    crossings_5_2 = [e[0] for e in fl.events if e[1:] == ("cross", 5, 2)]
+    assert len(crossings_5_2) == 2 and abs(crossings_5_2[0] - 0.7415496485) < 1e-8
