@@ -57,3 +57,137 @@ def test_module_entry_point_runs() -> None:
     assert proc.returncode == 0 and "H1f" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "verify", "check", "H9z"], capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown claim id" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ----------------------------------------------------------------------------- seeds
+
+def test_check_seeds_rows_and_summary(fake_registry, tmp_path, capsys) -> None:
+    out_file = tmp_path / "ev.json"
+    assert main(["check", "T0a", "--seeds", "0-2,7", "--json", str(out_file)]) == 0
+    out = capsys.readouterr().out
+    assert "T0a" in out and "4/4" in out and "1/1 claims verified at every seed (0-2,7)" in out
+    data = json.loads(out_file.read_text())
+    assert data["seeds"] == [0, 1, 2, 7]
+    assert [(r["claim_id"], r["seed"], r["passed"]) for r in data["evidence"]] == \
+        [("T0a", s, True) for s in (0, 1, 2, 7)]
+
+
+def test_check_seeds_reports_each_bad_seed(fake_registry, tmp_path, capsys) -> None:
+    out_file = tmp_path / "ev.json"
+    assert main(["check", "--seeds", "3,4", "--json", str(out_file)]) == 1
+    out = capsys.readouterr().out
+    assert "seed 3: ERROR RuntimeError: boom" in out and "seed 4: ERROR" in out
+    rows = json.loads(out_file.read_text())["evidence"]
+    assert [(r["claim_id"], r["seed"], r["passed"]) for r in rows] == [
+        ("T0a", 3, True), ("T0a", 4, True), ("T0b", 3, False), ("T0b", 4, False)]
+    assert rows[2]["exception"] == "RuntimeError: boom"
+
+
+def test_negative_controls_at_every_seed(fake_registry, capsys) -> None:
+    assert main(["check", "T0a", "--negative-controls", "--seeds", "0-1"]) == 0
+    out = capsys.readouterr().out
+    assert "fails (as required)" in out and "2/2" in out
+
+
+def test_examples_reach_the_claim(fake_registry, monkeypatch) -> None:
+    seen = []
+    real = fake_registry._REGISTRY["T0a"].run
+
+    def spy(profile, seed, **kw):
+        seen.append(kw.get("examples"))
+        return real(profile, seed, **kw)
+    monkeypatch.setattr(fake_registry._REGISTRY["T0a"], "run", spy)
+    assert main(["check", "T0a", "--examples", "7"]) == 0
+    assert main(["check", "T0a"]) == 0
+    assert seen == [7, None]
+
+
+def test_report_seeds_pass_rate(fake_registry, tmp_path, capsys) -> None:
+    out = tmp_path / "r"
+    assert main(["report", "--only", "T0a", "--seeds", "0-2", "--out", str(out)]) == 0
+    assert "at every seed (0-2)" in capsys.readouterr().out
+    ev = json.loads((out / "evidence.json").read_text())
+    assert [r["seed"] for r in ev["claims"][0]["seeds"]] == [0, 1, 2]
+    from verify.report import collect_sections
+    from verify.claims import get
+    (sec,) = collect_sections([get("T0a")], "quick", [0, 1])
+    assert [e.seed for e in sec.seed_evidence] == [0, 1] and sec.passed_every_seed
+    assert sec.negative_failed_every_seed
+
+
+# ----------------------------------------------------------------------------- user errors
+
+@pytest.mark.parametrize("argv,needle", [
+    (["check", "--seeds", "5-1"], "--seeds"),
+    (["check", "--seeds", "x"], "--seeds"),
+    (["check", "--seed", "1", "--seeds", "2"], "not allowed with"),
+    (["check", "--examples", "0"], "--examples"),
+    (["check", "--timeout", "-1"], "--timeout"),
+    (["check", "--timeout", "nan"], "--timeout"),
+    (["check", "--workers", "0"], "--workers"),
+    (["check", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "not allowed with"),
+    (["check", "T0a", "--json", ""], "--json"),
+    (["report", "--out", "/proc/x"], "--out"),
+    (["report", "--out", "."], "--out"),
+    (["experiment", "williams-fig1", "--set", "m"], "KEY=VALUE"),
+])
+def test_more_usage_errors_exit_2_one_line(fake_registry, capsys, argv, needle) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_output_paths_checked_before_any_work(fake_registry, tmp_path, monkeypatch, capsys) -> None:
+    ran = []
+    real = fake_registry._REGISTRY["T0a"].run
+    monkeypatch.setattr(fake_registry._REGISTRY["T0a"], "run",
+                        lambda *a, **k: ran.append(1) or real(*a, **k))
+    (tmp_path / "adir").mkdir()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    for bad in [str(tmp_path / "adir"), str(tmp_path / "adir") + "/", "/proc/x/ev.json"]:
+        assert main(["check", "T0a", "--json", bad]) == 2
+        err = capsys.readouterr().err
+        assert "--json" in err and len(err.strip().splitlines()) == 1
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert main(["report", "--only", "T0a", "--out", str(foreign)]) == 2
+    assert (foreign / "notes.txt").read_text() == "mine"
+    assert ran == []  # nothing ran
+
+
+def test_interrupt_leaves_no_output(fake_registry, tmp_path, monkeypatch, capsys) -> None:
+    from verify import runner
+
+    def interrupted(self, tasks, on_result=None):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(runner.Executor, "run", interrupted)
+    assert main(["check", "T0a", "--json", str(tmp_path / "ev.json")]) == 130
+    assert main(["report", "--only", "T0a", "--out", str(tmp_path / "r")]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_bare_command_prints_help_exit_0(capsys) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "check" in out and "report" in out and "experiment" in out
+
+
+def test_experiment_list_shows_settings(capsys) -> None:
+    assert main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "williams-fig1" in out and "m=40" in out
+
+
+def test_log_file_gets_lines_not_carriage_returns(fake_registry, tmp_path) -> None:
+    """Not on a terminal: plain lines, no \\r progress and no colour codes."""
+    import os
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    proc = subprocess.run([sys.executable, "-m", "verify", "report", "--only", "W2e", "--out",
+                           str(tmp_path / "r")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr + proc.stdout and "\x1b[" not in proc.stderr + proc.stdout
+    assert "[1/1] W2e done" in proc.stderr
