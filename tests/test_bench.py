@@ -1,4 +1,4 @@
-"""The benchmark code (verify.bench, issue 7) runs on tiny sizes and produces a
+"""The benchmark code (verify.bench) runs on tiny sizes and produces a
 well-formed results dict, CLI output, JSON file and Performance section.  No timing
 assertions: timings are nondeterministic."""
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """``python -m verify bench [--quick] [--json FILE]``: time one loss-and-gradient step of
-the particle engines against the dense NumPy references and PyTorch (issue 7).
+the particle engines against the dense NumPy references and PyTorch.
 
 Protocol (one run, same inputs for every engine of a case):
 
-- inputs from one seed (``numerics.rng.make_rng``); 1-D (MATH.md W.1): (a, b) ~ U([-1, 1]^2),
+- inputs from one seed (``numerics.rng.make_rng``); 1-D (docs/conventions.md, section 1): (a, b) ~ U([-1, 1]^2),
   c ~ N(0, 1), x ~ U(-1, 1) (unsorted: the engine pays for its sort), y = sin(pi x),
-  alpha = m; d-dim (MATH.md H.1): a = +-1, b ~ Unif(S^{d-1}), x ~ N(0, I_d / d),
+  alpha = m; d-dim (docs/conventions.md, section 2): a = +-1, b ~ Unif(S^{d-1}), x ~ N(0, I_d / d),
   y = |x_H| (d_H = 5), L = 1/2 mean_i (f(x_i) - y_i)^2;
 - engines: "engine" = the public API the simulations use (``numerics.relu1d.loss_and_grad``
   -> ``numerics.fast1d`` sorted kernels; ``numerics.twolayer.loss_and_grad``), for d-dim also
@@ -24,7 +24,7 @@ Protocol (one run, same inputs for every engine of a case):
   also the first timed repeat;
 - timed calls interleaved round-robin over the engines (so load changes hit all engines
   alike), min and median over the repeats; ratios = time(other) / time(engine), of the
-  minima and of the medians, and the targets of issue 7 judged on the ratio of minima.
+  minima and of the medians, and the performance targets judged on the ratio of minima.
 """
 from __future__ import annotations
 
@@ -321,7 +321,7 @@ def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None]) -> dic
 
 
 def _targets(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The targets of issue 7, judged on the ratio of minimum times."""
+    """The performance targets, judged on the ratio of minimum times."""
     out = []
     for c in cases:
         tr = c["ratios"].get("torch")
@@ -387,7 +387,7 @@ def _format_case(c: dict[str, Any]) -> str:
 
 
 def _format_targets(targets: list[dict[str, Any]]) -> str:
-    lines = ["\ntargets (issue 7, ratio of minimum times):"]
+    lines = ["\ntargets (ratio of minimum times):"]
     for t in targets:
         v = "n/a (torch not available)" if t["measured"] is None else \
             f"{t['measured']:.3g} -> {'MET' if t['met'] else 'MISSED'}"
@@ -453,7 +453,7 @@ def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[t
                      f"{'1' if rt is None else format(rt['min'], '.3g')} | "
                      f"{_peak(r)} | "
                      f"{r['agreement']:.1e} |")
-    L += ["", "Targets of issue 7 (ratio of minimum times):", "",
+    L += ["", "Performance targets (ratio of minimum times):", "",
           "| target | measured | verdict |", "|---|---|---|"]
     for t in data.get("targets", []):
         meas = "n/a" if t["measured"] is None else f"{t['measured']:.3g}"
