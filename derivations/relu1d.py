@@ -17,7 +17,7 @@ import sympy as sp
 from derivations.base import Derivation, Step
 
 __all__ = ["a", "b", "c", "x", "xk", "r", "theta", "delta", "rho", "nu", "alpha", "eta",
-           "g_a", "g_b", "g_c", "s_j", "s_k", "W2H_SYMBOLS",
+           "g_a", "g_b", "g_c", "s_j", "s_k", "x_slide", "W2H_SYMBOLS",
            "relu", "canonical_map", "derive_W2a", "derive_W2b", "derive_W2c",
            "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2h", "DERIVATIONS"]
 
@@ -35,6 +35,7 @@ _p = sp.Symbol("p", positive=True)
 eta = sp.Symbol("eta", positive=True)
 g_a, g_b, g_c = sp.symbols("g_a g_b g_c", real=True)
 s_j, s_k = sp.symbols("s_j s_k", nonnegative=True)   # activation indicators in {0, 1}
+x_slide = sp.Symbol("x_s", real=True)                 # sample whose line a neuron slides on
 
 
 def relu(z: sp.Expr) -> sp.Expr:
@@ -293,8 +294,19 @@ def derive_W2g() -> dict:
         raise ArithmeticError("W2g")
     h_rf = sp.expand(sj * sk * (a * x - b) * (a * xk - b) / alpha**2)
     h_tangent = sp.factor(sp.expand(h - h_rf))
+    # Filippov sliding of the neuron on the line of sample x_* (a x_* - b = 0): its velocity
+    # is z' = -Pi grad L with Pi the orthogonal projection of (a', b') on the line
+    # direction (1, x_*) (c' unchanged), so rho' = -J Pi J^T rho: one neuron contributes
+    # g_j^T Pi g_k
+    v = sp.Matrix([1, x_slide])
+    Pi = sp.diag(v * v.T / (v.T * v)[0], 1)
+    rdot_s = sp.Matrix([(gj.T * Pi * zdot)[0], (gk.T * Pi * zdot)[0]])
+    Hs = sp.Matrix([[(gj.T * Pi * gj)[0], (gj.T * Pi * gk)[0]], [(gk.T * Pi * gj)[0], (gk.T * Pi * gk)[0]]])
+    if sp.simplify(rdot_s + Hs * sp.Matrix([rj, rk])) != sp.zeros(2, 1):
+        raise ArithmeticError("W2g sliding kernel")
+    h_slide = sp.factor(sp.expand((gj.T * Pi * gk)[0]))
     return {"h": h, "h_rf": h_rf, "h_first_layer": h_tangent, "sj": sj, "sk": sk,
-            "xk": xk, "gap": gap, "H2": Hm}
+            "xk": xk, "gap": gap, "H2": Hm, "h_sliding": h_slide}
 
 
 # ------------------------------------------------------------------ W2h
@@ -472,11 +484,14 @@ def _build_W2g() -> Derivation:
         Step("+ first-layer part (from $a, b$)", w["h_first_layer"]),
         Step("and $\\dot\\rho + H\\rho$ for $\\dot z = -\\nabla L$ (one neuron, two samples) simplifies to",
              w["gap"]),
-        Step("On a Filippov sliding segment the velocity of a sliding neuron is projected on its "
-             "sample line; the same computation with the projected gradient gives the kernel of "
-             "the constrained flow (the check integrates the ODE with the integrator's own "
-             "activation pattern on every segment and stops at the first sliding event)."),
-    ], results={"h": w["h"]})
+        Step("On a Filippov sliding segment the velocity of a neuron held on the line of sample "
+             "$x_s$ is the gradient projected on the line direction $(1, x_s)$ ($c$ unchanged): "
+             "$\\dot\\rho = -J\\Pi J^T\\rho$, and that neuron contributes", w["h_sliding"],
+             lhs="h^{\\mathrm{slide}}_{jk}"),
+        Step("so the residual ODE holds with $H = J J^T$ only off sliding segments; with the "
+             "sliding neurons' contributions replaced by $h^{\\mathrm{slide}}$ it holds on the "
+             "whole Filippov trajectory (checked along the integrated flow)."),
+    ], results={"h": w["h"], "h_sliding": w["h_sliding"]})
 
 
 W2H_SYMBOLS = {k: sp.Symbol(n, real=True) for k, n in
