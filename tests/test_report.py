@@ -185,3 +185,11 @@ def test_quick_report_of_all_claims_is_clean(tmp_path) -> None:
     for doc in (page, md):
         assert "../shared" not in doc and "MATH.md" not in doc and "DESIGN.md" not in doc
         assert not re.search(r"\b[Ii]ssue #?\d", doc), "the report cites an issue number"
+
+
+def test_wide_exact_numbers_shown_rounded_with_exact_form_collapsible() -> None:
+    row = sp.Matrix([[sp.Rational(10716432000 + k, 981997) for k in range(10)]])  # mutable
+    out = render.display_mathml(row, r"\alpha^T")
+    readable, full = out.split("<details>")
+    assert "&#x2248;" in readable and "10912." in readable and "981997" in full
+    assert any("\\approx" in line for line in render.display_latex(row, r"\alpha^T"))

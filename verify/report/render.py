@@ -223,8 +223,9 @@ class _Layout:
     formula (each a list of summands; the first row carries ``lhs =``), ``where`` the
     named sub-expressions ``(symbol, layout)`` shown under it."""
 
-    def __init__(self, rows: list[list[Any]], where: list[tuple[sp.Symbol, "_Layout"]]):
-        self.rows, self.where = rows, where
+    def __init__(self, rows: list[list[Any]], where: list[tuple[sp.Symbol, "_Layout"]],
+                 approx: bool = False):
+        self.rows, self.where, self.approx = rows, where, approx
 
 
 def _summands(expr: Any) -> list[Any]:
@@ -291,7 +292,7 @@ def _layout(expr: Any, budget: float = LINE_BUDGET, names: Iterable[sp.Symbol] |
     return _Layout(_pack(_summands(e), budget), where)
 
 
-def _rows_mathml(lhs_mathml: str | None, rows: list[list[Any]]) -> str:
+def _rows_mathml(lhs_mathml: str | None, rows: list[list[Any]], rel: str = "=") -> str:
     def terms(row: list[Any], first: bool) -> str:
         out = []
         for i, t in enumerate(row):
@@ -301,7 +302,7 @@ def _rows_mathml(lhs_mathml: str | None, rows: list[list[Any]]) -> str:
             else:
                 out.append(("" if (first and i == 0) else "<mo>+</mo>") + expression_mathml(t))
         return "<mrow>" + "".join(out) + "</mrow>"
-    left = f"<mrow>{lhs_mathml}</mrow><mo>=</mo>" if lhs_mathml else ""
+    left = f"<mrow>{lhs_mathml}</mrow><mo>{rel}</mo>" if lhs_mathml else ""
     if len(rows) == 1:
         return f"<mrow>{left}{terms(rows[0], True)}</mrow>"
     trs = []
@@ -312,7 +313,7 @@ def _rows_mathml(lhs_mathml: str | None, rows: list[list[Any]]) -> str:
             f'{"".join(trs)}</mtable>')
 
 
-def _rows_latex(lhs_latex: str | None, rows: list[list[Any]]) -> str:
+def _rows_latex(lhs_latex: str | None, rows: list[list[Any]], rel: str = "=") -> str:
     def terms(row: list[Any], first: bool) -> str:
         out = []
         for i, t in enumerate(row):
@@ -321,16 +322,18 @@ def _rows_latex(lhs_latex: str | None, rows: list[list[Any]]) -> str:
             else:
                 out.append(("" if (first and i == 0) else "+ ") + sp.latex(t))
         return " ".join(out)
-    left = f"{lhs_latex} = " if lhs_latex else ""
+    left = f"{lhs_latex} {rel} " if lhs_latex else ""
     if len(rows) == 1:
         return left + terms(rows[0], True)
-    lines = [(f"{lhs_latex} &= " if lhs_latex else "&") + terms(rows[0], True)]
+    lines = [(f"{lhs_latex} &{rel} " if lhs_latex else "&") + terms(rows[0], True)]
     lines += [("&\\quad " if lhs_latex else "&\\quad ") + terms(r, False) for r in rows[1:]]
     return "\\begin{aligned}" + " \\\\ ".join(lines) + "\\end{aligned}"
 
 
 def _split_eq(expr: Any, lhs: str | None) -> tuple[str | None, Any, Any]:
-    """(lhs LaTeX, lhs SymPy or None, rhs) of a step."""
+    """(lhs LaTeX, lhs SymPy or None, rhs) of a step (mutable matrices made immutable)."""
+    if isinstance(expr, sp.MatrixBase) and not isinstance(expr, sp.ImmutableMatrix):
+        expr = sp.ImmutableMatrix(expr)
     if isinstance(expr, sp.Equality) and lhs is None:
         return None, expr.lhs, expr.rhs
     return lhs, None, expr
@@ -342,6 +345,19 @@ def _flatten_where(layout: _Layout) -> list[tuple[sp.Symbol, _Layout]]:
         out.append((sym, sub))
         out += _flatten_where(sub)
     return out
+
+
+def _readable_layout(rhs: Any) -> _Layout:
+    """The layout of a wide right-hand side; a numeric one still too wide (long exact
+    rationals) is shown to 6 significant digits (the exact value is in the full form)."""
+    lay = _layout(rhs)
+    widest = max(sum(_width(t) + 2.0 for t in row) for row in lay.rows)
+    if widest > LINE_BUDGET + 20 and not getattr(rhs, "free_symbols", True):
+        approx = rhs.evalf(6)
+        if _width(approx) < widest:
+            lay = _layout(approx)
+            lay.approx = True
+    return lay
 
 
 def _is_long(lhs_tex: str | None, lhs_expr: Any, rhs: Any) -> bool:
@@ -361,8 +377,8 @@ def display_mathml(expr: Any, lhs: str | None = None) -> str:
                        if lhs_mml else expression_mathml(rhs))
     if not isinstance(rhs, sp.Basic) or not _is_long(lhs_tex, lhs_expr, rhs):
         return full
-    lay = _layout(rhs)
-    parts = [_math_block(_rows_mathml(lhs_mml, lay.rows))]
+    lay = _readable_layout(rhs)
+    parts = [_math_block(_rows_mathml(lhs_mml, lay.rows, "&#x2248;" if lay.approx else "="))]
     defs = _flatten_where(lay)
     if defs:
         items = "".join(f"<li>{_math_block(_rows_mathml(expression_mathml(sym), sub.rows), inline=True)}</li>"
@@ -381,8 +397,9 @@ def display_latex(expr: Any, lhs: str | None = None) -> list[str]:
     full = f"   $$ {(left + ' = ') if left else ''}{expression_latex(rhs)} $$"
     if not isinstance(rhs, sp.Basic) or not _is_long(lhs_tex, lhs_expr, rhs):
         return [full]
-    lay = _layout(rhs)
-    out = [f"   $$ {_rows_latex(left, lay.rows)} $$"]
+    lay = _readable_layout(rhs)
+    rel = "\\approx" if lay.approx else "="
+    out = [f"   $$ {_rows_latex(left, lay.rows, rel)} $$"]
     defs = _flatten_where(lay)
     if defs:
         out += ["", "   where"] + [f"   - $ {_rows_latex(sp.latex(sym), sub.rows)} $" for sym, sub in defs]
