@@ -31,7 +31,7 @@ __all__ = [
     "empirical_rf_kernel", "empirical_ntk_kernel", "min_norm_output_layer",
     "output_layer_gd", "output_layer_gd_closed_form", "kernel_gd_coefficients", "OutputLayerFit",
     "fit_output_layer", "AllLayerFit", "train_all_layers", "symmetric_init",
-    "trained_output_layer_values", "feature_product_moments",
+    "trained_output_layer_values", "min_norm_output_values", "feature_product_moments",
 ]
 
 INITS = ("uniform", "gaussian")
@@ -446,3 +446,32 @@ def feature_product_moments(a: np.ndarray, b: np.ndarray, w: np.ndarray, xs: Any
     mu = P @ w
     cov = (P * w) @ P.T - np.outer(mu, mu)
     return mu, cov
+
+
+def min_norm_output_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_eval: Any,
+                           replicates: int, init: str = "uniform") -> np.ndarray:
+    """The limit of GD on c only (alpha(m) = 1, c(0) = 0), i.e. the min-norm fit
+    f_m(x) = Phi(x) Phi_X^T (Phi_X Phi_X^T)^{-1} y, at ``x_eval`` for ``replicates``
+    independent draws of m i.i.d. features: an (replicates, n_eval) array.  Per draw only
+    the (s + n_eval) x s block of the feature Gram matrix is formed (O((s + n_eval) s m)
+    flops), draws batched so that a batch holds <= 2^22 feature entries; equal to
+    :func:`trained_output_layer_values` up to the GD tolerance (claim W3f)."""
+    m = require_positive_int(m, "m")
+    replicates = require_positive_int(replicates, "replicates")
+    x = as_float_array(x, "x", ndim=1, allow_empty=False)
+    y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    x_eval = as_float_array(x_eval, "x_eval", ndim=1)
+    pts = np.concatenate([x, x_eval])
+    s = x.size
+    out = np.empty((replicates, x_eval.size))
+    batch = max(1, _CHUNK // (pts.size * m))
+    for r0 in range(0, replicates, batch):
+        nb = min(batch, replicates - r0)
+        ab = sample_init(rng, nb * m, init)
+        a, b = ab[0].reshape(nb, m), ab[1].reshape(nb, m)
+        Phi = np.maximum(pts[None, :, None] * a[:, None, :] - b[:, None, :], 0.0)   # (nb, n, m)
+        G = np.matmul(Phi, Phi[:, :s, :].transpose(0, 2, 1))                        # (nb, n, s)
+        beta = np.linalg.solve(G[:, :s, :], np.broadcast_to(y, (nb, s))[..., None])
+        out[r0:r0 + nb] = (G[:, s:, :] @ beta)[..., 0]
+    return out

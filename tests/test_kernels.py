@@ -271,3 +271,35 @@ def test_assert_agrees_with_kernel_formulas():
         assert_agrees(F.rf_kernel(xs, 0.4) * (1 + 1e-8), F.rf_kernel, xs, 0.4)
     assert_agrees(F.kernel_interpolant([-0.5, 0.2], [1.0, 2.0]), F.kernel_interpolant,
                   [-0.5, 0.2], [1.0, 2.0], at=xs)
+
+
+def test_min_norm_values_equal_gd_on_output_layer():
+    """numerics.min_norm_output_values (the W3f fast path) is the limit of GD on c."""
+    x, y, xe = np.linspace(-0.9, 0.9, 6), np.array([1.0, -1.0, 0.5, 0.2, -0.3, 1.0]), np.linspace(-1, 1, 7)
+    rng = np.random.default_rng(5)
+    vals = nk.min_norm_output_values(rng, 300, x, y, xe, 2)
+    rng = np.random.default_rng(5)
+    ab = nk.sample_init(rng, 600, "uniform")
+    for r in range(2):
+        a, b = ab[0][r * 300:(r + 1) * 300], ab[1][r * 300:(r + 1) * 300]
+        fit = nk.fit_output_layer(a, b, x, y)
+        assert np.allclose(nk.features(a, b, xe) @ fit.c, vals[r], rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("init", INITS)
+def test_feature_product_moments_mean_is_the_kernel(init):
+    xs = np.array([-1.5, -0.2, 0.7])
+    a, b, w = nk.quadrature_particles(init, 2048, n_radial=3)
+    mu, cov = nk.feature_product_moments(a, b, w, xs)
+    K = F.rf_kernel(xs[:, None], xs[None, :], init=init).ravel()
+    assert np.max(np.abs(mu - K)) < 1e-5 * np.max(K)
+    assert np.all(np.linalg.eigvalsh(cov) > -1e-12)
+
+
+def test_w3f_exact_interpolant_matches_formula():
+    from verify import derived
+    alpha = np.array([float(v) for v in derived.results("W3f")["alpha_fig4"]])
+    x = np.linspace(-0.9, 0.9, 10)
+    y = np.where(np.arange(10) // 2 % 2 == 0, 1.0, -1.0)
+    f = F.kernel_interpolant(x, y)
+    assert np.allclose(f.coefficients, alpha, rtol=64 * f.condition * 2**-52, atol=0)

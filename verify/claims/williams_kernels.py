@@ -665,27 +665,41 @@ def _figures_w3e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # ==================================================================== W3f
-def _w3f_sizes(ctx: RunContext) -> tuple[list[int], int]:
-    return ([2000, 8000], 400) if ctx.quick else ([2000, 8000, 32000], 800)
+def _w3f_sizes(ctx: RunContext) -> tuple[list[int], int, int]:
+    """(widths of the trained networks, their replicates, replicates of the psi-mean test)."""
+    return ([16000], 400, 8000) if ctx.quick else ([16000, 64000], 1000, 20000)
 
 
-_W3F_EVAL = np.linspace(-1.0, 1.0, 41) + 0.0037   # avoid the data points exactly
+_W3F_EVAL = np.linspace(-1.0, 1.0, 21) + 0.0037   # avoid the data points exactly
+_PSI_WIDTH = 1000
 
 
-def _w3f_prediction(xd: np.ndarray, yd: np.ndarray, f_inf: np.ndarray, alpha: np.ndarray
-                    ) -> tuple[float, float]:
-    """tr C and tr C^2 of the covariance C(x, x') = E psi(x) psi(x') of the linearized
-    fluctuation psi = (phi(x) - beta(x)^T phi(X)) (alpha^T phi(X)) on the evaluation grid,
-    by polar quadrature particles (psi^2 has degree 4 in (a, b): exact in r)."""
+def _w3f_linearization(xd: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """beta(x) = K^{-1} k(x) on the evaluation grid and tr C, tr C^2 of the covariance
+    C(x, x') = E psi(x) psi(x') of the linearized fluctuation
+    psi = (phi(x) - beta(x)^T phi(X)) (alpha^T phi(X)), by polar quadrature particles
+    (psi^2 has degree 4 in (a, b): exact in r; angular error O(n^-2))."""
     F = _formulas()
     a, b, w = nk.quadrature_particles("uniform", 1024, n_radial=3)
     K = F.rf_kernel(xd[:, None], xd[None, :], init="uniform")
     kx = F.rf_kernel(_W3F_EVAL[:, None], xd[None, :], init="uniform")
     beta = np.linalg.solve(K, kx.T)
-    PX, Px = nk.features(a, b, xd), nk.features(a, b, _W3F_EVAL)
-    psi = (Px - beta.T @ PX) * (alpha @ PX)[None, :]
+    psi = _psi(a, b, xd, alpha, beta)
     C = (psi * w) @ psi.T
-    return float(np.trace(C)), float(np.sum(C * C))
+    return beta, float(np.trace(C)), float(np.sum(C * C))
+
+
+def _psi(a: np.ndarray, b: np.ndarray, xd: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    PX, Px = nk.features(a, b, xd), nk.features(a, b, _W3F_EVAL)
+    return (Px - beta.T @ PX) * (alpha @ PX)[None, :]
+
+
+def _ratio_test(sq: np.ndarray, trc: float, trc2: float, scale: float) -> tuple[float, bool, float, float, float]:
+    """Mean of the squared norms ``sq`` over replicates / (tr C * scale) against the
+    Satterthwaite chi-square interval; (ratio, inside, lo, hi, error/half-width)."""
+    q = float(sq.mean() / (trc * scale))
+    lo, hi = _chi2_interval(trc, trc2, sq.size, ALPHA_TEST)
+    return q, lo <= q <= hi, lo, hi, (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo)
 
 
 def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
@@ -693,8 +707,7 @@ def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
     F = _formulas()
     res = ctx.derivation().results
     rate = float(res["rate"]) if rate_override is None else rate_override
-    ms, reps = _w3f_sizes(ctx)
-    tables: list[Table] = []
+    ms, reps, psi_reps = _w3f_sizes(ctx)
     rows: list[list[Any]] = []
     sup_rows: dict[int, list[float]] = {}
     n_tests: list[int] = []
@@ -702,59 +715,82 @@ def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
     # the derived (exact, rational) Figure-4 interpolant vs the float64 formula
     alpha_exact = np.array([float(v) for v in res["alpha_fig4"]])
     f4 = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="uniform")
-    K4 = F.rf_kernel(_W3F_EVAL[:, None], FIG4_X[None, :], init="uniform")
-    exact_vals = K4 @ alpha_exact
+    exact_vals = F.rf_kernel(_W3F_EVAL[:, None], FIG4_X[None, :], init="uniform") @ alpha_exact
     e_exact = float(np.max(np.abs(f4(_W3F_EVAL) - exact_vals)) / np.max(np.abs(exact_vals)))
     subs = [SubCheck("Figure-4 interpolant: float64 formula vs the derived exact coefficients",
                      e_exact, 64 * f4.condition * EPS,
                      f"Gram solve forward error <= 64 cond eps (cond {f4.condition:.3g}); the exact "
                      "alpha = K^-1 y is rational arithmetic on the derived kernel")]
 
-    def measure(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+    def measure(dat: tuple[np.ndarray, np.ndarray]) -> list[SubCheck]:
         xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
         f = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
         f_inf = f(_W3F_EVAL)
-        trc, trc2 = _w3f_prediction(xd, yd, f_inf, f.coefficients)
-        worst, ok = 0.0, True
+        beta, trc, trc2 = _w3f_linearization(xd, f.coefficients)
         key = ",".join(f"{v:.12g}" for v in np.concatenate([xd, yd]))
+        # (1) the linearized fluctuation: means of m i.i.d. psi (exact variance law, no bias)
+        rng = ctx.rng("w3f-psi", key)
+        sq = np.empty(psi_reps)
+        per = max(1, (1 << 21) // (_PSI_WIDTH * _W3F_EVAL.size))
+        for r0 in range(0, psi_reps, per):
+            nb = min(per, psi_reps - r0)
+            a, b = nk.sample_init(rng, nb * _PSI_WIDTH, "uniform")
+            PX = nk.features(a, b, xd)
+            g = f.coefficients @ PX                       # alpha^T phi(X) per feature
+            # mean of psi = mean(phi(x) g) - beta^T mean(phi(X) g), per replicate
+            u = (PX * g).reshape(xd.size, nb, _PSI_WIDTH).mean(axis=2)
+            v = (nk.features(a, b, _W3F_EVAL) * g).reshape(_W3F_EVAL.size, nb, _PSI_WIDTH).mean(axis=2)
+            sq[r0:r0 + nb] = np.sum((v - beta.T @ u) ** 2, axis=0)
+        q1, ok1, lo1, hi1, w1 = _ratio_test(sq, trc, trc2, float(_PSI_WIDTH) ** (2 * rate))
+        rows.append([xd.size, fmt(f.condition), "psi means", _PSI_WIDTH, psi_reps, fmt(q1, 5), f"[{lo1:.4f}, {hi1:.4f}]"])
+        # (2) trained networks (the min-norm limit of GD on c)
+        w2, ok2 = 0.0, True
         for m in ms:
-            vals = nk.trained_output_layer_values(ctx.rng("w3f", key, m), m, xd, yd, _W3F_EVAL, reps)
-            mse = np.sum((vals - f_inf[None, :]) ** 2, axis=1)
-            q = float(mse.mean() / (trc * float(m) ** (2 * rate)))
-            lo, hi = _chi2_interval(trc, trc2, reps, ALPHA_TEST)
-            ok &= lo <= q <= hi
-            worst = max(worst, (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo))
-            rows.append([xd.size, fmt(f.condition), m, reps, fmt(q, 5), f"[{lo:.3f}, {hi:.3f}]"])
+            vals = nk.min_norm_output_values(ctx.rng("w3f", key, m), m, xd, yd, _W3F_EVAL, reps)
+            q, ok, lo, hi, w = _ratio_test(np.sum((vals - f_inf[None, :]) ** 2, axis=1), trc, trc2,
+                                           float(m) ** (2 * rate))
+            w2, ok2 = max(w2, w), ok2 and ok
+            rows.append([xd.size, fmt(f.condition), "trained", m, reps, fmt(q, 5), f"[{lo:.3f}, {hi:.3f}]"])
             if xd.size == FIG4_X.size and np.allclose(xd, FIG4_X):
                 sup_rows[m] = list(np.max(np.abs(vals - f_inf[None, :]), axis=1))
-        n_tests.append(len(ms))
-        return SubCheck("", worst, 1.0, "error shown: |ratio - 1| / half-width of the chi-square "
-                        "acceptance interval", passed=ok)
-    sc = for_all_instances(ctx, "trained widths m: mean |f_m - f|^2 = E psi^2 m^(2 rate)",
-                           _datasets(min_points=3, max_points=6, min_gap=0.3, x_range=(-0.95, 0.95)),
-                           measure, quick=2, full=8, pinned=[(FIG4_X, FIG4_Y)])
+        n_tests.append(1 + len(ms))
+        why = "error shown: |ratio - 1| / half-width of the chi-square acceptance interval"
+        return [SubCheck("", w1, 1.0, why, passed=ok1), SubCheck("", w2, 1.0, why, passed=ok2)]
+
+    memo: dict[bytes, list[SubCheck]] = {}
+
+    def cached(dat: tuple[np.ndarray, np.ndarray], i: int) -> SubCheck:
+        k = np.asarray(dat[0], float).tobytes() + np.asarray(dat[1], float).tobytes()
+        if k not in memo:
+            memo[k] = measure(dat)
+        return memo[k][i]
+    data = _datasets(min_points=3, max_points=6, min_gap=0.3, x_range=(-0.95, 0.95))
+    names = (f"fluctuation rate: mean of m = {_PSI_WIDTH} i.i.d. psi has E|.|^2 = E psi^2 m^(2 rate)",
+             "trained widths: mean |f_m - f|^2 = E psi^2 m^(2 rate)")
+    found = [for_all_instances(ctx, nm, data, lambda d, i=i: cached(d, i), quick=1, full=6,
+                               pinned=[(FIG4_X, FIG4_Y)]) for i, nm in enumerate(names)]
     total = sum(n_tests)
-    sc.reason = (f"{sc.reason}. Linearized fluctuation f_m - f = (1/m) sum psi_i + O(1/m), psi from the "
-                 f"derived kernel, E psi^2 by quadrature particles; per (data set, width) a "
-                 f"Satterthwaite chi-square interval at level {ALPHA_TEST:g}; {total} tests: false "
-                 f"alarm <= {total * ALPHA_TEST:.1g} per run")
-    subs.append(sc)
-    tables.append(Table("GD on c only (alpha(m) = 1, c(0) = 0, run to convergence): mean of "
-                        "sum_x |f_m(x) - f(x)|^2 over 41 points of [-1, 1], divided by the "
-                        "prediction tr C m^(2 rate)",
-                        ["points", "cond(Gram)", "m", "replicates", "ratio", "acceptance interval"], rows))
+    found[0].reason = (f"{found[0].reason}. psi from the derived kernel (alpha = K^-1 y, beta = K^-1 "
+                       f"k(x)), E psi = 0; the mean of m i.i.d. centred terms has variance E psi^2 / m "
+                       f"exactly; chi-square interval (Satterthwaite) at level {ALPHA_TEST:g} per test")
+    found[1].reason = (f"{found[1].reason}. f_m = min-norm fit (limit of GD on c from c = 0) on 21 points "
+                       f"of [-1, 1]; the O(1/m) bias (measured ~70/m on the Figure-4 data) is < 0.01 at "
+                       f"m >= 16000; {total} tests in this claim: false alarm <= {total * ALPHA_TEST:.1g} per run")
+    subs += found
+    tables = [Table("Fluctuation law on 21 points of [-1, 1]: mean over replicates of "
+                    "sum_x |.|^2 divided by the prediction tr C m^(2 rate)",
+                    ["points", "cond(Gram)", "what", "m", "replicates", "ratio", "acceptance interval"], rows)]
     med = {m: float(np.median(v)) for m, v in sup_rows.items()}
     slope = loglog_slope(list(med), list(med.values())) if len(med) >= 2 else float("nan")
-    tables.append(Table(f"Figure-4 data: sup_[-1,1] |f_m - f| (median of {reps} replicates; log-log "
-                        f"slope {slope:.3f}, predicted {rate:g})",
-                        ["m", "median sup distance", "min", "max"],
-                        [[m, fmt(med[m]), fmt(min(v)), fmt(max(v))] for m, v in sup_rows.items()]))
+    if med:
+        tables.append(Table(f"Figure-4 data: sup over the grid of |f_m - f| (median of {reps} replicates)",
+                            ["m", "median sup distance", "min", "max"],
+                            [[m, fmt(med[m]), fmt(min(v)), fmt(max(v))] for m, v in sup_rows.items()]))
     g = np.linspace(-1, 1, 401)
     return combine("Figure 4: GD on the output layer of m random uniform-init features vs the "
-                   "derived kernel interpolant: the mean squared distance follows the derived "
-                   "fluctuation law E psi^2 m^(2 rate) (rate = -1/2) at every width", subs,
-                   headline=1, tables=tables,
-                   details={"rate": rate, "sup_distance_slope_fig4": slope},
+                   "derived kernel interpolant: the fluctuation f_m - f follows the derived law "
+                   "E psi^2 m^(2 rate), rate = -1/2", subs, headline=2, tables=tables,
+                   details={"rate": rate},
                    notes=["All-layer training with alpha = sqrt(m) (the NTK limit) is not asserted "
                           "here: at widths up to 6.5e4 the lazy condition fails for the slowest "
                           "eigen-directions of K_NTK on this data (measured plateau ~0.08 of the sup "
@@ -831,8 +867,8 @@ CLAIM_W3D = Claim(
                r"$[f']_{x_j} = -\alpha_j\sigma_c^2(1+x_j^2)/4$ (uniform, $|x_j|\le1$), "
                r"$-\alpha_j\sigma_c^2/\pi$ (gaussian)."),
     check=lambda ctx: _check_w3d(ctx),
-    negative_control=lambda ctx: _check_w3d(ctx, 1 + 1e-9),
-    negative_control_description="near miss: E c^2 taken as sigma_c^2 (1 + 1e-9)",
+    negative_control=lambda ctx: _check_w3d(ctx, 1 + NEAR_MISS),
+    negative_control_description=f"near miss: E c^2 taken as sigma_c^2 (1 + {NEAR_MISS:g})",
     negative_target="uniform: K_NTK and P vs quadrature",
     figures=_figures_w3d)
 
@@ -858,9 +894,9 @@ CLAIM_W3F = Claim(
                r"$f$ the kernel interpolant, so $E|f_m(x) - f(x)|^2 = E\psi^2\,m^{-1}$: the "
                r"distance decays like $m^{-1/2}$."),
     check=lambda ctx: _check_w3f(ctx),
-    negative_control=lambda ctx: _check_w3f(ctx, -0.52),
-    negative_control_description="near miss: fluctuation rate -0.52 instead of the derived -1/2",
-    negative_target="trained widths m",
+    negative_control=lambda ctx: _check_w3f(ctx, -0.51),
+    negative_control_description="near miss: fluctuation rate -0.51 instead of the derived -1/2",
+    negative_target="fluctuation rate",
     figures=_figures_w3f, kind="numerical-evidence")
 
 CLAIMS = [CLAIM_W3A, CLAIM_W3B, CLAIM_W3C, CLAIM_W3D, CLAIM_W3E, CLAIM_W3F]
