@@ -61,8 +61,10 @@ def run_instability(params: dict[str, Any], profile: str, seed: int):
                             "loss_convention": params["loss_convention"],
                             "noise": "projected (P_{E^G} xi, as from an SI initialization)",
                             "runs": []}
-    fig, ax = new_figure(len(schemes), 1, width=4.4)
-    ax = np.atleast_1d(ax)
+    teachers = list(dict.fromkeys(params["teachers"]))
+    fig, ax = new_figure(len(schemes), len(teachers), width=4.0, height=2.8)
+    ax = np.asarray(ax).reshape(len(teachers), len(schemes))
+    eps_plot = epss[int(np.argmin(np.abs(np.log10(epss) + 7)))]   # the one nearest 1e-7
     cases = [(tk, int(n)) for tk in params["teachers"] for n in params["Ns"]]
     for tk, N in cases:
         teacher = fixed_teacher(str(tk), str(params["unit"]), G)
@@ -90,10 +92,14 @@ def run_instability(params: dict[str, Any], profile: str, seed: int):
                        "growth_rate_second_half": _growth_rate(t, v),
                        "max_rmd2_unperturbed": float(base.max())}
                 data["runs"].append(row)
-                ax[j].semilogy(t, np.maximum(v, 1e-40), label=f"{tk}, N = {N}, eps = {eps:g}")
-            ax[j].semilogy(t, np.maximum(base, 1e-40), ":", lw=0.8, color="gray")
-            ax[j].set_title(f"{sc}: RMD$^2$ to $E^G$ (dotted: unperturbed)", fontsize=9)
-            ax[j].set_xlabel("t = step / N"), ax[j].legend(fontsize=6)
+                if eps == eps_plot:
+                    a_ = ax[teachers.index(tk), j]
+                    line, = a_.semilogy(t, np.maximum(v, 1e-40), label=f"N = {N}")
+                    a_.semilogy(t, np.maximum(base, 1e-40), ":", lw=0.8, color=line.get_color())
+                    a_.set_title(f"{sc}, {tk} teacher, eps = {eps:g} (dotted: eps = 0)",
+                                 fontsize=8)
+                    a_.set_xlabel("t = step / N"), a_.set_ylabel(r"RMD$^2$ to $E^G$")
+                    a_.legend(fontsize=6)
     amp = [r["amplification"] for r in data["runs"]]
     data["summary"] = {
         "min_amplification": float(np.nanmin(amp)), "max_amplification": float(np.nanmax(amp)),
