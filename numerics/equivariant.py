@@ -218,6 +218,13 @@ class UVUnit:
         return np.concatenate([du, dv], axis=1)
 
 
+def _require_positive_finite(v, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
+            or not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
+    return float(v)
+
+
 def model_output(unit: Unit, x: np.ndarray, theta: np.ndarray,
                  weights: np.ndarray | None = None) -> np.ndarray:
     """Phi_mu(x) = sum_i w_i sigma_*(x, theta_i) (uniform weights by default): (B, dY)."""
@@ -227,8 +234,22 @@ def model_output(unit: Unit, x: np.ndarray, theta: np.ndarray,
 def _average(v: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """sum_i w_i v[:, i, :] via one batched BLAS product (much faster than .mean(axis=1))."""
     if weights is None:
-        weights = np.full(v.shape[1], 1.0 / v.shape[1])
+        weights = _uniform(v.shape[1])
     return np.matmul(weights, v)
+
+
+_UNIFORM: dict[int, np.ndarray] = {}
+
+
+def _uniform(n: int) -> np.ndarray:
+    """The uniform weights 1/n (cached: the SGD loop needs them every step)."""
+    w = _UNIFORM.get(n)
+    if w is None:
+        if len(_UNIFORM) > 64:
+            _UNIFORM.clear()
+        w = _UNIFORM[n] = np.full(n, 1.0 / n)
+        w.setflags(write=False)
+    return w
 
 
 def symmetrized_output(unit: Unit, group: GroupAction, x: np.ndarray, theta: np.ndarray,
@@ -247,6 +268,7 @@ def make_teacher(kind: str, unit: Unit, group: GroupAction, rng: np.random.Gener
     |G| n_particles particles); ``SI`` = the arbitrary ones projected onto E^G."""
     require_choice(kind, "teacher kind", TEACHERS)
     n_particles = require_positive_int(n_particles, "n_particles (teacher width)")
+    _require_positive_finite(scale, "scale (teacher entries' standard deviation)")
     base = scale * rng.standard_normal((n_particles, unit.dim_z))
     if kind == "arbitrary":
         return base
@@ -263,6 +285,7 @@ def init_particles(kind: str, n: int, unit: Unit, group: GroupAction,
     |G|); ``SI`` = i.i.d. draws projected onto E^G."""
     require_choice(kind, "initialization", ("iid", "orbit", "SI"))
     n = require_positive_int(n, "N (number of particles)")
+    _require_positive_finite(std, "std (initial entries' standard deviation)")
     if kind == "orbit":
         if n % group.order:
             raise ValueError(f"an orbit initialization needs N divisible by |G| = "
@@ -404,9 +427,11 @@ def _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise, 
         Ec = rng_noise.standard_normal((m, n_noise, D)) if config.beta > 0 else None
         Gc = (rng_group.integers(0, group.order, size=(m, config.batch))
               if scheme == "da_random" else None)
+        # teacher labels for the whole chunk in one product (the student's are per step)
+        Yc = model_output(unit, Xc.reshape(-1, unit.dim_x), teacher).reshape(m, n_draw, -1)
         for j in range(m):
             x = Xc[j]
-            y = model_output(unit, x, teacher)
+            y = Yc[j]
             if orbit_closed_data:
                 x, y = _stack_orbit(group, x, y)
             grad = _gradient(scheme, unit, group, theta, x, y, None if Gc is None else Gc[j])
@@ -472,6 +497,13 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     Returns ``(basis of the final E_j, iterates, converged)``."""
     from numerics.transport import rmd as _rmd
     n_particles = require_positive_int(n_particles, "n_particles")
+    max_iter = require_positive_int(max_iter, "max_iter")
+    _require_positive_finite(std, "std")
+    for name, v in (("rmd_threshold", rmd_threshold), ("eigen_threshold", eigen_threshold)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) \
+                or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
+    require_choice(scheme, "scheme", ("vanilla", "da_orbit"))
     D = unit.dim_z
     basis = np.zeros((D, 0))
     iterates: list[HeuristicIterate] = []

@@ -10,8 +10,9 @@ Instances (groups, units, particle systems, widths) are drawn by Hypothesis
 Sizes.  Exactness statements (M1a, M1b, the finite-N identities of M1c/M1d) hold to
 rounding at any size.  The N-trends use the reference experiment (C_2 swap, logistic unit,
 alpha = 50, tau = 1e-4, batch 20, X ~ N(0, 16 I), students N(0, 1/16), N T steps of size
-alpha/N): the FULL profile uses the paper's horizon T = 20 and N in {5, 10, 50, 100, 500,
-1000, 5000}; the QUICK profile uses T = 2 and N in {10, 20, 50, 100, 200}.
+alpha/N) at T = 2: the QUICK profile uses N in {10, 20, 50, 100, 200} (4 replicates),
+the FULL profile N up to the paper's 5000 (see FULL).  The paper's horizon T = 20 is
+reproduced by the experiment ``maass-rmd``.
 """
 from __future__ import annotations
 
@@ -70,7 +71,11 @@ class TrendSettings:
 
 
 QUICK = TrendSettings(Ns=(10, 20, 50, 100, 200), T=2.0, replicates=4)
-FULL = TrendSettings(Ns=(5, 10, 50, 100, 500, 1000, 5000), T=20.0, replicates=3)
+#: the full profile extends N to the paper's 5000 at the quick horizon: the cost of a run
+#: is ~ N^2 T exp-evaluations (B |G| N dY per step, N T steps), so the paper's T = 20 at
+#: N = 5000 alone costs ~1 h on 2 cores; the paper horizon is reproduced by the
+#: experiment ``maass-rmd``, the claims test the N-dependence
+FULL = TrendSettings(Ns=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000), T=2.0, replicates=4)
 
 
 def settings(ctx_or_profile) -> TrendSettings:
@@ -127,7 +132,7 @@ def _example(i: int) -> tuple[str, GroupAction, Any, float]:
 
 
 def _reps(s: TrendSettings, N: int) -> int:
-    return s.replicates if N <= 1000 else 1
+    return s.replicates if N <= 1000 else (2 if N <= 2000 else 1)
 
 
 def _slope(Ns, vals) -> float:
@@ -757,13 +762,20 @@ _instances_si = st.tuples(st.sampled_from([0, 1, 2, 3, 6, 8]), st.sampled_from([
 M1D_OFFSET = 2e-12
 
 
+#: relative distance to E^G of the twin run that measures the transversal growth factor
+TWIN_OFFSET = 1e-14
+
+
 def _si_exact(inst, T: float, offset: float = 0.0) -> SubCheck:
     """Max distance to E^G along a noiseless FA / full-orbit DA run from an SI init.
 
     Tolerance: each update rounds at ~eps max|theta| (a few operations: 4 eps), and a
     deviation from E^G injected at one step is amplified by at most the transversal growth
     factor Gamma of the run, measured on a twin run started 1e-8 off E^G; so the distance
-    stays <= 4 eps steps max(1, Gamma) (relative)."""
+    stays <= 4 eps steps max(1, Gamma) (relative).  The twin starts TWIN_OFFSET off E^G
+    (small, so that growth factors up to ~1e13 are measured before saturating at O(1)).
+    Where E^G is strongly unstable (large steps alpha/N) the bound is honest but loose:
+    exactness is then not observable in float64."""
     k, scheme, teacher_kind, N, seed = inst
     name, G, u, alpha = _example(k)
     rng = np.random.default_rng(seed)
@@ -771,9 +783,9 @@ def _si_exact(inst, T: float, offset: float = 0.0) -> SubCheck:
     th0 = init_particles("SI", N, u, G, rng)
     kick = rng.standard_normal(th0.shape)
     kick -= G.project(kick)
-    kick *= 1e-8 * np.abs(th0).max() / max(float(np.abs(kick).max()), 1e-300)
+    kick *= TWIN_OFFSET * np.abs(th0).max() / max(float(np.abs(kick).max()), 1e-300)
     if offset:
-        th0 = th0 + kick * (offset / 1e-8)
+        th0 = th0 + kick * (offset / TWIN_OFFSET)
     steps = min(EXACT_STEPS, max(1, int(N * T)))
     cfg = SGDConfig(steps=steps, beta=0.0, alpha=alpha)
     rec = max(1, steps // 10)
@@ -790,8 +802,8 @@ def _si_exact(inst, T: float, offset: float = 0.0) -> SubCheck:
     return SubCheck(name, dist, tol,
                     f"{name}, {scheme}, {teacher_kind} teacher, N = {N}, {steps} steps: the "
                     f"field maps E^G into itself (derived); rounding 4 eps per step amplified "
-                    f"by the transversal growth Gamma = {gamma:.3g} of a twin run started 1e-8 "
-                    "off E^G: 4 eps steps max(1, Gamma), at least 1e-12")
+                    f"by the transversal growth Gamma = {gamma:.3g} of a twin run started "
+                    f"{TWIN_OFFSET:g} off E^G: 4 eps steps max(1, Gamma), at least 1e-12")
 
 
 def instability_probe(N: int = 10, eps: float = 1e-7, T: float = 20.0, seed: int = 0,
@@ -835,7 +847,7 @@ def _check_m1d(ctx: RunContext, offset: float = 0.0, trend_teacher: str = "WI") 
     sc2, fit2 = _plateau_subcheck("arbitrary teacher: vanilla leaves E^G", s.Ns, arb["samples"],
                                   0.05)
     sub.append(sc2)
-    probe = instability_probe(10, 1e-7, s.T, ctx.seed)
+    probe = instability_probe(10, 1e-7, 20.0, ctx.seed)
     trow = [[tk, "vanilla", *[fmt(v) for v in d["rmd_to_EG"]], f"{f.slope:.3g} +- {f.se:.2g}"]
             for tk, d, f in ((trend_teacher, tr, fit), ("arbitrary", arb, fit2))]
     prow = [[sc_, fmt(r["unperturbed"]), fmt(r["initial"]), fmt(r["perturbed"]),
