@@ -109,6 +109,7 @@ class _Printer(MathMLPresentationPrinter):
         table = dom.createElement("mtable")
         table.setAttribute("columnalign", "left left")
         table.setAttribute("displaystyle", "true")
+        table.setAttribute("class", "cases")
         for value, cond in expr.args:
             tr = dom.createElement("mtr")
             td = dom.createElement("mtd")
@@ -284,7 +285,9 @@ def _layout(expr: Any, budget: float = LINE_BUDGET, names: Iterable[sp.Symbol] |
             cands.append(term)
         if not cands:
             break
-        fitting = [s for s in cands if _width(s) <= budget]
+        # name the widest part that fits on a line, or a sum (its definition is broken
+        # over lines in turn): few, large names read better than many small ones
+        fitting = [s for s in cands if _width(s) <= budget or isinstance(s, sp.Add)]
         sub = max(fitting or cands, key=_width)
         sym = next(names)
         where.append((sym, _layout(sub, budget, names, depth + 1)))
@@ -664,7 +667,7 @@ figure{margin:1rem 0}figure img{max-width:100%}figcaption{font-style:italic;font
 .note{border-left:4px solid #e0a000;padding:.3rem .8rem;background:#fff8e6}
 section.claim{border-top:2px solid #ddd;margin-top:2rem}
 math[display=block]{margin:.4rem 0;overflow-x:auto;overflow-y:hidden;padding:.2rem 0;max-width:100%}
-mtd{text-align:left}mtable.lines>mtr>mtd:first-child{text-align:right}
+mtable.cases>mtr>mtd,mtable.lines>mtr>mtd{text-align:left}mtable.lines>mtr>mtd:first-child{text-align:right}
 math{font-family:"STIX Two Math","Latin Modern Math","Cambria Math","DejaVu Math TeX Gyre",math}
 .longexpr{margin:.3rem 0}.where ul{margin:.2rem 0;list-style:none;padding-left:1.5rem}
 .where li{margin:.3rem 0}
