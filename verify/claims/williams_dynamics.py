@@ -314,28 +314,38 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
     te = np.linspace(0, T, 21)
     info: dict[str, Any] = {}
 
-    def measure(inst) -> SubCheck:
+    cache: dict[bytes, Any] = {}
+
+    def pair(inst):
+        """Full flow, reduced flow (derived metric) on the same output times, up to 0.9 of
+        the first collapse time: at |(a, b)| = 0 the map pi is singular (the reduced flow's
+        angular rate G^-1_thth ~ delta / r^2 blows up for delta > 0)."""
         (a, b, c), (x, y) = inst
-        full = N.gradient_flow(a, b, c, x, y, "m", te)
-        r0, th0, dl = (np.atleast_1d(v) for v in canonical_from_full(a, b, c))
-        red = N.reduced_flow(r0, th0, dl, x, y, te, inverse_metric=_metric(wrong))
-        keep = np.all(np.hypot(full.state[:, 0], full.state[:, 1]) > 0, axis=0)
-        rf, tf, _ = canonical_from_full(full.state[:, 0][:, keep], full.state[:, 1][:, keep],
-                                        full.state[:, 2][:, keep])
-        err = float(max(np.max(np.abs(rf - red.state[:, 0][:, keep])) / np.max(np.abs(rf)),
-                        np.max(np.abs(_wrap(tf - red.state[:, 1][:, keep])))))
-        same, ev_dt = _match_events([e for e in full.events if e[1] != "collapse"], red.events)
-        info.setdefault("events", []).append((len(full.events), same, ev_dt))
+        key = b"".join(np.ascontiguousarray(v).tobytes() for v in (a, b, c, x, y))
+        if key not in cache:
+            full = N.gradient_flow(a, b, c, x, y, "m", te)
+            t_c = min([e[0] for e in full.events if e[1] == "collapse"], default=np.inf)
+            te_i = te[te <= 0.9 * t_c]
+            r0, th0, dl = (np.atleast_1d(v) for v in canonical_from_full(a, b, c))
+            red = N.reduced_flow(r0, th0, dl, x, y, te_i, inverse_metric=_metric(wrong))
+            ev_full = [e for e in full.events if e[0] <= te_i[-1]]
+            cache.clear()
+            cache[key] = (full.state[:te_i.size], red, ev_full, t_c)
+        return cache[key]
+
+    def measure(inst) -> SubCheck:
+        fstate, red, _, t_c = pair(inst)
+        rf, tf, _ = canonical_from_full(fstate[:, 0], fstate[:, 1], fstate[:, 2])
+        err = float(max(np.max(np.abs(rf - red.state[:, 0])) / np.max(np.abs(rf)),
+                        np.max(np.abs(_wrap(tf - red.state[:, 1])))))
+        info.setdefault("collapse_times", []).append(t_c)
         return SubCheck("flows", err, 1e-8, "both flows DOP853 at rtol 1e-12 with located "
                         "events; error accumulation over ~1e3 steps and ~10 events stays < 1e-9")
 
     def measure_events(inst) -> SubCheck:
-        (a, b, c), (x, y) = inst
-        full = N.gradient_flow(a, b, c, x, y, "m", te)
-        r0, th0, dl = (np.atleast_1d(v) for v in canonical_from_full(a, b, c))
-        red = N.reduced_flow(r0, th0, dl, x, y, te, inverse_metric=_metric(wrong))
-        same, ev_dt = _match_events(full.events, red.events)
-        return SubCheck("events", ev_dt, 1e-7, f"{len(full.events)} events; an event time moves "
+        _, red, ev_full, _ = pair(inst)
+        same, ev_dt = _match_events(ev_full, red.events)
+        return SubCheck("events", ev_dt, 1e-7, f"{len(ev_full)} events; an event time moves "
                         "by (state error ~1e-11) / (normal speed |du/dt|, down to ~1e-3 at "
                         "grazing crossings)", passed=same and ev_dt <= 1e-7)
 
@@ -344,7 +354,8 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
         lambda z: (z[0], z[1], 1.5 * np.where(np.abs(z[2]) < 0.05, 0.5, z[2]))),
         datasets_1d(3, 6, 0.1, x_range=(-1.0, 1.0)))
     s_flow = for_all_instances(ctx, f"max deviation of pi(z(t)) from the reduced flow with the "
-                               f"derived metric (relative r, absolute theta), t in [0, {T:g}]",
+                               f"derived metric (relative r, absolute theta), t in [0, {T:g}] "
+                               "(or 0.9 x the first collapse |(a, b)| = 0)",
                                inst, measure, quick=2, full=10)
     s_ev = for_all_instances(ctx, "switching events of both flows: same events, max time "
                              "difference", inst, measure_events, quick=2, full=10)
@@ -382,7 +393,11 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
         SubCheck("adaptive regime: fitted slope of the distance to the particle-plane flow vs delta "
                  "(expect -2)", abs(sa + 2.0), 0.15, "derived: G^-1 = delta diag(1, 1/r^2) + "
                  "diag(2 r^2, 1) / delta + ...: relative field error O(delta^-2)"),
-    ], details={"kernel_slope": sk, "adaptive_slope": sa},
+    ], details={"kernel_slope": sk, "adaptive_slope": sa,
+                "collapse_times": info.get("collapse_times", []),
+                "scope": "pi is singular at |(a, b)| = 0, which a neuron with delta > 0 can reach "
+                         "in finite time (then it stays there under ReLU'(0) = 0): the "
+                         "correspondence is checked up to 0.9 of the first such time"},
         tables=[Table("Kernel regime (delta -> -inf), horizon T0/|delta|, T0 = 2",
                       ["delta", "max |theta(T) - theta(0)|", "x delta^2"], kern_rows),
                 Table("Adaptive regime (delta -> +inf): full flow at T0/delta vs particle-plane "
