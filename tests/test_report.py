@@ -193,3 +193,20 @@ def test_wide_exact_numbers_shown_rounded_with_exact_form_collapsible() -> None:
     readable, full = out.split("<details>")
     assert "&#x2248;" in readable and "10912." in readable and "981997" in full
     assert any("\\approx" in line for line in render.display_latex(row, r"\alpha^T"))
+
+
+def test_no_typed_text_as_sympy_symbols() -> None:
+    """Derivation steps use real SymPy objects, not text typed into a Symbol name
+    (``Symbol("|x~|")`` or ``Symbol("R_DA - R_FA")`` render as italic garbage): use
+    Function/Derivative/Abs, or put the words in the step's prose or its ``lhs``."""
+    from verify.claims import all_claims
+    suspicious = re.compile(r"[/()|~=\[\];<>,]|\s")
+    found = []
+    for c in all_claims():
+        for i, step in enumerate(c.derivation().steps, 1):
+            if step.expr is None or isinstance(step.expr, str) or not hasattr(step.expr, "atoms"):
+                continue
+            names = sorted(s.name for s in step.expr.atoms(sp.Symbol) if suspicious.search(s.name))
+            if names:
+                found.append(f"{c.id} step {i}: {names}")
+    assert not found, "\n".join(found)
