@@ -372,3 +372,20 @@ def test_cli_check_json_refused_before_work(tmp_path, bad):
     r = _cli("check", "W2a", "--json", path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "id " not in r.stdout  # no check ran
+
+
+@needs_cli
+def test_cli_report_marker_round_trip(fake_registry, tmp_path, monkeypatch, capsys):
+    from verify.cli import main
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "rep"
+    assert main(["report", "--only", "T0a", "--out", str(out)]) in (0, 1)
+    assert read_marker(out)["state"] == "complete" and (out / "report.md").is_file()
+    assert main(["report", "--only", "T0a", "--out", str(out)]) in (0, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+    (out / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(["report", "--only", "T0a", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "notes.txt" in err
+    assert (out / "notes.txt").read_text() == "mine"
