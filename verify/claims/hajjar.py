@@ -83,7 +83,7 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
     q = k * res.a ** 2 - np.einsum("tij,tij->ti", res.B, res.B)
     drift = float(np.abs(q - q[0]).max())
     sym_zero = all(sp.simplify(e) == 0 for e in der.results["integrand"]) if k == 1 else \
-        all(sp.simplify(e) == 0 for e in der.results["wrong_integrand"])
+        all(sp.simplify(e) == 0 for e in dh.balance_law(2).wrong_integrand)
     gd_gap = tl.balance_gap(gd.a, gd.B) - tl.balance_gap(gd.snapshots[0][0], gd.snapshots[0][1])
     losses = [fmt(_norm_target_grad(d, d_H)(res.a[i], res.B[i])[0]) for i in (0, 10, 20)]
     subs = [
