@@ -92,9 +92,11 @@ def test_short_expression_is_one_math_element() -> None:
     assert out.count("<math") == 1 and "<details>" not in out
 
 
-def test_latex_conversion_failure_fails_the_build() -> None:
+@pytest.mark.parametrize("text", [r"$a^b^c$ is a double superscript",
+                                  r"an unknown macro $\foo x$"])
+def test_latex_conversion_failure_fails_the_build(text: str) -> None:
     with pytest.raises(render.ReportRenderError, match="LaTeX to MathML"):
-        render._text_html(r"$f''^2$ is a double superscript")
+        render._text_html(text)
 
 
 @pytest.mark.parametrize("text,problem", [
@@ -210,3 +212,8 @@ def test_no_typed_text_as_sympy_symbols() -> None:
             if names:
                 found.append(f"{c.id} step {i}: {names}")
     assert not found, "\n".join(found)
+
+
+def test_primes_before_a_superscript_convert() -> None:
+    out = render._text_html(r"norm $\int f''^2/\omega\,dx + \tfrac4{\sigma^2}$")
+    assert "<merror" not in out and "<math" in out

@@ -424,6 +424,9 @@ def _mathml_from_latex(tex: str, display: bool, where: str = "text") -> str:
     """latex2mathml conversion; a failure (unsupported macro, unbalanced braces) or a
     result holding an ``merror`` element fails the build."""
     from latex2mathml.converter import convert
+    # TeX reads f''^2 as f^{\prime\prime 2}; latex2mathml rejects it as a double
+    # superscript: group the primes with their base first ({f''}^2 renders the same)
+    tex = re.sub(r"([A-Za-z])('+)\^", r"{\1\2}^", tex)
     try:
         out = convert(tex, display="block" if display else "inline")
     except Exception as exc:
