@@ -405,7 +405,7 @@ def display_latex(expr: Any, lhs: str | None = None) -> list[str]:
     out = [f"   $$ {_rows_latex(left, lay.rows, rel)} $$"]
     defs = _flatten_where(lay)
     if defs:
-        out += ["", "   where"] + [f"   - $ {_rows_latex(sp.latex(sym), sub.rows)} $" for sym, sub in defs]
+        out += ["", "   where"] + [f"   - $$ {_rows_latex(sp.latex(sym), sub.rows)} $$" for sym, sub in defs]
     return out + ["", "   <details><summary>full expression</summary>", "", full, "", "   </details>"]
 
 
