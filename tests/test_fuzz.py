@@ -834,6 +834,7 @@ CLAIM_IDS = ["T0a", "T0b", "ZZ9", "", "t0a"]
 OUT_POOL = ["OUT", "FILE", "FOREIGN", "", "/proc/x", "/", "."]
 JSON_POOL = ["OUT.json", "", "DIRX", "/proc/x/e.json", "sub/dir/e.json"]
 SEED_POOL = ["0", "1", "-1", "x", "1e3", "99999999999999999999", "0-2", "3-1", "1,2", ""]
+SWEEP_POOL = ["m=1,2", "m=", "zz=1,2", "deltas=1,2", "m=1,1", "T=0.5,nan", "m", "eta=0.1,0.2"]
 SET_POOL = ["m=5", "m=-5", "m", "m=1e30", "T=nan", "T=0.5", "zz=1", "=", "s=0", "delta=inf",
             "deltas=1,,2", "eta=1e9"]
 
@@ -857,6 +858,10 @@ def _cli_argv(draw) -> list[str]:
         argv += draw(st.sampled_from([["--list"], ["toy-a"], ["toy-b"], ["nope"], []]))
         for s in draw(st.lists(st.sampled_from(SET_POOL), max_size=3)):
             argv += ["--set", s]
+        if draw(st.integers(0, 3)) == 0:
+            argv += ["--sweep", draw(st.sampled_from(SWEEP_POOL))]
+            if draw(st.booleans()):
+                argv += ["--metric", draw(st.sampled_from(["value", "nope", ""]))]
         if draw(st.booleans()):
             argv += ["--out", draw(st.sampled_from(OUT_POOL))]
     if cmd in ("check", "report", "experiment") and draw(st.booleans()):
