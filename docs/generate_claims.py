@@ -62,17 +62,22 @@ def _derived_lines(claim_id: str) -> list[str]:
             f"check reads and the mutation harness perturbs): {names or 'none'}"]
 
 
+def _plain(s: str) -> str:
+    """Run-time text as Markdown text: brackets escaped (no accidental links)."""
+    return _one_line(s).replace("[", "\\[").replace("]", "\\]")
+
+
 def _evidence_lines(ev: dict[str, Any] | None) -> list[str]:
     if not ev:
         return []
     out = [f"- **Check** ({ev.get('profile', '?')} profile, seed {ev.get('seed', '?')}): "
-           f"{_one_line(ev.get('compared', ''))}"]
+           f"{_plain(ev.get('compared', ''))}"]
     subs = (ev.get("details") or {}).get("subchecks") or []
     if not subs:
-        out.append(f"  - tolerance {ev.get('tolerance')}: {_one_line(ev.get('tolerance_reason', ''))}")
+        out.append(f"  - tolerance {ev.get('tolerance')}: {_plain(ev.get('tolerance_reason', ''))}")
     for s in subs:
-        out.append(f"  - *{_one_line(s.get('name', ''))}*: tolerance {s.get('tolerance'):.3g}, "
-                   f"because {_one_line(s.get('reason', ''))}")
+        out.append(f"  - *{_plain(s.get('name', ''))}*: tolerance {s.get('tolerance'):.3g}, "
+                   f"because {_plain(s.get('reason', ''))}")
     return out
 
 

@@ -147,7 +147,7 @@ def test_errata_entries(entry: str) -> None:
 
 
 # ---------------------------------------------------------------------------- links, paths
-_LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
+_LINK = re.compile(r"(?<!\\)\]\(([^)#\s]+)(#[^)]*)?\)")
 
 
 @pytest.mark.parametrize("path", [README, *sorted(DOCS.glob("*.md"))],
