@@ -163,10 +163,9 @@ def _is_legacy_report(d: Path) -> bool:
 
 
 def _write_marker(directory: Path, state: str) -> None:
-    data: dict[str, Any] = {"tool": _TOOL, "format": MARKER_FORMAT, "state": state}
-    if state == "staging":
-        data.update(pid=os.getpid(), host=socket.gethostname())
-    else:
+    data: dict[str, Any] = {"tool": _TOOL, "format": MARKER_FORMAT, "state": state,
+                            "pid": os.getpid(), "host": socket.gethostname()}
+    if state != "staging":
         data["files"] = _entries(directory)
     tmp = directory / (MARKER + ".partial")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -313,9 +312,9 @@ def recover_interrupted(target: str | Path) -> list[str]:
         m = read_marker(p)
         if m is None:
             continue
-        if m.get("state") == "staging" and m.get("host") == socket.gethostname() \
-                and isinstance(m.get("pid"), int) and _pid_alive(m["pid"]):
-            continue  # a run in progress
+        if m.get("host") == socket.gethostname() and isinstance(m.get("pid"), int) \
+                and _pid_alive(m["pid"]):
+            continue  # a run in progress (possibly between its marker and its swap)
         if m.get("state") == "staging" and m.get("host") != socket.gethostname():
             continue  # another machine's run: cannot tell whether it is alive
         shutil.rmtree(p)
