@@ -63,6 +63,20 @@ def _pair(x: Any, xp: Any) -> tuple[np.ndarray, np.ndarray]:
     return x, xp
 
 
+def _from_mp(v: Any) -> Any:
+    """mpf scalars / object arrays of mpf (as ``verify.testing`` passes them) -> float64:
+    the mpmath paths take float64 inputs exactly."""
+    if isinstance(v, mpmath.mpf):
+        return float(v)
+    if isinstance(v, np.ndarray) and v.dtype == object and all(isinstance(t, mpmath.mpf) for t in v.ravel()):
+        return v.astype(np.float64)
+    return v
+
+
+def _mp_pair(x: Any, xp: Any) -> tuple[np.ndarray, np.ndarray]:
+    return _pair(_from_mp(x), _from_mp(xp))
+
+
 def _sigma(sigma_c: Any) -> float:
     sc = as_float_array(sigma_c, "sigma_c (the standard deviation of the output weights c)")
     if sc.ndim != 0:
@@ -250,7 +264,7 @@ def _rf_kernel(x: Any, xp: Any, init: str = "uniform") -> np.ndarray | float:
 
 
 def _rf_kernel_mp(x: Any, xp: Any, init: str = "uniform", dps: int = 30) -> Any:
-    x, xp = _pair(x, xp)
+    x, xp = _mp_pair(x, xp)
     init = _init(init)
     return _mp_grid(lambda p, q: _mp_value("rf", init, p, q), (x, xp), dps)
 
@@ -263,7 +277,7 @@ def _active_probability(x: Any, xp: Any, init: str = "uniform") -> np.ndarray | 
 
 
 def _active_probability_mp(x: Any, xp: Any, init: str = "uniform", dps: int = 30) -> Any:
-    x, xp = _pair(x, xp)
+    x, xp = _mp_pair(x, xp)
     init = _init(init)
     return _mp_grid(lambda p, q: _mp_value("prob", init, p, q), (x, xp), dps)
 
@@ -282,7 +296,7 @@ def _ntk_kernel(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0) ->
 
 
 def _ntk_kernel_mp(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0, dps: int = 30) -> Any:
-    x, xp = _pair(x, xp)
+    x, xp = _mp_pair(x, xp)
     init = _init(init)
     sc = _sigma(sigma_c)
     return _mp_grid(lambda p, q: _mp_ntk(init, p, q, mpmath.mpf(sc)), (x, xp), dps)
@@ -338,7 +352,7 @@ def _rkhs_weight(x: Any, init: str = "uniform") -> np.ndarray | float:
 
 
 def _rkhs_weight_mp(x: Any, init: str = "uniform", dps: int = 30) -> Any:
-    xv = as_float_array(x, "x")
+    xv = as_float_array(_from_mp(x), "x")
     fn = derived.lambdified("W3e", f"omega_{_init(init)}", dk.x, modules="mpmath")
     return _mp_grid(fn, (xv,), dps)
 
