@@ -11,7 +11,7 @@ from derivations import maass as dm
 from numerics.equivariant import (DivergenceError, HiddenLayerUnit, LinearUnit, LogisticUnit,
                                   SGDConfig, TanhUnit, UVUnit, _gradient, _stack_orbit,
                                   discover_fixed_space, init_particles, make_teacher,
-                                  model_output, scheme_gradient, symmetrized_output, train)
+                                  model_output, scheme_gradient, train)
 from numerics.groups import (c2_swap, c2_swap_uv, cyclic_network_action, cyclic_shifts,
                              permutation_action, sign_flips, symmetric_group_matrices,
                              uv_action)

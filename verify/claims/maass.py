@@ -16,7 +16,7 @@ reproduced by the experiment ``maass-rmd``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_ac
                              cyclic_shifts, permutation_action, sign_flips, uv_action,
                              symmetric_group_matrices)
 from numerics.rng import make_rng
-from numerics.transport import rmd, second_moment, w2_squared_uniform
+from numerics.transport import second_moment, w2_squared_uniform
 from verify import derived
 from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
 from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, loglog_slope
