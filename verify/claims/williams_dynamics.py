@@ -344,10 +344,16 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
 
     def measure_events(inst) -> SubCheck:
         _, red, ev_full, _ = pair(inst)
-        same, ev_dt = _match_events(ev_full, red.events)
-        return SubCheck("events", ev_dt, 1e-7, f"{len(ev_full)} events; an event time moves "
-                        "by (state error ~1e-11) / (normal speed |du/dt|, down to ~1e-3 at "
-                        "grazing crossings)", passed=same and ev_dt <= 1e-7)
+        # exits from sliding are where a one-sided normal velocity crosses 0, possibly
+        # arbitrarily slowly: their times are ill-conditioned, so compare up to the first
+        t_cut = min([e[0] for e in ev_full + red.events if e[1] == "unslide"], default=np.inf)
+        e1 = [e for e in ev_full if e[0] < t_cut - 1e-6]
+        e2 = [e for e in red.events if e[0] < t_cut - 1e-6]
+        same, ev_dt = _match_events(e1, e2)
+        return SubCheck("events", ev_dt, 1e-7, f"{len(e1)} events (crossings and slides up to "
+                        "the first exit from sliding); an event time moves by (state error "
+                        "~1e-11) / (normal speed |du/dt|, down to ~1e-3 at grazing crossings)",
+                        passed=same and ev_dt <= 1e-7)
 
     # c bounded away from 0 so that every particle has r != 0 (an angle to compare)
     inst = st.tuples(relu1d_networks(4, 12, "uniform", min_norm=0.05).map(
@@ -358,7 +364,8 @@ def _w2c(ctx: RunContext, wrong: bool) -> Outcome:
                                "(or 0.9 x the first collapse |(a, b)| = 0)",
                                inst, measure, quick=2, full=10)
     s_ev = for_all_instances(ctx, "switching events of both flows: same events, max time "
-                             "difference", inst, measure_events, quick=2, full=10)
+                             "difference (up to the first exit from sliding)", inst,
+                             measure_events, quick=2, full=10)
     m2, s2 = (8, 4) if ctx.quick else (20, 6)
     rng2 = ctx.rng("w2c-regimes")
     xr, yr = _data_rng(rng2, s2)
