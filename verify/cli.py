@@ -190,7 +190,10 @@ class _Display:
                 text.append(part[0], style=part[1] if self.out.is_terminal else None)
             else:
                 text.append(part)
-        self.out.print(text)
+        if self._progress is not None and self.out.is_terminal:
+            self._progress.console.print(text)  # above the bar, on the same screen
+        else:
+            self.out.print(text)
 
     def log(self, message: str) -> None:
         """A progress line on stderr, for log files (the bar shows it on a terminal)."""
