@@ -217,3 +217,12 @@ def test_no_typed_text_as_sympy_symbols() -> None:
 def test_primes_before_a_superscript_convert() -> None:
     out = render._text_html(r"norm $\int f''^2/\omega\,dx + \tfrac4{\sigma^2}$")
     assert "<merror" not in out and "<math" in out
+
+
+def test_negative_control_margin_is_the_targeted_subcheck() -> None:
+    sec = _section()
+    sec.claim.negative_target = "rate"
+    sec.negative.details = {"subchecks": [
+        {"name": "closed form", "error": 1e-20, "tolerance": 1e-12, "passed": True},
+        {"name": "rate vs N", "error": 0.5, "tolerance": 0.25, "passed": False}]}
+    assert render._neg_verdict(sec) == "fails (x2)"

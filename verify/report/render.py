@@ -469,11 +469,32 @@ def _margin(ev: Any) -> str:
     return f"x{fmt(r, 2)}" if r == r else "-"
 
 
+def _neg_margin(sec: "ClaimSection") -> str:
+    """error/tolerance of the sub-check the negative control targets (``negative_target``,
+    a name or name prefix), else of its worst sub-check, else of its headline."""
+    neg = sec.negative
+    subs = [d for d in ((getattr(neg, "details", None) or {}).get("subchecks") or [])
+            if isinstance(d, dict) and "error" in d and "tolerance" in d]
+    target = getattr(sec.claim, "negative_target", "") or ""
+    hit = [d for d in subs if target and str(d.get("name", "")).startswith(target)]
+
+    def ratio(d: dict) -> float:
+        try:
+            r = float(d["error"]) / float(d["tolerance"])
+        except (TypeError, ValueError, ZeroDivisionError):
+            return float("inf")
+        return r if r == r else float("inf")
+    pick = max(hit or subs, key=ratio, default=None)
+    if pick is None:
+        return _margin(neg)
+    return _margin(type("E", (), {"error": pick["error"], "tolerance": pick["tolerance"]})())
+
+
 def _neg_verdict(sec: "ClaimSection") -> str:
     if sec.negative is None:
         return "-"
     verdict = "fails" if not sec.negative.passed else "DID NOT FAIL"
-    return f"{verdict} ({_margin(sec.negative)})"
+    return f"{verdict} ({_neg_margin(sec)})"
 
 
 def _sensitivity(sec: "ClaimSection") -> str:
@@ -527,8 +548,8 @@ def _summary_columns(sections: list["ClaimSection"]) -> tuple[list[str], list[li
 
 
 SUMMARY_NOTE = ("*negative control*: the same check on a deliberately wrong variant must fail; "
-                "the factor is its error/tolerance. *sensitivity*: the smallest relative "
-                "perturbation e -> e(1+eps)+eps of a derived result that the check detects "
+                "the factor is error/tolerance of the sub-check it targets. *sensitivity*: "
+                "the smallest relative perturbation e -> e(1+eps)+eps of a derived result that the check detects "
                 "(`python -m verify mutate`).")
 
 
