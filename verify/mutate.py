@@ -152,6 +152,7 @@ def formula_mutants(claim_ids: Sequence[str]) -> list[Mutant]:
 def run_mutant(m: Mutant, eps: float, profile: str = "quick", seed: int = 0) -> tuple[bool, str]:
     """Run the claim's check under mutant ``m`` at ``eps``; (caught, how)."""
     from verify.claims import get
+    from verify.claims._helpers import no_shrinking
     from verify.formulas._base import perturbed_output
     claim = get(m.claim_id)
     if m.kind == "derived":
@@ -160,7 +161,7 @@ def run_mutant(m: Mutant, eps: float, profile: str = "quick", seed: int = 0) -> 
         ctx = derived.overridden(m.claim_id, d)
     else:
         ctx = perturbed_output(m.path[0], 1 + eps)
-    with ctx:
+    with ctx, no_shrinking():
         try:
             ev = claim.run(profile, seed)
         except Exception as exc:

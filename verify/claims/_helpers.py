@@ -110,6 +110,30 @@ def _describe(instance: Any) -> Any:
     return repr(instance)
 
 
+_SHRINK_BUDGET = 25  # measure calls spent shrinking after the first failure
+_SHRINKING = [True]
+
+
+class no_shrinking:
+    """Within the block, :func:`for_all_instances` reports the first failing instance
+    without shrinking it (the mutation harness: a mutant only needs to be caught)."""
+
+    def __enter__(self) -> None:
+        self._prev = _SHRINKING[0]
+        _SHRINKING[0] = False
+
+    def __exit__(self, *exc: Any) -> None:
+        _SHRINKING[0] = self._prev
+
+
+def _key(instance: Any) -> bytes:
+    import pickle
+    try:
+        return pickle.dumps(instance)
+    except Exception:  # an unpicklable instance: its repr
+        return repr(instance).encode()
+
+
 def for_all_instances(ctx: RunContext, name: str, strategy: Any,
                       measure: Callable[[Any], SubCheck], *, quick: int = 5, full: int = 25,
                       pinned: Sequence[Any] = ()) -> SubCheck:
@@ -122,7 +146,9 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     no example database).  When an instance fails, Hypothesis shrinks it (not in the
     negative control, which is expected to fail) and the returned sub-check carries the
     minimal counterexample and its error in ``.counterexample``; an exception raised by
-    ``measure`` counts as a failure with its message.
+    ``measure`` counts as a failure with its message.  Shrinking spends at most
+    ``_SHRINK_BUDGET`` further measurements; after that, only instances already seen
+    to fail are run again (so Hypothesis's final replay is consistent).
     """
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
@@ -146,7 +172,10 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
             last_failure.append((inst, sc))
 
     if not last_failure:
-        phases = [Phase.generate] if ctx.negative_control else [Phase.generate, Phase.shrink]
+        shrink = _SHRINKING[0] and not ctx.negative_control
+        phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+        failing: set[bytes] = set()
+        after_failure = [0]
         seed_int = int(ctx.rng("hypothesis", name).integers(0, 2**63 - 1))
 
         @hseed(seed_int)
@@ -155,10 +184,19 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
                   print_blob=False, report_multiple_bugs=False)
         @given(strategy)
         def _property(instance: Any) -> None:
+            from hypothesis import reject
+            if last_failure:
+                key = _key(instance)
+                if after_failure[0] >= _SHRINK_BUDGET:
+                    if key in failing:
+                        raise AssertionError("known failing instance")
+                    reject()
+                after_failure[0] += 1
             sc = run_one(instance)
             records.append((instance, sc))
             if not sc.ok():
                 last_failure.append((instance, sc))
+                failing.add(_key(instance))
                 raise AssertionError(sc.reason)
 
         try:
