@@ -54,7 +54,7 @@ class BalanceLaw:
 
 
 def balance_law(k: int = 1, d: int = 3) -> BalanceLaw:
-    """Particle flow da/dt = E[r sigma(b.x)], db/dt = a E[r sigma'(b.x) x] (MATH.md H.1).
+    """Particle flow da/dt = E[r sigma(b.x)], db/dt = a E[r sigma'(b.x) x] (docs/conventions.md, section 2).
     Pointwise in (x, r), with a generic sigma: d/dt a^2 = 2 a r sigma(z) and
     d/dt |b|^2 = 2 sum_i b_i a r d sigma(b.x)/d b_i = 2 a r z sigma'(z), z = b.x; then
     sigma = max(z, 0)^k (Euler: z sigma' = k sigma for z != 0) makes
@@ -141,7 +141,7 @@ def _close_moments(e: sp.Expr, a, b, r, x, n: int) -> sp.Expr:
 def odd_target_dynamics(n: int = 2) -> OddTargetDerivation:
     """H1c.  Notation: g = E[r x] = E[f* x] - E[x x^T] w (residual correlation), v = v_rho,
     q = |w*|^2, V = E a_0^2 + v_b, w(0) = 0, M_0 = v_b I, A_0 = E a_0^2.  The moment ODE
-    is derived in dimension ``n`` from the particle velocities (MATH.md H.1)."""
+    is derived in dimension ``n`` from the particle velocities (docs/conventions.md, section 2)."""
     z = sp.Symbol("z", real=True, nonzero=True)
     relu = lambda u: sp.Max(u, 0)  # noqa: E731
     rd = sign_cases(relu(z) - relu(-z) - z, z)
@@ -250,7 +250,7 @@ def reduction_identity() -> sp.Expr:
     """u . g x for u = (cos th U_H, sin th U_perp), x = |x| (cos ph e_H, sin ph e_perp),
     averaged over g in O(H) x O(H^perp): only R = U_H . g e_H and S = U_perp . g e_perp
     enter, so E_g relu(u . g x) = |x| E relu(cos th cos ph R + sin th sin ph S)."""
-    R, S, nx = sp.symbols("R S |x|", real=True)
+    R, S, nx = sp.symbols("R S n_x", real=True)  # n_x = |x|
     u = sp.Matrix([sp.cos(theta) * R, sp.sin(theta) * S])
     xx = nx * sp.Matrix([sp.cos(phi), sp.sin(phi)])
     return sp.expand((u.T * xx)[0])
@@ -380,7 +380,7 @@ def haar_relu_average(k: int) -> tuple[sp.Expr, sp.Symbol, sp.Symbol]:
 
 # ---------------------------------------------------------------------------- H1g/H1h
 def reduced_velocity_field() -> dict:
-    """The (c, theta) field of the 1-D reduction from the particle flow (MATH.md H.1).
+    """The (c, theta) field of the 1-D reduction from the particle flow (docs/conventions.md, section 2).
 
     A neuron b = rho (cos theta e_H + sin theta e_perp) in the plane spanned by its H and
     H^perp parts.  For the O(H) x O(H^perp)-invariant measure of H1e the potential
@@ -506,10 +506,10 @@ def derive_h1c() -> Derivation:
              lhs=r"\dot M_{1\cdot}"),
         Step(r"Isotropic data ($g = v(w^* - w)$), $w(0)=0$, $M_0 = v_b I$, $A_0 = E a_0^2$: on the "
              r"ray $w = s w^*$, $M = v_b I + \mu e e^\top$, $A = A_0 + \alpha$ the off-ray part of "
-             r"the field vanishes (sum of absolute values: " + sp.latex(o.ray["off_ray"]) + r"), "
+             r"the field vanishes (sum of absolute values: $" + sp.latex(o.ray["off_ray"]) + r"$), "
              r"$\dot\mu = \dot\alpha$ =", o.ray["dalpha_dt"]),
         Step(r"so $\mu = \alpha$, and $\dot s$ =", o.ray["ds_dt"]),
-        Step(r"Separating $d\alpha/ds$ = " + sp.latex(o.ray["dalpha_ds"]) + " gives",
+        Step(r"Separating $d\alpha/ds = " + sp.latex(o.ray["dalpha_ds"]) + "$ gives",
              o.invariant, lhs=r"\alpha(s)"),
         Step("hence", o.speed, lhs=r"\dot s"),
         Step(r"Asymptotic exponential rate of $|w - w^*| = |w^*|(1-s)$:", o.rate_inf,
@@ -518,12 +518,12 @@ def derive_h1c() -> Derivation:
              r"bound $|w-w^*|\le|w^*|e^{-Vv t/4}$ holds, but the true asymptotic rate is larger "
              r"(by the factor $\sqrt{1+16q/V^2}$).", o.rate_bound, lhs=r"\lambda_{\rm bound}"),
         Step(r"Exact time to reach the fraction $s$ (antiderivative checked by differentiation: "
-             r"residual $=$ " + sp.latex(o.antiderivative_check) + "):", o.time_to_reach,
+             r"residual $= " + sp.latex(o.antiderivative_check) + "$):", o.time_to_reach,
              lhs="t(s)"),
         Step(r"Inverting ($F(u) = F(1) - vt/4$, isolate the square root, square, drop the root "
              r"$u = 0$) gives the remaining fraction $u = 1 - s$ in closed form (check "
-             r"$t(1 - u(t)) - t$ at a rational point: " + sp.latex(sp.Float(o.inverse_check, 3))
-             + "):", o.remaining, lhs="1 - s(t)"),
+             r"$t(1 - u(t)) - t$ at a rational point: $" + sp.latex(sp.Float(o.inverse_check, 3))
+             + "$):", o.remaining, lhs="1 - s(t)"),
     ]
     return Derivation(steps, {"ode_w": o.ode_w, "ode_M": o.ode_M, "ode_A": o.ode_A,
                               "speed": o.speed, "rate_inf": o.rate_inf,

@@ -2,13 +2,13 @@
 
 Random-feature kernel K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+] and the NTK
 K_NTK = K_RF + sigma_c^2 (1 + x x') P(a x > b, a x' > b) for the two initializations of
-MATH.md W.3 ("uniform": (a, b) ~ U([-1, 1]^2); "gaussian": (a, b) ~ N(0, I_2)), the RKHS
+docs/conventions.md, section 1 ("uniform": (a, b) ~ U([-1, 1]^2); "gaussian": (a, b) ~ N(0, I_2)), the RKHS
 weight omega(x) = int |a|^3 p_0(a, a x) da, the second-derivative identity
 d^2/dx^2 K_RF(x, x') = omega(x) |x - x'| / 2, the cubic-spline structure of the uniform-init
 interpolant with its END CONDITIONS, and the kinks of NTK interpolants.
 
 Everything is DERIVED here from the defining integrals (SymPy only).  How the integrals are
-organized (the pitfall of MATH.md W.3: a naive 2-D integration over R^2 returns a wrong
+organized (the pitfall of docs/conventions.md, section 1: a naive 2-D integration over R^2 returns a wrong
 value for the gaussian kernel):
 
 * uniform: split by the sign of a.  For a > 0 the product is nonzero iff
@@ -161,7 +161,7 @@ def derive_gaussian() -> GaussianKernels:
     radial_p = sp.integrate(_r * dens_r, (_r, 0, sp.oo))
     ang_rf = sp.expand(sp.integrate(sp.cos(_th) * sp.cos(_th - phi), (_th, phi - sp.pi / 2, sp.pi / 2)))
     ang_p = sp.integrate(sp.Integer(1), (_th, phi - sp.pi / 2, sp.pi / 2))
-    nx, nxp = sp.symbols("|x~| |x~'|", positive=True)
+    nx, nxp = sp.symbols(r"n_{x} n_{x'}", positive=True)  # the norms |x~|, |x~'|
     rf_angle = sp.factor(nx * nxp * radial_rf * ang_rf)
     prob_angle = sp.factor(radial_p * ang_p)
     # coordinates: |x~||x~'| cos(phi) = 1 + x x', |x~||x~'| sin(phi) = |x - x'| (2-D cross product)
@@ -380,7 +380,7 @@ def derive_w3c() -> Derivation:
              sp.Eq(sp.Integral(_r**3 * sp.exp(-_r**2 / 2) / (2 * sp.pi), (_r, 0, sp.oo)), g.radial_rf, evaluate=False)),
         Step("Both cosines are positive on the arc $\\theta\\in(\\varphi-\\pi/2, \\pi/2)$; angular factor:",
              sp.Eq(sp.Integral(sp.cos(th) * sp.cos(th - phi), (th, phi - sp.pi / 2, sp.pi / 2)), g.angular_rf, evaluate=False)),
-        Step("Arc-cosine kernel (Cho & Saul order 1):", g.rf_angle, lhs="K_{RF}"),
+        Step(r"Arc-cosine kernel (Cho & Saul order 1), with $n_x = |\tilde x|$, $n_{x'} = |\tilde x'|$:", g.rf_angle, lhs="K_{RF}"),
         Step("In coordinates $|\\tilde x||\\tilde x'|\\cos\\varphi = 1+xx'$, "
              "$|\\tilde x||\\tilde x'|\\sin\\varphi = |x-x'|$ (2-D cross product), so "
              "$\\varphi = \\operatorname{atan2}(|x-x'|, 1+xx')$ and", g.rf, lhs="K_{RF}"),

@@ -1,5 +1,5 @@
 """Symbolic identities of Maass Martinez & Fontbona (2024) for finite groups acting by
-permutations (MATH.md section M; claims M1a-M1e).  ``DERIVATIONS`` maps each claim id to
+permutations (docs/conventions.md, section 3; claims M1a-M1e).  ``DERIVATIONS`` maps each claim id to
 the function building its :class:`~derivations.base.Derivation` (report steps and the
 named results its check evaluates).
 
@@ -359,7 +359,7 @@ def derive_m1c() -> Derivation:
              "$q = \\frac1{|G|}\\sum_g \\hat\\rho_g^T a_g = Q_G\\Phi_\\mu(x)$.  The DA "
              "integrand $\\frac1{|G|}\\sum_g \\frac12|a_g - \\hat\\rho_g y|^2$ minus the FA "
              "integrand $\\frac12|q - y|^2$, for $C_2$ (expanded):",
-             _Eq(sp.Symbol("R_DA - R_FA"), gap2)),
+             gap2, lhs=r"R^{DA} - R^{FA}"),
         Step("equals the orbit variance $V = \\frac1{2|G|}\\sum_g |\\hat\\rho_g^T a_g - q|^2$ "
              "(a square, independent of $y$): $R^{DA} - R^{FA} - V$ expands to",
              _Eq(sp.Symbol("Delta_C2"), id2)),
@@ -382,7 +382,7 @@ def derive_m1c() -> Derivation:
              "$c_2 = |c|^2$, $m_c = \\bar z\\cdot c$:",
              _Eq(sp.Symbol("RMD^2"), rmd_sq)),
     ]
-    steps.insert(0, Step("Distance between particle measures (MATH.md M.1): "
+    steps.insert(0, Step("Distance between particle measures (docs/conventions.md, section 3): "
                          "$\\mathrm{RMD} = \\sqrt{W_2^2 / (2(m_2(\\mu) + m_2(\\nu)))}$ "
                          "$\\in [0, 1]$ (since $|a - b|^2 \\le 2|a|^2 + 2|b|^2$):",
                          _Eq(sp.Symbol("RMD"), rmd_def)))
@@ -452,7 +452,7 @@ def derive_m1d() -> Derivation:
         Step("its component orthogonal to $E^G$, $(I - P_{E^G})V$, simplifies to",
              _Eq(sp.Symbol("V_perp"), trans)),
         Step("and $V - P_{E^G}\\nabla_z\\sigma_*(x, z)^T r$ to",
-             _Eq(sp.Symbol("V - P grad"), diff)),
+             diff, lhs=r"V - P_{E^G}\nabla_z\sigma_*(x, z)^T r"),
         Step("The penalty $\\tau\\nabla r(z) = 2\\tau z$ lies in $E^G$ too.  Full-orbit DA "
              "has the same field when $\\Phi$ is equivariant (SI/WI particles).  So noiseless "
              "FA and full-orbit DA keep particles in $E^G$ exactly in exact arithmetic; "
@@ -501,12 +501,12 @@ def derive_m1e() -> Derivation:
              "$M_g - I$; for the reference $C_2$ action $M_P = P \\otimes P$ an orthonormal "
              "basis (columns, $z$ row-major) is", _Eq(sp.Symbol("B_C2"), b2)),
         Step("and $B B^T$ equals the Haar average $P_{E^G} = \\frac12(I + M_P)$:",
-             _Eq(sp.Symbol("B B^T - P_E"), sp.simplify(b2 * b2.T - P2))),
+             sp.simplify(b2 * b2.T - P2), lhs=r"B B^T - P_{E^G}"),
         Step("$C_3$ on $3\\times 3$ parameters ($M_S = S\\otimes S$): the circulants,",
              _Eq(sp.Symbol("B_C3"), b3)),
         Step("The paper's $(u, v)$ unit under $C_2$ ($M_P = \\mathrm{diag}(P, P)$):",
              _Eq(sp.Symbol("B_uv"), buv)),
-        Step("Heuristic (MATH.md M1e): $E_0 = \\{0\\}$; initialize SI on $E_j$, train freely, "
+        Step("Heuristic (claim M1e): $E_0 = \\{0\\}$; initialize SI on $E_j$, train freely, "
              "measure $\\mathrm{RMD}(\\nu_T, P_{E_j}\\#\\nu_T)$; if it exceeds a threshold, "
              "enlarge $E_j$ by the escape directions.  It never uses $M_g$; with symmetric "
              "data the drift at $E_j \\subseteq E^G$ lies in $E^G$ (M1d), so only fluctuations "

@@ -1,5 +1,5 @@
 """Mean-field dynamics of shallow univariate ReLU networks (Williams et al. 2019,
-claims W2a..W2h; conventions MATH.md W.1/W.2): canonical map and its fibres, the
+claims W2a..W2h; conventions docs/conventions.md, section 1): canonical map and its fibres, the
 invariant delta, the metric relating the full and the reduced flow, the potential and its
 radial/angular components, the jump at a region boundary, the tangent kernel of the
 residual ODE and the attractor/repulsor condition.
@@ -43,7 +43,7 @@ def relu(z: sp.Expr) -> sp.Expr:
 
 
 def lifted(xx: sp.Expr) -> sp.Matrix:
-    """x~ = (x, -1) (MATH.md W.1)."""
+    """x~ = (x, -1) (docs/conventions.md, section 1)."""
     return sp.Matrix([xx, -1])
 
 

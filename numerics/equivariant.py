@@ -1,13 +1,13 @@
 """Jointly equivariant units and noisy SGD for the four training schemes of Maass Martinez
 & Fontbona (2024): vanilla, data augmentation (DA), feature averaging (FA) and equivariant
-architectures (EA) (MATH.md M.1; claims M1a-M1e).
+architectures (EA) (docs/conventions.md, section 3; claims M1a-M1e).
 
 Units map inputs x (B, dX) and particles theta (N, D) to sigma_*(x_b, theta_i), shape
 (B, N, dY), and provide the vector-Jacobian product
 ``vjp(x, theta, c)[i] = (1/B) sum_b grad_z sigma_*(x_b, theta_i)^T c_b``, which is all the
 SGD step (1) of the paper needs for the quadratic loss l(y, y') = |y - y'|^2 / 2.
 
-Noisy SGD (MATH.md M.1, s = alpha / N, r(z) = |z|^2):
+Noisy SGD (docs/conventions.md, section 3, s = alpha / N, r(z) = |z|^2):
     theta_i <- theta_i - s (vjp_i + tau grad r(theta_i)) + sqrt(2 beta s) xi_i
 Schemes:
 - ``vanilla``: the batch (X_b, Y_b) as drawn;
@@ -353,7 +353,7 @@ def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarr
     """The data term of one SGD direction of ``scheme`` (``vanilla``, ``da_random`` with
     the group indices ``gidx`` per sample, ``da_orbit`` or ``fa``) for the batch (x, y),
     before the penalty: (1/B) sum_b grad_z sigma_*(x_b, theta_i)^T (model - y_b) per
-    particle, with the scheme's model and data (MATH.md M.1)."""
+    particle, with the scheme's model and data (docs/conventions.md, section 3)."""
     require_choice(scheme, "scheme", ("vanilla", "da_random", "da_orbit", "fa"))
     theta = as_float_array(theta, "theta (particles)", ndim=2)
     x = as_float_array(x, "x (inputs)", ndim=2)
@@ -458,7 +458,7 @@ def _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise, 
 
 
 # ----------------------------------------------------------------------------------------
-# the E^G discovery heuristic (MATH.md M1e)
+# the E^G discovery heuristic (claim M1e)
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HeuristicIterate:
@@ -478,7 +478,7 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
                          max_iter: int = 8, std: float = STUDENT_STD,
                          scheme: str = "vanilla"
                          ) -> tuple[np.ndarray, list[HeuristicIterate], bool]:
-    """Data-driven discovery of E^G (MATH.md M1e): E_0 = {0}; initialize N particles SI on
+    """Data-driven discovery of E^G (claim M1e): E_0 = {0}; initialize N particles SI on
     E_j (i.i.d. N(0, std^2) coordinates in an orthonormal basis of E_j), train freely
     (vanilla noisy SGD on the data, which must be G-symmetric for E^G to be the answer),
     and measure the escape RMD(nu_T, P_{E_j} # nu_T).  If it exceeds ``rmd_threshold``,

@@ -1,5 +1,5 @@
 """Exact O((m + s) log(m + s)) kernels for the univariate ReLU network of Williams et al.
-(NeurIPS 2019), MATH.md W.1 (issue 7):
+(NeurIPS 2019), docs/conventions.md, section 1:
 
     f_z(x) = (1 / alpha) * sum_i c_i (a_i x - b_i)_+ ,   L(z) = 1/2 sum_j (f_z(x_j) - y_j)^2 .
 
@@ -279,7 +279,7 @@ def _forward_sorted_xs(a, b, c, xs, alpha) -> tuple[np.ndarray, np.ndarray]:
 
 def forward_sorted(a, b, c, x, alpha_value) -> np.ndarray:
     """f_z(x_j) = (1/alpha) sum_i c_i (a_i x_j - b_i)_+ for all samples in
-    O((m + s) log(m + s)) (MATH.md W.1; kink convention ReLU(0) = 0, exact sign)."""
+    O((m + s) log(m + s)) (docs/conventions.md, section 1; kink convention ReLU(0) = 0, exact sign)."""
     a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
     order, xs = _sort_samples(x)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -294,7 +294,7 @@ def forward_sorted(a, b, c, x, alpha_value) -> np.ndarray:
 
 def loss_and_grad_sorted(a, b, c, x, y, alpha_value
                          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """``(L, (dL/da, dL/db, dL/dc))`` for L = 1/2 sum_j (f_z(x_j) - y_j)^2 (MATH.md W.1)
+    """``(L, (dL/da, dL/db, dL/dc))`` for L = 1/2 sum_j (f_z(x_j) - y_j)^2 (docs/conventions.md, section 1)
     in O((m + s) log(m + s)); ReLU'(0) = 0 at a kink (exact sign of a_i x_j - b_i)."""
     a, b, c, x, y, alpha = _validate(a, b, c, x, alpha_value, y)
     order, xs = _sort_samples(x)

@@ -1,5 +1,5 @@
 """A leaner loss-and-gradient step for the bias-free two-layer ReLU network of Hajjar &
-Chizat (MATH.md H.1; issue 7 prototype for ``numerics.twolayer``):
+Chizat (docs/conventions.md, section 2; prototype for ``numerics.twolayer``):
 
     f(x) = (1/m) sum_j a_j relu(b_j . x),   L(a, B) = 1/2 sum_i w_i (f(x_i) - y_i)^2,
 

@@ -1,5 +1,5 @@
 """Finite groups acting orthogonally on X, Y and Z (Maass Martinez & Fontbona 2024,
-MATH.md section M.1; claims M1a-M1e).
+docs/conventions.md, section 3; claims M1a-M1e).
 
 A :class:`GroupAction` stores, for every element g of a finite group G, three orthogonal
 matrices: rho_g on X = R^dX, rho^_g on Y = R^dY and M_g on Z = R^D (parameters are flat
@@ -7,7 +7,7 @@ vectors; a matrix parameter z in R^{dY x dX} is flattened row-major).  The norma
 Haar measure of a finite group is the uniform measure, so every Haar average is a plain
 mean over the |G| elements.
 
-Objects provided (MATH.md M.1):
+Objects provided (docs/conventions.md, section 3):
 - ``P_{E^G} = (1/|G|) sum_g M_g`` (:meth:`GroupAction.projector`), an orthonormal basis of
   the fixed space ``E^G`` (:meth:`GroupAction.fixed_space_basis`);
 - ``mu^G = (1/|G|) sum_g M_g # mu`` (:meth:`GroupAction.symmetrize_measure`) and

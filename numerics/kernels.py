@@ -11,7 +11,7 @@ claims W3a-W3f), independent of the SymPy derivations:
   the s x s reduction, and the min-norm solution;
 - training all layers with alpha(m) = sqrt(m) (uses ``numerics.relu1d.loss_and_grad``).
 
-Inits (MATH.md W.3): "uniform": (a, b) ~ U([-1, 1]^2); "gaussian": (a, b) ~ N(0, I_2).
+Inits (docs/conventions.md, section 1): "uniform": (a, b) ~ U([-1, 1]^2); "gaussian": (a, b) ~ N(0, I_2).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (docs/conventions-mapping.md).
 
 Hajjar & Chizat (2023), Figure 3 and the d = 40 sweep.  The suite fixes the data law
-rho = N(0, I_d / d) (E|x|^2 = 1, MATH.md H.1); the authors' code draws rho = N(0, I_d)
+rho = N(0, I_d / d) (E|x|^2 = 1, docs/conventions.md, section 2); the authors' code draws rho = N(0, I_d)
 (E|x|^2 = d).  The predictor and the target |x_H| are 1-homogeneous in x, so with
 E|x|^2 = s the population loss is s times the suite's, the gradient field is s times the
 suite's, and a gradient flow (or GD) run for time t at data scale s is the suite's run for

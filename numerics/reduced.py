@@ -1,5 +1,5 @@
 """The one-dimensional reduced dynamics of Hajjar & Chizat (2023), Thm 4.3 / Figure 3
-(MATH.md H1e, H1g, H1h): target f*(x) = |x_H|, dim H = d_H, data rho = N(0, I_d / d).
+(claim H1e, H1g, H1h): target f*(x) = |x_H|, dim H = d_H, data rho = N(0, I_d / d).
 
 Kernel.  phi~(theta; phi) = E[relu(cos(theta) cos(phi) R + sin(theta) sin(phi) S)], R and S
 independent first coordinates of Unif(S^{d_H-1}) and Unif(S^{d-d_H-1}) (density of a first
@@ -14,7 +14,7 @@ coordinate of Unif(S^{k-1}) proportional to (1 - r^2)^{(k-3)/2}).  Computed by
 The theta-derivative is computed the same way.  Accuracy ~1e-14 (see tests/test_reduced.py).
 
 Dynamics.  The weight-position discretization tau^{+-} = (1/m) sum_j c_j delta_{theta_j}
-(eps_j = +-1 the sign of the output weight), MATH.md H1g:
+(eps_j = +-1 the sign of the output weight), claim H1g:
     dc_j/dt = 2 eps_j c_j G(theta_j),  dtheta_j/dt = eps_j G'(theta_j),
     G(theta) = E_phi[(cos phi - f~(phi)) phi~(theta; phi)],  f~(phi) = (1/m) sum_j eps_j c_j phi~(theta_j; phi),
 where phi = phi_x (cos^2 phi ~ Beta(d_H/2, (d-d_H)/2), E|x|^2 = 1, |x| independent of phi_x).
@@ -184,7 +184,7 @@ def _validate_angles(theta, phi):
 
 
 def phi_tilde(theta, phi, d: int, d_H: int) -> np.ndarray:
-    """phi~(theta; phi) (Hajjar & Chizat 2023, Thm 4.3; MATH.md H1e), vectorized."""
+    """phi~(theta; phi) (Hajjar & Chizat 2023, Thm 4.3; claim H1e), vectorized."""
     d, d_H = validate_dims(d, d_H)
     th, ph = _validate_angles(theta, phi)
     return _phi_parts(th, ph, d, d_H, derivative=False)
@@ -419,7 +419,7 @@ def reduced_velocity(eps: np.ndarray, c: np.ndarray, G: np.ndarray, dG: np.ndarr
 def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *,
                 record_every: int = 100, snapshot_every: int = 0,
                 fisher_rao_sign: float = 1.0, velocity=None) -> ReducedRun:
-    """Forward Euler with step ``step`` (MATH.md H1g); angles folded into [0, pi/2].
+    """Forward Euler with step ``step`` (claim H1g); angles folded into [0, pi/2].
     ``fisher_rao_sign = -1`` flips the mass update (a deliberately wrong variant for
     negative controls).  ``velocity(eps, c, G, dG) -> (dc/dt, dtheta/dt)`` replaces
     :func:`reduced_velocity` (e.g. a field lambdified from a derivation).  Raises

@@ -1,5 +1,5 @@
 """The Monte Carlo discretization of the Figure-3 reduced dynamics used by Hajjar & Chizat
-(2023) for their published run (MATH.md H1g), written from the equations of their
+(2023) for their published run (claim H1g), written from the equations of their
 notebook, in the suite's units (data E|x|^2 = 1; numerics.paper_units converts).
 
 numerics.reduced integrates the weight-position dynamics

@@ -1,5 +1,5 @@
 """Shallow univariate ReLU networks and their training dynamics (Williams et al. 2019,
-claims W2a..W2h; conventions MATH.md W.1/W.2).
+claims W2a..W2h; conventions docs/conventions.md, section 1).
 
 Network (W.1)::
 
@@ -11,7 +11,7 @@ Network (W.1)::
 
 Convention at a kink: ReLU'(0) = 0, i.e. a sample exactly on a knot (a_i x_j - b_i == 0)
 is INACTIVE for the gradient (its value contribution is 0 either way).  The sorted
-O((m+s) log(m+s)) engine ``numerics.fast1d`` (issue 7) follows the same convention.
+O((m+s) log(m+s)) engine ``numerics.fast1d`` follows the same convention.
 
 Public API
 ----------
@@ -96,7 +96,7 @@ _N_PROBES = 8     # switching values checked at 8 points of every solver step
 # --------------------------------------------------------------------------- basics
 def normalize_alpha(alpha: float | str, m: int) -> float:
     """alpha(m) as a float: a positive number, or ``"1"`` (1), ``"sqrt"`` (sqrt(m)),
-    ``"m"`` (m) (MATH.md W.1)."""
+    ``"m"`` (m) (docs/conventions.md, section 1)."""
     if isinstance(alpha, str):
         table = {"1": 1.0, "sqrt": float(np.sqrt(m)), "m": float(m)}
         if alpha not in table:
@@ -183,7 +183,7 @@ def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | s
 # --------------------------------------------------------------------------- dispatch
 def _fast():
     try:
-        from numerics import fast1d  # noqa: PLC0415  (optional engine, issue 7)
+        from numerics import fast1d  # noqa: PLC0415  (optional engine)
     except ImportError:
         return None
     if not all(hasattr(fast1d, n) for n in ("forward_sorted", "loss_and_grad_sorted", "in_exact_range")):
@@ -647,7 +647,7 @@ def _canon(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def canonical_forward(r: Any, theta: Any, x: Any) -> np.ndarray:
-    """f~_w(x) = (1/m) sum_i r_i <x~, d(theta_i)>_+ with x~ = (x, -1) (MATH.md W.2)."""
+    """f~_w(x) = (1/m) sum_i r_i <x~, d(theta_i)>_+ with x~ = (x, -1) (docs/conventions.md, section 1)."""
     r, theta = _canon(r, theta)
     x, _ = _data(x)
     u = np.multiply.outer(x, np.cos(theta)) - np.sin(theta)

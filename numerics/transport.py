@@ -1,5 +1,5 @@
 """Exact 2-Wasserstein distance between uniform particle measures, and the relative
-measure distance RMD of Maass Martinez & Fontbona (2024) (MATH.md M.1; claims M1c-M1e).
+measure distance RMD of Maass Martinez & Fontbona (2024) (docs/conventions.md, section 3; claims M1c-M1e).
 
 For mu = (1/N) sum_i delta_{a_i} and nu = (1/N) sum_j delta_{b_j} the optimal coupling
 is a permutation (Birkhoff-von Neumann), so W_2^2 = min_sigma (1/N) sum_i |a_i - b_sigma(i)|^2

@@ -1,5 +1,5 @@
 """The bias-free two-layer ReLU network with mean-field scaling (Hajjar & Chizat 2023,
-MATH.md H.1; claims H1a-H1e, H1h):
+docs/conventions.md, section 2; claims H1a-H1e, H1h):
 
     f(x) = (1/m) sum_j a_j relu(b_j . x),   a in R^m, B = (b_j) in R^{m x d}.
 
@@ -8,7 +8,7 @@ Loss on a weighted sample (x_i, y_i, w_i) (weights default 1/n, i.e. the empiric
     L(a, B) = 1/2 sum_i w_i (f(x_i) - y_i)^2.
 
 :func:`loss_and_grad` returns the exact gradient of L (with the 1/m of the model); the
-mean-field particle velocity is ``-m * grad`` (MATH.md H.1), so gradient descent with
+mean-field particle velocity is ``-m * grad`` (docs/conventions.md, section 2), so gradient descent with
 learning rate ``m * eta`` is the forward-Euler scheme of the mean-field flow with time
 step ``eta``.  All m x n products are chunked over samples (bounded memory, BLAS-bound):
 with the default chunk, d = 30, m = 1e4, n = 1e5 needs about 0.5 GiB of buffers (2 x 2^25 float64).
@@ -172,7 +172,7 @@ def gradient_descent(a, B, X, Y, eta: float, steps: int, *, weights=None,
                      record_every: int = 0, chunk: int | None = None,
                      grad_fn: Callable | None = None, blowup: float = 1e8) -> GDResult:
     """GD with learning rate ``m * eta`` (forward Euler of the mean-field flow with step
-    eta, MATH.md H.1).  ``record_every > 0`` stores (a, B) every that many steps (and at
+    eta, docs/conventions.md, section 2).  ``record_every > 0`` stores (a, B) every that many steps (and at
     the start and end).  ``grad_fn(a, B) -> (loss, (ga, gB))`` replaces the sample loss
     (e.g. a population loss).  Raises :class:`DivergenceError` naming eta on blow-up."""
     a = np.array(a, dtype=np.float64)
@@ -332,7 +332,7 @@ def gaussian_relu_kernel_grad(U, V, s2: float, coef) -> np.ndarray:
 def population_loss_and_grad_norm_target(a, B, d_H: int, s2: float, r_nodes, r_weights
                                          ) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
     """Exact population loss 1/2 E[(f(x) - |x_H|)^2], x ~ N(0, s2 I_d), H = span(e_1..e_dH),
-    and its gradient (MATH.md H1e target; used by claim H1h).
+    and its gradient (claim H1e target; used by claim H1h).
 
     The target term uses |x_H| = alpha E_w relu(w . x_H), w ~ Unif(S^{d_H-1}): by rotation
     invariance E[|x_H| relu(b . x)] = alpha E_R k(R |b_H|, |b|) with R the first coordinate

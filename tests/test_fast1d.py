@@ -1,4 +1,4 @@
-"""Property tests of the sorted O((m+s) log(m+s)) 1-D kernels (numerics.fast1d, issue 7)
+"""Property tests of the sorted O((m+s) log(m+s)) 1-D kernels (numerics.fast1d)
 against the dense O(m s) references and exact rational arithmetic.
 
 Agreement metric (``fast1d.relative_discrepancy``): max over outputs and components of
@@ -71,7 +71,7 @@ def test_sorted_matches_dense_reference(problem):
 
 @given(problems(exact_only=True))
 def test_sorted_matches_relu1d_dense(problem):
-    """Against the project's dense reference ``numerics.relu1d`` (issue 4) on inputs whose
+    """Against the project's dense reference ``numerics.relu1d`` on inputs whose
     kinks are exact (dyadic), where every correct implementation of ReLU'(0) = 0 agrees."""
     relu1d = pytest.importorskip("numerics.relu1d")
     if not hasattr(relu1d, "loss_and_grad_dense"):

@@ -22,7 +22,7 @@ def _rel(val: float, ref: mpmath.mpf) -> float:
 
 # ---------------------------------------------------------------- closed forms vs quadrature
 @given(coord, coord)
-@example(0.5, 1 / 3).via("MATH.md pitfall point")
+@example(0.5, 1 / 3).via("the pitfall point of docs/errata.md T-1")
 @example(1.0, -1.0).via("both on the breakpoints")
 @example(-4.0, 2.5).via("s < -1 < 1 < L")
 @example(3.0, 3.0).via("diagonal outside [-1, 1]")
@@ -34,7 +34,7 @@ def test_uniform_rf_and_probability_vs_2d_quadrature(x, xp):
 
 
 @given(coord, coord)
-@example(0.5, 1 / 3).via("MATH.md pitfall point: 0.5835, not 0.5771")
+@example(0.5, 1 / 3).via("the pitfall point of docs/errata.md T-1: 0.5835, not 0.5771")
 @example(-5.0, 5.0).via("1 + x x' < 0: cancelling terms")
 def test_gaussian_rf_and_probability_vs_quadrature(x, xp):
     e1 = _rel(F.rf_kernel(x, xp, init="gaussian"), nk.rf_kernel_quad_mp(x, xp, "gaussian"))

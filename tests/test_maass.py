@@ -48,7 +48,7 @@ pair_names = st.sampled_from(sorted(PAIRS))
 
 @given(pair_names, seeds, st.floats(0.1, 5.0))
 def test_joint_equivariance(name, seed, scale):
-    """sigma_*(rho_g x, M_g z) = rho^_g sigma_*(x, z) for every g (MATH.md M.1)."""
+    """sigma_*(rho_g x, M_g z) = rho^_g sigma_*(x, z) for every g (docs/conventions.md, section 3)."""
     G, u = pair(name)
     rng = np.random.default_rng(seed)
     x = scale * rng.standard_normal((4, u.dim_x))

@@ -1,6 +1,6 @@
 """Mutation sensitivity of the checks: ``python -m verify mutate [IDS] [--eps E]``.
 
-A check that still passes when what it verifies is wrong proves nothing (DESIGN.md "One
+A check that still passes when what it verifies is wrong proves nothing (docs/architecture.md; "One
 source of truth, and checks that can catch it being wrong"; Hook & Kelly 2009).  Two kinds
 of mutant:
 

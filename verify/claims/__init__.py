@@ -1,4 +1,4 @@
-"""The registry of claims.  Every claim id of MATH.md maps to exactly one :class:`Claim`.
+"""The registry of claims.  Every claim id of docs/claims.md maps to exactly one :class:`Claim`.
 
 Claim modules are the non-underscore modules of this package; each defines ``CLAIMS``
 (a list of :class:`Claim`).  Adding a claim = adding it to such a list.
@@ -36,7 +36,7 @@ class UnknownClaimError(KeyError):
 
 
 def sort_key(claim_id: str) -> tuple:
-    """Papers in MATH.md order (W, H, M), then section and letter."""
+    """Papers in paper order (W, H, M), then section and letter."""
     m = re.match(r"([A-Z])(\d+)([a-z]*)", claim_id)
     if not m:
         return (9, claim_id)
@@ -52,7 +52,7 @@ def _load() -> dict[str, Claim]:
 
 
 def all_claims() -> list[Claim]:
-    """Every registered claim, in MATH.md order."""
+    """Every registered claim, in paper order."""
     return list(_load().values())
 
 

@@ -1,5 +1,5 @@
 """The claim data model: a claim pairs one SymPy derivation with one independent numeric
-check and a negative control that must fail (DESIGN.md "A claim").
+check and a negative control that must fail (docs/architecture.md).
 
 A claim module in ``verify/claims/`` defines a module-level list ``CLAIMS`` of
 :class:`Claim` objects; the registry (``verify.claims``) discovers them.
@@ -136,7 +136,7 @@ FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]
 
 @dataclass(eq=False)
 class Claim:
-    """A statement from MATH.md with its derivation, check and negative control.
+    """A statement from one of the papers with its derivation, check and negative control.
 
     - ``derive()`` returns a :class:`Derivation` (SymPy only; cached in
       :mod:`verify.derived`).  Omit it when ``derivations.<topic>.DERIVATIONS`` has the

@@ -31,7 +31,7 @@ def _alpha(k: int) -> float:
 
 
 def _init_particles(rng: np.random.Generator, m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Default initialization (MATH.md H.1): a = +-1, b ~ Unif(S^{d-1}), so |a| = |b|."""
+    """Default initialization (docs/conventions.md, section 2): a = +-1, b ~ Unif(S^{d-1}), so |a| = |b|."""
     B = sample_sphere(rng, m, d)
     a = rng.choice([-1.0, 1.0], size=m)
     return a, B

@@ -1,5 +1,5 @@
 """Claims M1a-M1e: data augmentation, feature averaging and equivariant architectures in
-the mean-field regime (Maass Martinez & Fontbona, NeurIPS 2024; MATH.md section M).
+the mean-field regime (Maass Martinez & Fontbona, NeurIPS 2024; docs/conventions.md, section 3).
 
 Every check reads its closed forms from its own derivation (``derivations/maass.py``,
 through ``ctx.derivation().results``) or through the public ``verify.formulas`` callables,

@@ -1,7 +1,7 @@
 """Claims W3a-W3f: the kernel regime of shallow univariate ReLU networks (Williams, Trager,
 Silva, Panozzo, Zorin, Bruna, NeurIPS 2019, Sec. 4 "kernel regime", Thm 5, Fig. 4).
 
-Conventions (MATH.md W.3): "uniform" init (a, b) ~ U([-1, 1]^2), "gaussian" init
+Conventions (docs/conventions.md, section 1): "uniform" init (a, b) ~ U([-1, 1]^2), "gaussian" init
 (a, b) ~ N(0, I_2), E c^2 = sigma_c^2; K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+];
 K_NTK = K_RF + sigma_c^2 (1 + x x') P(a x > b, a x' > b).
 
@@ -448,7 +448,7 @@ def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
                    "evaluator vs the derived expression; i.i.d. features vs the exact variance "
                    "law; interpolant smooth but not a cubic spline", subs, tables=tables,
                    details={"K(1/2,1/3)": float(F.rf_kernel(0.5, 1 / 3, init="gaussian"))},
-                   notes=["Pitfall (MATH.md W.3): a naive SymPy R^2 integral gives ~0.5771 at (1/2, 1/3); "
+                   notes=["Pitfall (docs/conventions.md, section 1): a naive SymPy R^2 integral gives ~0.5771 at (1/2, 1/3); "
                           "the derived value and the quadratures give 0.583511603256477 (the true 2-D "
                           "nested Cartesian quadrature runs in the full profile).",
                           "f''/omega = (1/2) sum_j alpha_j |x - x_j| (piecewise linear) is checked for "
@@ -822,7 +822,7 @@ def _figures_w3f(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 # ==================================================================== the claims
 CLAIM_W3A = Claim(
     id="W3a", title="Random-feature kernel of the uniform init, for all real x, x'",
-    source=SOURCE + "; MATH.md W.3",
+    source=SOURCE,
     statement=(r"For $(a,b)\sim U([-1,1]^2)$: $K_{RF}(x,x') = E[(ax-b)_+(ax'-b)_+] = "
                r"\tfrac14[G(x,x';\min(x,x')) + G(-x,-x';-\max(x,x'))]$ with $G$ piecewise "
                r"rational in $s$ (branches $s<-1$, $|s|\le1$, $s>1$); on $[-1,1]^2$ a single "
@@ -863,7 +863,7 @@ CLAIM_W3C = Claim(
 
 CLAIM_W3D = Claim(
     id="W3d", title="NTK closed forms (both inits); NTK interpolants have kinks at the data",
-    source=SOURCE + "; MATH.md W.3",
+    source=SOURCE,
     statement=(r"$K_{NTK} = K_{RF} + \sigma_c^2(1+xx')P(ax>b,ax'>b)$ with $P = \tfrac12 - "
                r"|x-x'|/8$ on $[-1,1]^2$ (uniform) and $P = (\pi-\varphi)/(2\pi)$ (gaussian); "
                r"$[f']_{x_j} = -\alpha_j\sigma_c^2(1+x_j^2)/4$ (uniform, $|x_j|\le1$), "
@@ -876,7 +876,7 @@ CLAIM_W3D = Claim(
 
 CLAIM_W3E = Claim(
     id="W3e", title="RKHS norm = weighted L2 norm of f'' plus an affine part",
-    source=SOURCE + "; MATH.md W.3",
+    source=SOURCE,
     statement=(r"$\omega(x) = \int|a|^3p_0(a,ax)\,da$: uniform $\tfrac18\min(1, x^{-4})$, gaussian "
                r"$2/(\pi(1+x^2)^2)$; $\partial_x^2K_{RF}(x,x') = \omega(x)|x-x'|/2$ and "
                r"$K_{RF}(x,x') = \tfrac14\int\omega(t)|x-t||x'-t|dt + \tfrac{\sigma^2}{4}(1+xx')$, so "

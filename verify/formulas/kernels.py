@@ -2,7 +2,7 @@
 claims W3a-W3e): ``rf_kernel``, ``ntk_kernel``, ``active_probability``, ``rkhs_weight``,
 ``kernel_interpolant``.
 
-Initializations (MATH.md W.3): ``"uniform"``: (a, b) ~ U([-1, 1]^2); ``"gaussian"``:
+Initializations (docs/conventions.md, section 1): ``"uniform"``: (a, b) ~ U([-1, 1]^2); ``"gaussian"``:
 (a, b) ~ N(0, I_2).  Every expression is read at call time from :mod:`verify.derived`
 (the derived results of W3a, W3c, W3d, W3e; a perturbed derivation reaches the formulas):
 
@@ -384,7 +384,7 @@ def _interpolation_data(x_data: Any, y_data: Any, kernel: Any, init: Any, sigma_
 
 class KernelInterpolant:
     """f(x) = sum_j alpha_j K(x, x_j) with K alpha = y (the m -> infinity limit of min-norm
-    training, MATH.md W.3; claims W3b, W3f).  Vectorized: ``f(x_array)``; attributes
+    training, docs/conventions.md, section 1; claims W3b, W3f).  Vectorized: ``f(x_array)``; attributes
     ``x_data``, ``y_data``, ``coefficients``, ``kernel``, ``init``, ``sigma_c``,
     ``condition`` (2-norm condition number of the Gram matrix).
 
