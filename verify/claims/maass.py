@@ -10,7 +10,7 @@ Instances (groups, units, particle systems, widths) are drawn by Hypothesis
 Sizes.  Exactness statements (M1a, M1b, the finite-N identities of M1c/M1d) hold to
 rounding at any size.  The N-trends use the reference experiment (C_2 swap, logistic unit,
 alpha = 50, tau = 1e-4, batch 20, X ~ N(0, 16 I), students N(0, 1/16), N T steps of size
-alpha/N) at T = 2: the QUICK profile uses N in {10, 20, 50, 100, 200} (4 replicates),
+alpha/N) at T = 2: the QUICK profile uses N in {10, 20, 50, 100, 200} (8 replicates),
 the FULL profile N up to the paper's 5000 (see FULL).  The paper's horizon T = 20 is
 reproduced by the experiment ``maass-rmd``.
 """
@@ -70,7 +70,7 @@ class TrendSettings:
         return max(1, int(round(N * self.T)))
 
 
-QUICK = TrendSettings(Ns=(10, 20, 50, 100, 200), T=2.0, replicates=4)
+QUICK = TrendSettings(Ns=(10, 20, 50, 100, 200), T=2.0, replicates=8)
 #: the full profile extends N to the paper's 5000 at the quick horizon: the cost of a run
 #: is ~ N^2 T exp-evaluations (B |G| N dY per step, N T steps), so the paper's T = 20 at
 #: N = 5000 alone costs ~1 h on 2 cores; the paper horizon is reproduced by the
@@ -963,7 +963,7 @@ def first_escape_angle(G: GroupAction, u, teacher: np.ndarray, N: int, T: float,
 
 #: sizes of the literal-heuristic rate test (first escape direction vs N)
 ESCAPE_NS = (50, 100, 200, 400, 800)
-ESCAPE_REPS = 4
+ESCAPE_REPS = 8
 
 
 def escape_angle_trend(G, u, teacher_kind: str, seed: int, tag: str, E: np.ndarray,
