@@ -530,7 +530,7 @@ def _nan_grad(a, B, *rest, **kw):
 
 
 def _numerics_targets() -> list[Target]:
-    from numerics import fast1d, fast_twolayer, groups, kernels, reduced, relu1d, sphere, transport, twolayer
+    from numerics import fast1d, groups, kernels, reduced, relu1d, sphere, transport, twolayer
     T: list[Target] = []
     net = _relu_net_args()
     T.append(Target("relu1d.forward", relu1d.forward, _relu_net_args(False) + [_alpha_arg()],
@@ -580,8 +580,6 @@ def _numerics_targets() -> list[Target]:
     tl = _twolayer_args()
     T.append(Target("twolayer.forward", twolayer.forward, tl[:3], share=_twolayer_share))
     T.append(Target("twolayer.loss_and_grad", twolayer.loss_and_grad, tl, share=_twolayer_share))
-    T.append(Target("fast_twolayer.loss_and_grad", fast_twolayer.loss_and_grad, tl,
-                    share=_twolayer_share))
     T.append(Target("twolayer.gradient_descent", twolayer.gradient_descent, tl + [
         Arg("eta", lambda ctx: floats(1e-3, 0.1), boundary=[1e9, TINY], invalid=TOL_INVALID),
         Arg("steps", lambda ctx: st.integers(0, 20), boundary=[0], invalid=[-1, 1.5, NAN, "3", None, True]),
@@ -808,7 +806,6 @@ KNOWN: dict[str, str] = {
                              "argument name",
     "fast1d.forward_sorted": "alpha_value = '1.0' (a string) accepted",
     "fast1d.loss_and_grad_sorted": "alpha_value = '1.0' (a string) accepted",
-    "fast_twolayer.loss_and_grad": "inf/NaN loss for B, X of size 1e200, Y = 1e300",
     "relu1d.canonical_forward": "inf for r = x = 1e300 (unrepresentable: should raise)",
     "kernels.output_layer_gd": "some invalid eta values accepted; eta = None -> unnamed TypeError",
     "twolayer.forward": "inf for B, X of size 1e200",

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
+from verify.claims._helpers import without_local_constants
+
 __all__ = ["Task", "TaskResult", "Executor", "ExecutionError", "TimeBudgetExceeded",
            "run_task", "one_blas_thread", "without_local_constants", "parse_seeds", "format_seeds", "time_budget", "report_progress",
            "progress_hook", "code_fingerprint", "write_experiment", "experiment_payload", "BLAS_ENV", "CONNECT_TIMEOUT", "MAX_SEEDS"]
@@ -170,31 +172,6 @@ def one_blas_thread() -> Iterator[None]:
         return
     with threadpool_limits(limits=1, user_api="blas"):
         yield
-
-
-@contextlib.contextmanager
-def without_local_constants() -> Iterator[None]:
-    """Hypothesis-drawn instances that depend only on the seed.
-
-    Hypothesis (6.13x and later) mixes literals harvested from every *loaded* module of the
-    project into the values it draws (with probability ~5% per draw), so the same seed drew
-    different instances depending on which modules a process had imported before (the
-    command line imports the plotting module, a Dask worker does not).  Inside this block
-    that pool is empty; the constants cache is cleared on entry and exit."""
-    try:
-        from hypothesis.internal.conjecture import providers as hp
-        original, cache = hp._get_local_constants, hp.CONSTANTS_CACHE
-        empty = hp.Constants()
-    except (ImportError, AttributeError):  # another Hypothesis: nothing to neutralize
-        yield
-        return
-    hp._get_local_constants = lambda: empty
-    cache.cache.clear()
-    try:
-        yield
-    finally:
-        hp._get_local_constants = original
-        cache.cache.clear()
 
 
 # ----------------------------------------------------------------------------- progress

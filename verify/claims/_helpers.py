@@ -1,14 +1,16 @@
 """Small helpers shared by claim modules (one place for each idea)."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from verify.claims._core import Outcome, RunContext, Table
 
-__all__ = ["SubCheck", "combine", "fmt", "loglog_slope", "for_all_instances"]
+__all__ = ["SubCheck", "combine", "fmt", "loglog_slope", "for_all_instances",
+           "no_shrinking", "without_local_constants"]
 
 
 @dataclass
@@ -110,6 +112,31 @@ def _describe(instance: Any) -> Any:
     return repr(instance)
 
 
+@contextlib.contextmanager
+def without_local_constants() -> Iterator[None]:
+    """Hypothesis-drawn instances that depend only on the seed.
+
+    Hypothesis (6.13x and later) mixes literals harvested from every *loaded* module of the
+    project into the values it draws (with probability ~5% per draw), so the same seed drew
+    different instances depending on which modules a process had imported before (the
+    command line imports the plotting module, a Dask worker does not).  Inside this block
+    that pool is empty; the constants cache is cleared on entry and exit."""
+    try:
+        from hypothesis.internal.conjecture import providers as hp
+        original, cache = hp._get_local_constants, hp.CONSTANTS_CACHE
+        empty = hp.Constants()
+    except (ImportError, AttributeError):  # another Hypothesis: nothing to neutralize
+        yield
+        return
+    hp._get_local_constants = lambda: empty
+    cache.cache.clear()
+    try:
+        yield
+    finally:
+        hp._get_local_constants = original
+        cache.cache.clear()
+
+
 _SHRINK_BUDGET = 25  # measure calls spent shrinking after the first failure
 _SHRINKING = [True]
 
@@ -200,7 +227,8 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
                 raise AssertionError(sc.reason)
 
         try:
-            _property()
+            with without_local_constants():
+                _property()
         except AssertionError:
             pass
         except Exception as exc:  # Hypothesis itself failed (e.g. an unsatisfiable strategy)

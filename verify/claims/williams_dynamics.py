@@ -710,10 +710,15 @@ def _w2g(ctx: RunContext, wrong: bool) -> Outcome:
 
     inst = st.tuples(relu1d_networks(3, 12, "uniform", min_norm=0.05),
                      datasets_1d(3, 6, 0.1, x_range=(-1.0, 1.0)))
+    # a pinned instance whose flow has Filippov sliding segments (found at seed 1), so the
+    # derived sliding kernel is exercised at every seed
+    prng = make_rng(1, "W2g", "w2g")
+    pa, pb, pc = _ab_c(prng, 12, 0.3)
+    px, py = _data_rng(prng, 5)
     s = for_all_instances(ctx, f"ODE solution rho' = -H rho (derived H; derived projected kernel "
                           f"for sliding neurons; the integrator's pattern on every segment) vs "
                           f"f(z(t)) - y for t in [0, {T:g}], relative to |rho(0)|", inst, measure,
-                          quick=3, full=20)
+                          quick=3, full=20, pinned=[((pa, pb, pc), (px, py))])
     # instantaneous identity: rho' along -grad L by central differences vs -H rho
     rng = ctx.rng("w2g")
     inst_worst = 0.0
@@ -734,6 +739,10 @@ def _w2g(ctx: RunContext, wrong: bool) -> Outcome:
     return combine("residuals along the integrated flow (dense output) vs the residual ODE "
                    "rho' = -H(t) rho integrated with the derived tangent kernel H", [
         s,
+        SubCheck("instances with a sliding segment (the sliding kernel is exercised)",
+                 float(sum(bool(n) for n in slid)), 1.0,
+                 "at least one checked trajectory must slide (the pinned instance does)",
+                 passed=sum(bool(n) for n in slid) >= 1),
         SubCheck("instantaneous: central-difference rho' along -grad L vs -H rho", inst_worst, 1e-6,
                  "central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff u/h ~ 1e-9"),
     ], details={"sliding_segments_per_instance": slid,
