@@ -419,7 +419,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- report
-_LABEL = {"engine": "engine", "prototype": "prototype (fast_twolayer)", "dense": "dense NumPy",
+_LABEL = {"engine": "engine", "prototype": "prototype (removed engine, older results)", "dense": "dense NumPy",
           "torch": "PyTorch autograd"}
 _COLOR = {"engine": "C0", "prototype": "C1", "dense": "C2", "torch": "C3"}
 
