@@ -277,8 +277,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be in 1..64; got {args.jobs!r}")
     if args.seed < 0:
         raise ValueError(f"--seed must be a non-negative integer; got {args.seed!r}")
-    if args.json:
-        from verify._atomic import atomic_write_bytes  # noqa: F401  (fail early on import)
+    if args.json:  # refuse a bad output path before the (long) run, not after it
+        from verify._paths import validate_output_file
+        validate_output_file(args.json)
 
     def progress(i: int, n: int, r: MutantResult) -> None:
         state = (("caught" if r.caught else "MISSED") if r.eps is not None else

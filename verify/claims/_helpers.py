@@ -177,7 +177,7 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     ``_SHRINK_BUDGET`` further measurements; after that, only instances already seen
     to fail are run again (so Hypothesis's final replay is consistent).
     """
-    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import seed as hseed
 
     n = ctx.n_examples(quick, full)
@@ -211,7 +211,6 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
                   print_blob=False, report_multiple_bugs=False)
         @given(strategy)
         def _property(instance: Any) -> None:
-            from hypothesis import reject
             if last_failure:
                 key = _key(instance)
                 if after_failure[0] >= _SHRINK_BUDGET:
