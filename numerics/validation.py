@@ -31,6 +31,7 @@ __all__ = [
     "require_finite_result",
     "require_tolerance",
     "require_time_grid",
+    "require_generator",
 ]
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -275,3 +276,13 @@ def require_time_grid(t: Any, name: str = "t_eval", *, allow_empty: bool = False
     if start is not None and arr.size and arr[0] < start:
         raise ValueError(f"{name} must start at or after {start!r}; got {arr[0]!r}")
     return arr
+
+
+def require_generator(rng: Any, name: str = "rng") -> np.random.Generator:
+    """``rng`` itself if it is a ``numpy.random.Generator``; otherwise an
+    :class:`ArgumentTypeError` saying how to make one."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    raise ArgumentTypeError(f"{name} must be a numpy.random.Generator (e.g. "
+                            f"numpy.random.default_rng(seed) or numerics.rng.make_rng(seed, ...)); "
+                            f"got {_kind(rng)}")
