@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.validation import as_float_array, require_same_shape
+from numerics.validation import as_float_array, as_float_scalar, require_same_shape
 
 __all__ = [
     "forward_sorted",
@@ -216,14 +216,12 @@ def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
     of the kink test); a cheap pre-check (all inputs already 1-D float64 arrays of matching
     shapes with a finite sum) skips the per-array checks of ``numerics.validation``, which
     run otherwise and produce the error messages."""
-    if isinstance(alpha_value, bool):
-        raise ValueError("alpha_value must be a positive finite float (1, sqrt(m) or m); got a boolean")
-    try:
+    if type(alpha_value) is float or type(alpha_value) is np.float64:  # fast path
         alpha = float(alpha_value)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}") from None
-    if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha_value must be a positive finite float (1, sqrt(m) or m); got {alpha_value!r}")
+        if not (alpha > 0 and alpha < np.inf):
+            alpha = as_float_scalar(alpha_value, "alpha_value", lo=0.0, lo_open=True)
+    else:  # refuses strings, None, booleans, complex numbers with the argument's name
+        alpha = as_float_scalar(alpha_value, "alpha_value", lo=0.0, lo_open=True)
     arrs = (a, b, c, x) if y is None else (a, b, c, x, y)
     if (all(type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1 for v in arrs)
             and a.shape == b.shape == c.shape and (y is None or x.shape == y.shape)):

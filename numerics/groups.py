@@ -34,7 +34,8 @@ __all__ = ["GroupAction", "matrix_action", "c2_swap", "cyclic_shift_matrices",
            "sign_flip_matrices", "cyclic_shifts", "sign_flips", "cyclic_network_action",
            "uv_action", "c2_swap_uv", "generated_permutation_matrices",
            "dihedral_matrices", "symmetric_group_matrices", "permutation_action",
-           "validate_measure", "ORTHOGONALITY_TOL"]
+           "validate_measure", "ORTHOGONALITY_TOL", "MAX_SHIFT_MATRICES_N",
+           "MAX_CYCLIC_SHIFTS_N"]
 
 #: entries of g^T g - I larger than this reject a representation as non-orthogonal
 ORTHOGONALITY_TOL = 1e-10
@@ -264,9 +265,17 @@ def validate_measure(particles, weights, dim: int | None = None
 # ----------------------------------------------------------------------------------------
 # constructors
 # ----------------------------------------------------------------------------------------
+#: largest n of :func:`cyclic_shift_matrices` (n^3 entries: 16 MB at n = 128)
+MAX_SHIFT_MATRICES_N = 128
+#: largest n of :func:`cyclic_shifts`: M has n^5 entries and the closure check of
+#: :class:`GroupAction` costs ~n^8 flops (seconds at n = 12)
+MAX_CYCLIC_SHIFTS_N = 12
+
+
 def cyclic_shift_matrices(n: int) -> np.ndarray:
-    """The n permutation matrices S^k (k = 0..n-1), (S x)_i = x_{i-1 mod n}: C_n on R^n."""
-    n = require_positive_int(n, "n (size of the cyclic group)")
+    """The n permutation matrices S^k (k = 0..n-1), (S x)_i = x_{i-1 mod n}: C_n on R^n
+    (n <= :data:`MAX_SHIFT_MATRICES_N`: the stack has n^3 entries)."""
+    n = require_positive_int(n, "n (size of the cyclic group)", maximum=MAX_SHIFT_MATRICES_N)
     S = np.roll(np.eye(n), 1, axis=0)
     out = [np.eye(n)]
     for _ in range(n - 1):
@@ -312,7 +321,9 @@ def c2_swap() -> GroupAction:
 
 def cyclic_shifts(n: int) -> GroupAction:
     """C_n acting by cyclic shifts on X = Y = R^n and by z -> S z S^T on Z = R^{n x n}
-    (E^G = circulant matrices, dim n)."""
+    (E^G = circulant matrices, dim n); n <= :data:`MAX_CYCLIC_SHIFTS_N` (the action on
+    Z has n^5 entries)."""
+    n = require_positive_int(n, "n (size of the cyclic group)", maximum=MAX_CYCLIC_SHIFTS_N)
     S = cyclic_shift_matrices(n)
     return matrix_action(S, S, name=f"C{n} shifts")
 

@@ -35,7 +35,9 @@ from functools import lru_cache
 
 from scipy.special import betainc, roots_jacobi
 
-from numerics.validation import as_float_array, require_in_range, require_positive_int
+from numerics.validation import (as_float_array, as_float_scalar, require_generator,
+                                 require_in_range, require_positive_int, require_same_shape,
+                                 require_time_grid, require_tolerance)
 
 __all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
@@ -334,6 +336,8 @@ def initial_state(rng_plus: np.random.Generator, rng_minus: np.random.Generator,
     """tau_0^{+-} of the default initialization a = +-1, b ~ Unif(S^{d-1}): m particles,
     m/2 with eps = +1 and m/2 with eps = -1 (independent streams), c_j = |a_j||b_j| = 1,
     theta_j = arccos |u_H|, |u_H|^2 ~ Beta(d_H/2, (d - d_H)/2)."""
+    rng_plus = require_generator(rng_plus, "rng_plus")
+    rng_minus = require_generator(rng_minus, "rng_minus")
     d, d_H = validate_dims(d, d_H)
     m = require_positive_int(m, "m", minimum=2)
     mp = m // 2
@@ -373,10 +377,25 @@ def w2_to_dirac(state: ReducedState, sign: int, point: float) -> float:
     return float(np.sqrt(np.sum(c * (state.theta[sel] - point) ** 2) / np.sum(c)))
 
 
-def critical_time(times: np.ndarray, plus_mass: np.ndarray, alpha: float) -> float:
-    """First recorded time with tau^+ mass > alpha (nan if never)."""
-    idx = np.flatnonzero(np.asarray(plus_mass) > alpha)
-    return float(times[idx[0]]) if idx.size else float("nan")
+def critical_time(times, plus_mass, alpha: float, *, never: float | None = None) -> float:
+    """First recorded time with tau^+ mass > alpha (claim H1g).
+
+    ``times`` (non-decreasing) and ``plus_mass`` are 1-D arrays of one length.  When the
+    mass never exceeds ``alpha`` on ``times`` this raises ValueError (extend the run),
+    unless ``never`` is given: then ``never`` is returned (e.g. ``never=float("nan")``
+    for a caller that reports "not reached")."""
+    times = require_time_grid(times, "times", strictly=False)
+    plus_mass = as_float_array(plus_mass, "plus_mass", ndim=1)
+    require_same_shape(times=times, plus_mass=plus_mass)
+    alpha = as_float_scalar(alpha, "alpha")
+    idx = np.flatnonzero(plus_mass > alpha)
+    if idx.size:
+        return float(times[idx[0]])
+    if never is not None:
+        return never
+    raise ValueError(f"plus_mass never exceeds alpha = {alpha!r} on the given times (up to "
+                     f"t = {times[-1]!r}, max mass {float(plus_mass.max())!r}): extend times "
+                     "(run longer) or pass never=float('nan') to accept a run without t*")
 
 
 @dataclass
@@ -424,13 +443,11 @@ def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *
     negative controls).  ``velocity(eps, c, G, dG) -> (dc/dt, dtheta/dt)`` replaces
     :func:`reduced_velocity` (e.g. a field lambdified from a derivation).  Raises
     FloatingPointError naming the step on divergence."""
-    if not (np.isfinite(step) and step > 0):
-        raise ValueError(f"step must be positive and finite; got {step!r}")
+    step = as_float_scalar(step, "step", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
     record_every = require_positive_int(record_every, "record_every", minimum=1)
     snapshot_every = require_positive_int(snapshot_every, "snapshot_every", minimum=0)
-    if not np.isfinite(fisher_rao_sign):
-        raise ValueError(f"fisher_rao_sign must be finite; got {fisher_rao_sign!r}")
+    fisher_rao_sign = as_float_scalar(fisher_rao_sign, "fisher_rao_sign")
     velocity = velocity or reduced_velocity
     st = state.copy()
     run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
@@ -457,12 +474,9 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
     folded angles with the derivative's sign flipped on reflection (odd extension).
     ``velocity`` as in :func:`simulate_gd`.  Raises FloatingPointError when the field is
     not finite or after ``max_evals`` field evaluations (a step budget, never a hang)."""
-    t_eval = as_float_array(t_eval, "t_eval", ndim=1, allow_empty=False)
-    if np.any(t_eval < 0) or np.any(np.diff(t_eval) <= 0):
-        raise ValueError("t_eval must be non-negative and strictly increasing")
-    for val, name in ((rtol, "rtol"), (atol, "atol")):
-        if not (np.isfinite(val) and 0 < val < 1):
-            raise ValueError(f"{name} must be a finite number in (0, 1); got {val!r}")
+    t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
+    rtol = require_tolerance(rtol, "rtol")
+    atol = require_tolerance(atol, "atol")
     max_evals = require_positive_int(max_evals, "max_evals")
     velocity = velocity or reduced_velocity
     m = state.c.shape[0]

@@ -81,7 +81,8 @@ from scipy.integrate import DOP853
 from scipy.optimize import brentq
 
 from numerics.fast1d import preactivation
-from numerics.validation import as_float_array, require_positive_int, require_same_shape
+from numerics.validation import (as_float_array, require_finite_result, require_positive_int,
+                                 require_same_shape)
 
 __all__ = [
     "normalize_alpha", "forward", "loss_and_grad", "forward_dense", "loss_and_grad_dense",
@@ -651,7 +652,18 @@ def canonical_forward(r: Any, theta: Any, x: Any) -> np.ndarray:
     r, theta = _canon(r, theta)
     x, _ = _data(x)
     u = np.multiply.outer(x, np.cos(theta)) - np.sin(theta)
-    return np.maximum(u, 0.0) @ r / r.size
+    relu = np.maximum(u, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = relu @ r / r.size
+    if np.all(np.isfinite(out)):
+        return out
+    # an intermediate product overflowed: sum the terms scaled by powers of two (exact),
+    # then scale back; an output beyond float64 raises
+    er = int(np.frexp(np.max(np.abs(r)))[1])
+    eu = int(np.frexp(np.max(relu))[1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.ldexp(np.ldexp(relu, -eu) @ np.ldexp(r, -er) / r.size, er + eu)
+    return require_finite_result(out, "f~_w(x)", "|r_i| |x_j| too large; rescale r or x")
 
 
 def canonical_loss_and_grad(r: Any, theta: Any, x: Any, y: Any

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from numerics.validation import as_float_array
+from numerics.validation import as_float_array, require_finite_result
 
 __all__ = ["squared_distances", "w2_squared_uniform", "w2_uniform", "second_moment", "rmd",
            "optimal_matching", "MAX_ASSIGNMENT_SIZE", "W2_METHODS"]
@@ -57,10 +57,23 @@ def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """An optimal coupling of the uniform measures on the rows of ``a`` and ``b`` as a
-    permutation: returns ``(A, B, perm)`` with A, B the atoms repeated to n = lcm(N, M)
-    rows and ``perm`` (n,) such that A[i] is matched with B[perm[i]]."""
+#: clouds whose largest |entry| lies outside [2^-400, 2^400] are scaled by a power of two
+#: before squaring (exact): squared distances then neither overflow nor underflow
+_SAFE_EXPONENT = 400
+
+
+def _common_exponent(a: np.ndarray, b: np.ndarray) -> int:
+    """0 for clouds of moderate size; else e with max |entry| * 2^-e in [1/2, 1) (both
+    clouds are divided by 2^e, which is exact and leaves the optimal coupling unchanged)."""
+    big = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+    if big == 0.0 or 2.0 ** -_SAFE_EXPONENT <= big <= 2.0 ** _SAFE_EXPONENT:
+        return 0
+    return int(np.frexp(big)[1])
+
+
+def _matched(a, b, method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(A, B, perm, e)``: :func:`optimal_matching` of the clouds divided by 2^e (see
+    :func:`_common_exponent`); A, B are the repeated scaled atoms."""
     a = _particles(a, "a (first particle measure)")
     b = _particles(b, "b (second particle measure)")
     if a.shape[1] != b.shape[1]:
@@ -72,6 +85,9 @@ def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray,
                          "use equal sizes or subsample the particles")
     if method not in W2_METHODS:
         raise ValueError(f"method must be one of {W2_METHODS}; got {method!r}")
+    e = _common_exponent(a, b)
+    if e:
+        a, b = np.ldexp(a, -e), np.ldexp(b, -e)
     a = np.repeat(a, n // a.shape[0], axis=0)
     b = np.repeat(b, n // b.shape[0], axis=0)
     C = squared_distances(a, b)
@@ -79,7 +95,7 @@ def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray,
         r, c = linear_sum_assignment(C)
         perm = np.empty(n, dtype=np.int64)
         perm[r] = c
-        return a, b, perm
+        return a, b, perm, e
     try:
         import ot
     except ImportError as exc:  # pragma: no cover - optional dependency
@@ -88,21 +104,46 @@ def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray,
     w = np.full(n, 1.0 / n)
     plan = ot.emd(w, w, C, numItermax=max(100_000, 50 * n * n))
     # a vertex of the Birkhoff polytope: one entry 1/n per row
-    return a, b, np.argmax(plan, axis=1).astype(np.int64)
+    return a, b, np.argmax(plan, axis=1).astype(np.int64), e
+
+
+def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An optimal coupling of the uniform measures on the rows of ``a`` and ``b`` as a
+    permutation: returns ``(A, B, perm)`` with A, B the atoms repeated to n = lcm(N, M)
+    rows and ``perm`` (n,) such that A[i] is matched with B[perm[i]]."""
+    A, B, perm, e = _matched(a, b, method)
+    if e:
+        A, B = np.ldexp(A, e), np.ldexp(B, e)
+    return A, B, perm
+
+
+def _w2_squared_scaled(a, b, method: str) -> tuple[float, int]:
+    """``(w, e)`` with W_2^2 = w 4^e (no overflow or underflow in w for any finite input)."""
+    A, B, perm, e = _matched(a, b, method)
+    # recompute the matched costs directly (no cancellation from the expanded form)
+    return float(np.mean(np.sum((A - B[perm]) ** 2, axis=1))), e
 
 
 def w2_squared_uniform(a, b, method: str = "lsa") -> float:
     """W_2^2 between the uniform measures on the rows of ``a`` (N, D) and ``b`` (M, D),
     exactly (assignment problem; sizes made equal by repeating atoms to lcm(N, M));
-    ``method`` picks the exact solver (:data:`W2_METHODS`)."""
-    A, B, perm = optimal_matching(a, b, method)
-    # recompute the matched costs directly (no cancellation from the expanded form)
-    return float(np.mean(np.sum((A - B[perm]) ** 2, axis=1)))
+    ``method`` picks the exact solver (:data:`W2_METHODS`).  ValueError when W_2^2 itself
+    exceeds float64 (use :func:`w2_uniform`, which does not square)."""
+    w, e = _w2_squared_scaled(a, b, method)
+    with np.errstate(over="ignore"):
+        out = float(np.ldexp(w, 2 * e))
+    return require_finite_result(out, "W_2^2(a, b)", "the particles a, b are too large to "
+                                 "square; use w2_uniform or rescale a and b")
 
 
 def w2_uniform(a, b, method: str = "lsa") -> float:
-    """W_2 between uniform particle measures (see :func:`w2_squared_uniform`)."""
-    return math.sqrt(w2_squared_uniform(a, b, method))
+    """W_2 between uniform particle measures (see :func:`w2_squared_uniform`); accurate
+    for any finite particles (scaled by a power of two before squaring)."""
+    w, e = _w2_squared_scaled(a, b, method)
+    with np.errstate(over="ignore"):
+        out = float(np.ldexp(math.sqrt(w), e))
+    return require_finite_result(out, "W_2(a, b)", "the particles a, b are near the float64 "
+                                 "limit; rescale a and b")
 
 
 def second_moment(a) -> float:
@@ -112,8 +153,13 @@ def second_moment(a) -> float:
 
 
 def rmd(a, b, method: str = "lsa") -> float:
-    """RMD(mu, nu) = sqrt(W_2^2 / (2 (m_2(mu) + m_2(nu)))) in [0, 1] (0 if both are delta_0)."""
-    w2 = w2_squared_uniform(a, b, method)
+    """RMD(mu, nu) = sqrt(W_2^2 / (2 (m_2(mu) + m_2(nu)))) in [0, 1] (0 if both are delta_0);
+    scale-invariant, computed on clouds scaled by a common power of two (any finite input)."""
+    w2, e = _w2_squared_scaled(a, b, method)
+    a = _particles(a, "a (first particle measure)")
+    b = _particles(b, "b (second particle measure)")
+    if e:
+        a, b = np.ldexp(a, -e), np.ldexp(b, -e)
     den = 2.0 * (second_moment(a) + second_moment(b))
     if den == 0.0:
         return 0.0

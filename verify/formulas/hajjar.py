@@ -76,9 +76,11 @@ def _best_linear(X, Y, weights=None) -> np.ndarray:
     Xs = X / sx
     S = (Xs * w[:, None]).T @ Xs
     c = Xs.T @ (w * (Y / sy))
-    if np.linalg.matrix_rank(S) < X.shape[1]:
-        raise ValueError("E[x x^T] is singular on this sample: use at least d samples in "
-                         "general position")
+    rank = int(np.linalg.matrix_rank(S))
+    if rank < X.shape[1]:
+        raise ValueError(f"X has rank {rank} < d = {X.shape[1]} (with these weights), so "
+                         "E[x x^T] is singular on this sample: pass X with at least d rows "
+                         "in general position (linearly independent columns)")
     ws = np.linalg.solve(S, c)
     with np.errstate(over="ignore"):
         out = ws * sy / sx

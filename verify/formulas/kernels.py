@@ -398,7 +398,12 @@ class KernelInterpolant:
         xd, yd, kernel, init, sc = _interpolation_data(x_data, y_data, kernel, init, sigma_c)
         self.x_data, self.y_data = xd, yd
         self.kernel, self.init, self.sigma_c = kernel, init, sc
-        gram = self.kernel_matrix(xd[:, None], xd[None, :])
+        try:
+            gram = self.kernel_matrix(xd[:, None], xd[None, :])
+        except ValueError as exc:  # overflow of K(x_i, x_j): name the argument at fault
+            raise ValueError(f"x_data is too large: the {kernel} Gram matrix K(x_i, x_j) of "
+                             f"x_data (max |x_data| = {float(np.max(np.abs(xd))):.3g}) is not "
+                             f"representable in float64 ({exc}); rescale x_data") from exc
         lam = np.linalg.eigvalsh((gram + gram.T) / 2)
         self.condition = float(lam[-1] / lam[0]) if lam[0] > 0 else float("inf")
         if not self.condition <= MAX_CONDITION:
@@ -409,6 +414,9 @@ class KernelInterpolant:
                 "coefficients would carry no accurate digits; merge or drop points closer than "
                 "about 1e-3 of the data range")
         self.coefficients = scipy.linalg.solve(gram, yd, assume_a="pos")
+        if not np.all(np.isfinite(self.coefficients)):
+            raise ValueError("y_data is too large: the interpolation coefficients K^-1 y_data "
+                             "overflow float64; rescale y_data")
         self._factor = 1.0
 
     def kernel_matrix(self, x: np.ndarray, xp: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ def _as_group(group: Any) -> GroupAction:
         raise ValueError("group must be a numerics.groups.GroupAction or an array of the "
                          f"parameter matrices M_g with shape (|G|, D, D); got shape {M.shape}")
     one = np.ones((M.shape[0], 1, 1))
-    return GroupAction(one, one, M, name="G (given by M_g)")
+    return GroupAction(one, one, M, name="group (the matrices M_g)")
 
 
 def _mp_matrix_apply(M: np.ndarray, z: np.ndarray) -> np.ndarray:
