@@ -138,6 +138,9 @@ def test_large_blocked_prefix_sums_accurate():
 @pytest.mark.parametrize("bad, match", [
     (dict(alpha_value=0.0), "alpha_value"),
     (dict(alpha_value=float("nan")), "alpha_value"),
+    (dict(alpha_value="1.0"), "alpha_value"),
+    (dict(alpha_value=True), "alpha_value"),
+    (dict(alpha_value=None), "alpha_value"),
     (dict(c=np.ones(3)), "shapes must match"),
     (dict(x=np.array([np.inf])), "finite"),
 ])
@@ -173,3 +176,12 @@ def test_overflowing_outputs_raise():
         fast1d.loss_and_grad_sorted(a, b, c, x, y, 5e-324)
     with pytest.raises(ValueError, match="overflows"):
         fast1d.forward_sorted(a, b, np.array([1e300]), np.array([1e10]), 1e-300)
+
+
+def test_alpha_value_kinds():
+    """Integers, numpy scalars and Python floats give the same result (one validation per
+    call; a fast path for floats)."""
+    a, b, c, x = np.ones(2), np.array([0.0, 0.5]), np.ones(2), np.array([0.25, 1.0])
+    ref = fast1d.forward_sorted(a, b, c, x, 2.0)
+    for alpha in (2, np.int64(2), np.float64(2.0), np.float32(2.0)):
+        assert np.array_equal(fast1d.forward_sorted(a, b, c, x, alpha), ref)

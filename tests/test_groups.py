@@ -13,7 +13,7 @@ from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_ac
                              generated_permutation_matrices, matrix_action, permutation_action,
                              sign_flips, symmetric_group_matrices, validate_measure)
 from numerics.transport import (optimal_matching, rmd, second_moment, squared_distances,
-                                w2_squared_uniform)
+                                w2_squared_uniform, w2_uniform)
 
 GROUPS = {
     "c2": c2_swap,
@@ -226,3 +226,31 @@ def test_w2_solvers_agree(n, d, seed, spread):
     assert squared_distances(a, b).min() >= 0.0
     with pytest.raises(ValueError, match="method"):
         w2_squared_uniform(a, b, method="sinkhorn")
+
+
+@pytest.mark.parametrize("n", [13, 10 ** 6, 2 ** 70])
+def test_cyclic_shifts_size_guard(n):
+    with pytest.raises(ValueError, match=r"n \(size of the cyclic group\) must be an integer in \[1, 12\]"):
+        cyclic_shifts(n)
+    with pytest.raises(ValueError, match="n"):
+        cyclic_shift_matrices(max(n, 129))
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 2.0 ** 600, 2.0 ** -700])
+def test_transport_is_scale_equivariant_at_extreme_sizes(scale):
+    """W_2 and RMD of huge or tiny clouds: the clouds are scaled by a power of two before
+    squaring, so W_2(k a, k b) = k W_2(a, b) and RMD is scale-invariant (to rounding)."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((4, 2)), rng.standard_normal((2, 2))
+    assert w2_uniform(scale * a, scale * b) == pytest.approx(scale * w2_uniform(a, b), rel=1e-13)
+    assert rmd(scale * a, scale * b) == pytest.approx(rmd(a, b), rel=1e-13)
+    assert np.array_equal(optimal_matching(scale * a, scale * b)[2], optimal_matching(a, b)[2])
+
+
+def test_transport_unrepresentable_results_raise():
+    a = np.full((1, 2), 1e300)
+    assert w2_uniform(a, -a) == pytest.approx(2e300 * np.sqrt(2), rel=1e-15)
+    with pytest.raises(ValueError, match="overflows"):
+        w2_squared_uniform(a, -a)
+    with pytest.raises(ValueError, match="overflows"):
+        w2_uniform(np.full((1, 2), 1.7e308), np.full((1, 2), -1.7e308))

@@ -144,3 +144,43 @@ def test_expected_relu_affine_monte_carlo():
 def test_validation(args, match):
     with pytest.raises(ValueError, match=match):
         rd.phi_tilde(*args)
+
+
+def test_critical_time():
+    """The first recorded time with mass > alpha; a run that never reaches alpha is an
+    error unless the caller names the value it wants for "never" (claim H1g)."""
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    mass = np.array([0.1, 0.4, 0.6, 0.7])
+    assert rd.critical_time(t, mass, 0.5) == 2.0
+    with pytest.raises(ValueError, match="never exceeds alpha.*extend times"):
+        rd.critical_time(t, mass, 0.9)
+    assert math.isnan(rd.critical_time(t, mass, 0.9, never=float("nan")))
+    for bad, name in (([1.0, 0.0, 2.0, 3.0], "times"), ([[1.0, 2.0], [3.0]], "times"),
+                      (1j, "times"), ([0.0, np.nan, 2.0, 3.0], "times")):
+        with pytest.raises(ValueError, match=name):
+            rd.critical_time(bad, mass, 0.5)
+    with pytest.raises(ValueError, match="shapes must match"):
+        rd.critical_time(t, mass[:3], 0.5)
+    with pytest.raises(TypeError, match="alpha"):
+        rd.critical_time(t, mass, "0.5")
+
+
+def test_argument_validation_of_the_dynamics():
+    tab = rd.PhiTable(6, 2, n_theta=33, n_phi=8)
+    st0 = rd.initial_state(np.random.default_rng(0), np.random.default_rng(1), 8, 6, 2)
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match="rng_plus"):
+            rd.initial_state(bad, np.random.default_rng(1), 8, 6, 2)
+        with pytest.raises(TypeError, match="rng_minus"):
+            rd.initial_state(np.random.default_rng(0), bad, 8, 6, 2)
+    for step in (True, None, "0.1", np.nan, 0.0):
+        with pytest.raises(ValueError, match="step"):
+            rd.simulate_gd(st0, tab, step, 3)
+    for every in (True, 1.5, 0):
+        with pytest.raises(ValueError, match="record_every"):
+            rd.simulate_gd(st0, tab, 0.01, 3, record_every=every)
+    for tol in ("1e-9", None, np.nan, 0.0, True):
+        with pytest.raises(ValueError, match="rtol"):
+            rd.simulate_flow(st0, tab, [0.1], rtol=tol)
+    with pytest.raises(ValueError, match="t_eval"):
+        rd.simulate_flow(st0, tab, [-0.1, 0.2])

@@ -286,3 +286,12 @@ def test_crossing_and_return_within_one_step_is_located():
     fl = N.gradient_flow(a, b, c, x, y, "m", [0, 12.0])
     crossings_5_2 = [e[0] for e in fl.events if e[1:] == ("cross", 5, 2)]
     assert len(crossings_5_2) == 2 and abs(crossings_5_2[0] - 0.7415496485) < 1e-8
+
+
+def test_canonical_forward_scales_instead_of_overflowing():
+    """A representable output whose terms overflow is computed exactly (powers of two);
+    an unrepresentable one raises ValueError naming the overflow."""
+    assert N.canonical_forward([1e300, 1e300], [0.0, 0.0], [1e8]).tolist() == [1e308]
+    assert N.canonical_forward([1e300], [0.0], [0.5]).tolist() == [5e299]
+    with pytest.raises(ValueError, match="overflows.*rescale r or x"):
+        N.canonical_forward([1e300], [0.0], [1e300])
