@@ -394,7 +394,7 @@ def critical_time(times, plus_mass, alpha: float, *, never: float | None = None)
     if never is not None:
         return never
     raise ValueError(f"plus_mass never exceeds alpha = {alpha!r} on the given times (up to "
-                     f"t = {times[-1]!r}, max mass {float(plus_mass.max())!r}): extend times "
+                     f"t = {float(times[-1])!r}, max mass {float(plus_mass.max())!r}): extend times "
                      "(run longer) or pass never=float('nan') to accept a run without t*")
 
 
