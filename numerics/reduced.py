@@ -43,9 +43,12 @@ __all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dt
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
            "reduced_loss_and_field", "reduced_velocity", "simulate_gd", "simulate_flow", "masses",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature",
-           "ReducedRun", "validate_dims"]
+           "ReducedRun", "validate_dims", "MAX_PARTICLES"]
 
 HALF_PI = np.pi / 2
+
+#: largest number of particles of :func:`initial_state` (a few arrays of m floats each)
+MAX_PARTICLES = 10 ** 7
 
 
 def validate_dims(d, d_H) -> tuple[int, int]:
@@ -339,7 +342,7 @@ def initial_state(rng_plus: np.random.Generator, rng_minus: np.random.Generator,
     rng_plus = require_generator(rng_plus, "rng_plus")
     rng_minus = require_generator(rng_minus, "rng_minus")
     d, d_H = validate_dims(d, d_H)
-    m = require_positive_int(m, "m", minimum=2)
+    m = require_positive_int(m, "m (number of particles)", minimum=2, maximum=MAX_PARTICLES)
     mp = m // 2
     th = [np.arccos(np.sqrt(r.beta(d_H / 2, (d - d_H) / 2, size=k)))
           for r, k in ((rng_plus, mp), (rng_minus, m - mp))]

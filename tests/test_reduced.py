@@ -173,6 +173,8 @@ def test_argument_validation_of_the_dynamics():
             rd.initial_state(bad, np.random.default_rng(1), 8, 6, 2)
         with pytest.raises(TypeError, match="rng_minus"):
             rd.initial_state(np.random.default_rng(0), bad, 8, 6, 2)
+    with pytest.raises(ValueError, match=r"m \(number of particles\)"):
+        rd.initial_state(np.random.default_rng(0), np.random.default_rng(1), 2 ** 70, 6, 2)
     for step in (True, None, "0.1", np.nan, 0.0):
         with pytest.raises(ValueError, match="step"):
             rd.simulate_gd(st0, tab, step, 3)
