@@ -79,6 +79,26 @@ class _MatrixUnit:
         """(1/B) sum_b t_b x_b^T per particle, for t = s'(z x) * cotangent of shape (B, N, dY)."""
         return (t.reshape(x.shape[0], -1).T @ x).reshape(theta.shape[0], -1) / x.shape[0]
 
+    # Output-major layout for the SGD loop: (dY, B, N) keeps N innermost and contiguous, so
+    # the activation, the cotangent product and both BLAS products run on contiguous rows
+    # (the (B, N, dY) layout broadcasts over a last axis of length dY: about 2x slower).
+    def pre_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """(z_i x_b)_k in the layout (dY, B, N)."""
+        z = theta.reshape(theta.shape[0], self.dim_y, self.dim_x)
+        return np.matmul(x, z.transpose(1, 2, 0))
+
+    def value_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """sigma_*(x_b, theta_i)_k in the layout (dY, B, N)."""
+        return self.activation(self.pre_t(x, theta))
+
+    def vjp_t(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+              value_t: np.ndarray) -> np.ndarray:
+        """:meth:`vjp` from the activations ``value_t`` (dY, B, N) of :meth:`value_t`."""
+        t = self.slope_from_value(value_t)
+        t *= cot.T[:, :, None]
+        g = np.matmul(t.transpose(0, 2, 1), x)                      # (dY, N, dX)
+        return g.transpose(1, 0, 2).reshape(theta.shape[0], -1) / x.shape[0]
+
 
 @dataclass(frozen=True)
 class LogisticUnit(_MatrixUnit):
@@ -94,6 +114,18 @@ class LogisticUnit(_MatrixUnit):
         s = self.value(x, theta) if value is None else value
         return self._pullback(x, theta, s * (1.0 - s) * cot[:, None, :])
 
+    @staticmethod
+    def activation(a: np.ndarray) -> np.ndarray:
+        """logistic(a), in place (a is a fresh pre-activation array)."""
+        return expit(a, out=a)
+
+    @staticmethod
+    def slope_from_value(s: np.ndarray) -> np.ndarray:
+        """logistic'(a) = s (1 - s) from s = logistic(a)."""
+        t = 1.0 - s
+        t *= s
+        return t
+
 
 @dataclass(frozen=True)
 class TanhUnit(_MatrixUnit):
@@ -107,6 +139,18 @@ class TanhUnit(_MatrixUnit):
             value: np.ndarray | None = None) -> np.ndarray:
         a = self.value(x, theta) if value is None else value
         return self._pullback(x, theta, (1.0 - a * a) * cot[:, None, :])
+
+    @staticmethod
+    def activation(a: np.ndarray) -> np.ndarray:
+        """tanh(a), in place (a is a fresh pre-activation array)."""
+        return np.tanh(a, out=a)
+
+    @staticmethod
+    def slope_from_value(s: np.ndarray) -> np.ndarray:
+        """tanh'(a) = 1 - s^2 from s = tanh(a)."""
+        t = s * s
+        np.subtract(1.0, t, out=t)
+        return t
 
 
 @dataclass(frozen=True)
@@ -333,19 +377,39 @@ def _gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
     if scheme == "da_random":
         x = np.einsum("bij,bj->bi", group.rho[gidx], x)
         y = np.einsum("bij,bj->bi", group.rho_hat[gidx], y)
-    elif scheme in ("da_orbit", "fa"):
+    if isinstance(unit, (LogisticUnit, TanhUnit)):
+        return _gradient_t(scheme, unit, group, theta, x, y)
+    if scheme in ("da_orbit", "fa"):
         xs, ys = _stack_orbit(group, x, y)
         v = unit.value(xs, theta)
         if scheme == "da_orbit":
             return unit.vjp(xs, theta, _average(v, None) - ys, v)
-        # fa: Q_G Phi(x_b) = (1/|G|) sum_g rho^_g^T Phi(rho_g x_b); cotangent rho^_g (Q Phi - y)
-        nb = x.shape[0]
-        out = _average(v, None).reshape(group.order, nb, -1)
-        q = np.einsum("gji,gbj->bi", group.rho_hat, out) / group.order
-        cot = np.einsum("gij,bj->gbi", group.rho_hat, q - y).reshape(group.order * nb, -1)
-        return unit.vjp(xs, theta, cot, v)
+        return unit.vjp(xs, theta, _fa_cotangent(group, _average(v, None), y), v)
     v = unit.value(x, theta)
     return unit.vjp(x, theta, _average(v, None) - y, v)
+
+
+def _fa_cotangent(group: GroupAction, model: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Cotangent of the FA loss at the orbit-stacked inputs: with ``model`` (|G| B, dY) the
+    outputs Phi(rho_g x_b) (g-major), Q_G Phi(x_b) = (1/|G|) sum_g rho^_g^T Phi(rho_g x_b)
+    and the cotangent at rho_g x_b is rho^_g (Q_G Phi(x_b) - y_b)."""
+    nb = y.shape[0]
+    out = model.reshape(group.order, nb, -1)
+    q = np.einsum("gji,gbj->bi", group.rho_hat, out) / group.order
+    return np.einsum("gij,bj->gbi", group.rho_hat, q - y).reshape(group.order * nb, -1)
+
+
+def _gradient_t(scheme: str, unit, group: GroupAction, theta: np.ndarray, x: np.ndarray,
+                y: np.ndarray) -> np.ndarray:
+    """:func:`_gradient` for the matrix units in their (dY, B, N) layout (same sums)."""
+    if scheme in ("da_orbit", "fa"):
+        xs, ys = _stack_orbit(group, x, y)
+    else:
+        xs, ys = x, y
+    s = unit.value_t(xs, theta)
+    model = (s @ _uniform(theta.shape[0])).T                     # (B', dY)
+    cot = _fa_cotangent(group, model, y) if scheme == "fa" else model - ys
+    return unit.vjp_t(xs, theta, cot, s)
 
 
 def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
