@@ -22,8 +22,8 @@ from typing import Any, Callable
 import mpmath
 import numpy as np
 
-from numerics.validation import (as_float_array, require_choice, require_positive_int,
-                                 require_same_shape)
+from numerics.validation import (as_float_array, as_float_scalar, require_choice,
+                                 require_generator, require_positive_int, require_same_shape)
 
 __all__ = [
     "INITS", "rf_kernel_quad_mp", "active_probability_quad_mp", "rkhs_weight_quad_mp",
@@ -32,9 +32,12 @@ __all__ = [
     "output_layer_gd", "output_layer_gd_closed_form", "kernel_gd_coefficients", "OutputLayerFit",
     "fit_output_layer", "AllLayerFit", "train_all_layers", "symmetric_init",
     "trained_output_layer_values", "min_norm_output_values", "feature_product_moments",
+    "MAX_PARTICLES",
 ]
 
 INITS = ("uniform", "gaussian")
+#: largest number of particles drawn at once by :func:`sample_init` (16 GiB of (a, b))
+MAX_PARTICLES = 2 ** 30
 _CHUNK = 1 << 22  # max entries of one m x n feature block
 
 
@@ -178,7 +181,8 @@ def abs_moment_kernel_mp(z: float, zp: float, omega: Callable[[Any], Any], sigma
 # ================================================================ particles
 def sample_init(rng: np.random.Generator, m: int, init: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
     """m i.i.d. hidden-layer parameters (a, b) from the init."""
-    m = require_positive_int(m, "m")
+    rng = require_generator(rng)
+    m = require_positive_int(m, "m", maximum=MAX_PARTICLES)
     if _init(init) == "uniform":
         ab = rng.uniform(-1.0, 1.0, size=(2, m))
     else:
@@ -232,9 +236,26 @@ def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
     return a, b, w.ravel()
 
 
-def features(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """phi_i(x) = (a_i x - b_i)_+ as an (n_x, m) array."""
-    return np.maximum(np.multiply.outer(x, a) - b, 0.0)
+def _features(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """:func:`features` on validated arrays.  If a_i x - b_i overflows, it is recomputed
+    halved (exact) and a value beyond float64 raises a ValueError naming the overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.maximum(np.multiply.outer(x, a) - b, 0.0)
+    if not np.all(np.isfinite(out)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            half = np.maximum(np.multiply.outer(0.5 * x, a) - 0.5 * b, 0.0)
+        if np.any(half > np.finfo(np.float64).max / 2):
+            raise ValueError("features overflow float64: a_i x - b_i exceeds 1.8e308; rescale "
+                             f"a, b or x (max |a| = {np.abs(a).max():.3g}, max |x| = "
+                             f"{np.abs(x).max() if x.size else 0.0:.3g})")
+        out = np.where(np.isfinite(out), out, 2.0 * half)
+    return out
+
+
+def features(a: Any, b: Any, x: Any) -> np.ndarray:
+    """phi_i(x) = (a_i x - b_i)_+ as an (n_x, m) array (x 1-D)."""
+    a, b = _ab(a, b)
+    return _features(a, b, as_float_array(x, "x", ndim=1))
 
 
 def _weights(a: np.ndarray, weights: Any) -> np.ndarray:
@@ -263,8 +284,8 @@ def empirical_rf_kernel(a: Any, b: Any, x: Any, xp: Any, weights: Any = None) ->
     step = max(1, _CHUNK // max(1, x.size + xp.size))
     for i in range(0, a.size, step):
         sl = slice(i, i + step)
-        fx = features(a[sl], b[sl], x)
-        fxp = features(a[sl], b[sl], xp)
+        fx = _features(a[sl], b[sl], x)
+        fxp = _features(a[sl], b[sl], xp)
         out += (fx * w[sl]) @ fxp.T
     return out
 
@@ -297,15 +318,18 @@ def min_norm_output_layer(a: Any, b: Any, x: Any, y: Any) -> np.ndarray:
     x = as_float_array(x, "x", ndim=1)
     y = as_float_array(y, "y", ndim=1)
     require_same_shape(x=x, y=y)
-    return np.linalg.lstsq(features(a, b, x), y, rcond=None)[0]
+    return np.linalg.lstsq(_features(a, b, x), y, rcond=None)[0]
 
 
 def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> np.ndarray:
     """Plain GD on c only, alpha(m) = 1, c(0) = 0: c <- c - eta Phi^T (Phi c - y)."""
     a, b = _ab(a, b)
-    Phi = features(a, b, as_float_array(x, "x", ndim=1))
+    x = as_float_array(x, "x", ndim=1)
     y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    eta = as_float_scalar(eta, "eta", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
+    Phi = _features(a, b, x)
     c = np.zeros(a.size)
     for k in range(steps):
         c -= eta * (Phi.T @ (Phi @ c - y))
@@ -358,7 +382,7 @@ def fit_output_layer(a: Any, b: Any, x: Any, y: Any, tol: float = 1e-12) -> Outp
     a, b = _ab(a, b)
     x = as_float_array(x, "x", ndim=1)
     y = as_float_array(y, "y", ndim=1)
-    Phi = features(a, b, x)
+    Phi = _features(a, b, x)
     lam = np.linalg.eigvalsh(Phi @ Phi.T)
     eta = 1.0 / lam.max()
     lmin = max(lam.min(), lam.max() * 1e-15)
@@ -431,7 +455,7 @@ def trained_output_layer_values(rng: np.random.Generator, m: int, x: Any, y: Any
     for r in range(replicates):
         a, b = sample_init(rng, m, init)
         fit = fit_output_layer(a, b, x, y)
-        out[r] = features(a, b, x_eval) @ fit.c
+        out[r] = _features(a, b, x_eval) @ fit.c
     return out
 
 

@@ -5,16 +5,23 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from numerics.validation import require_positive_int
+from numerics.validation import require_generator, require_positive_int
 
 __all__ = ["sample_sphere", "positive_part_mean_mp", "positive_part_mean_mc",
-           "positive_part_mean_coordinate_mp"]
+           "positive_part_mean_coordinate_mp", "MAX_SAMPLE_ENTRIES"]
+
+#: largest m * k drawn at once (8 GiB of float64); more is refused up front, not by numpy
+MAX_SAMPLE_ENTRIES = 2 ** 30
 
 
 def sample_sphere(rng: np.random.Generator, m: int, k: int) -> np.ndarray:
     """``m`` i.i.d. points of Unif(S^{k-1}) as an (m, k) array (normalized Gaussians)."""
+    rng = require_generator(rng)
     m = require_positive_int(m, "m")
     k = require_positive_int(k, "k")
+    if m * k > MAX_SAMPLE_ENTRIES:
+        raise ValueError(f"m * k = {m} * {k} points x coordinates exceeds {MAX_SAMPLE_ENTRIES} "
+                         "(8 GiB): reduce m or k, or draw the points in chunks")
     g = rng.standard_normal((m, k))
     norms = np.linalg.norm(g, axis=1, keepdims=True)
     return g / norms

@@ -304,3 +304,33 @@ def test_w3f_exact_interpolant_matches_formula():
     y = np.where(np.arange(10) // 2 % 2 == 0, 1.0, -1.0)
     f = F.kernel_interpolant(x, y)
     assert np.allclose(f.coefficients, alpha, rtol=64 * f.condition * 2**-52, atol=0)
+
+
+def test_public_entry_points_validate_their_arguments():
+    """features, output_layer_gd, sample_init: a bad argument is refused by name (never
+    NaN/inf, AttributeError or a numpy broadcasting message)."""
+    a, b, x = np.array([1.0, -0.5]), np.array([0.2, 0.1]), np.array([0.0, 0.5, 1.0])
+    for bad_x in (True, 1j, None, np.nan, np.array([np.inf])):
+        with pytest.raises((ValueError, TypeError), match="x"):
+            nk.features(a, b, bad_x)
+    with pytest.raises(ValueError, match="shapes must match"):
+        nk.features(a, b[:1], x)
+    for eta in (None, float("nan"), float("inf"), 0.0, -1e-9, "1e-9", True):
+        with pytest.raises((ValueError, TypeError), match="eta"):
+            nk.output_layer_gd(a, b, x, x, eta, 3)
+    with pytest.raises(ValueError, match="x.*y|shapes"):
+        nk.output_layer_gd(a, b, x, x[:2], 0.1, 3)
+    for rng in (None, 3, "rng", np.random.RandomState(0)):
+        with pytest.raises(TypeError, match="rng"):
+            nk.sample_init(rng, 4)
+    with pytest.raises(ValueError, match="m"):
+        nk.sample_init(np.random.default_rng(0), 2 ** 70)
+
+
+def test_features_overflow_is_exact_or_named():
+    """a x - b = 1.5e308 with a x = 2e308 overflowing: returned exactly (halved path);
+    a x - b beyond float64 raises a ValueError naming the overflow."""
+    out = nk.features(np.array([2.0]), np.array([0.5e308]), np.array([1e308]))
+    assert out.tolist() == [[1.5e308]]
+    with pytest.raises(ValueError, match="overflow"):
+        nk.features(np.array([2.0]), np.array([0.0]), np.array([1e308]))

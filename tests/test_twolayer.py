@@ -122,8 +122,72 @@ def test_loss_and_grad_overflow_names_it():
     rng = np.random.default_rng(0)
     a, B = rng.standard_normal(5) * 1e200, rng.standard_normal((5, 3)) * 1e200
     X = rng.standard_normal((4, 3))
-    with pytest.warns(RuntimeWarning), pytest.raises(ValueError, match="overflows"):
+    with pytest.raises(ValueError, match="overflows"):
         tl.loss_and_grad(a, B, X, X[:, 0])
+    with pytest.raises(ValueError, match="overflows"):
+        tl.forward(a, B, X)
+
+
+@given(st.integers(0, 2 ** 31), st.integers(-600, 600), st.integers(-600, 600),
+       st.integers(-600, 600))
+def test_huge_and_tiny_weights_are_exactly_rescaled(seed, p, q, r):
+    """f, L and the gradients are homogeneous in (a, B, X, Y) -> (2^p a, 2^q B, 2^r X,
+    2^(p+q+r) Y): results in float64 range are returned to rounding accuracy even when
+    b . x itself over- or underflows (the power-of-two rescaled path), never NaN/inf."""
+    a, B, X, Y = _problem(seed, 3, 2, 4)
+    s = p + q + r
+    big = [np.ldexp(a, p), np.ldexp(B, q), np.ldexp(X, r)]
+    if abs(s) <= 1000:
+        f2 = tl.forward(*big)
+        assert np.allclose(np.ldexp(f2, -s), tl.forward(a, B, X), rtol=1e-12, atol=1e-14)
+    if max(abs(2 * s), abs(s + q + r), abs(s + p + r)) > 1000:
+        return      # some part of the result is subnormal or beyond float64
+    L, (ga, gB) = tl.loss_and_grad(a, B, X, Y)
+    L2, (ga2, gB2) = tl.loss_and_grad(*big, np.ldexp(Y, s))
+    assert math.isclose(np.ldexp(L2, -2 * s), L, rel_tol=1e-12)
+    assert np.allclose(np.ldexp(ga2, -(s + q + r)), ga, rtol=1e-11, atol=1e-13)
+    assert np.allclose(np.ldexp(gB2, -(s + p + r)), gB, rtol=1e-11, atol=1e-13)
+
+
+def test_zero_output_weights_with_overflowing_preactivations():
+    """a = 0, |b . x| = 1e400: f = 0 exactly, the loss is finite; dL/da is not
+    representable (a ValueError), unless the residual vanishes (Y = 0: all zero)."""
+    a, B, X = np.zeros(1), np.full((1, 1), 1e200), np.full((1, 1), 1e200)
+    assert tl.forward(a, B, X).tolist() == [0.0]
+    L, (ga, gB) = tl.loss_and_grad(a, B, X, np.zeros(1))
+    assert L == 0.0 and ga.tolist() == [0.0] and gB.tolist() == [[0.0]]
+    with pytest.raises(ValueError, match="dL/da overflows"):
+        tl.loss_and_grad(a, B, X, np.ones(1))
+
+
+def test_gradient_descent_and_flow_validate_arguments():
+    a, B, X, Y = _problem(0, 3, 2, 5)
+    for kw, name in (({"eta": None}, "eta"), ({"eta": float("nan")}, "eta"),
+                     ({"blowup": float("nan")}, "blowup"), ({"blowup": 0.0}, "blowup"),
+                     ({"record_every": 1.5}, "record_every"), ({"record_every": True}, "record_every"),
+                     ({"a": float("nan")}, "a"), ({"grad_fn": 3}, "grad_fn")):
+        args = {"a": a, "B": B, "X": X, "Y": Y, "eta": 0.01, "steps": 3, **kw}
+        with pytest.raises((ValueError, TypeError), match=name):
+            tl.gradient_descent(**args)
+    res = tl.gradient_flow(a, B, X, Y, [0.0])
+    assert res.a.shape == (1, 3) and np.array_equal(res.a[0], a)
+    with pytest.raises(ValueError, match="t_eval"):
+        tl.gradient_flow(a, B, X, Y, [1.0, 0.5])
+    with pytest.raises(ValueError, match="both must be m"):
+        tl.gradient_flow(a, B[:2], None, None, [1.0], grad_fn=lambda aa, BB: (0.0, (aa, BB)))
+
+
+def test_gradient_flow_reports_a_sliding_kink_quickly():
+    """b = 0 in 1-D with the field pointing into the kink from both sides (a Filippov
+    sliding mode): DOP853 would chatter for minutes; the flow stops and names it."""
+    import time
+    a, B = np.array([-1.1332614518595239]), np.array([[-7.96143823420862e-183]])
+    X = np.array([[1.4565988088397175], [1.0987812495283134], [-1.0213089919185]])
+    Y = np.array([1.0, -1.2845067119668734, 0.5989495153019173])
+    t0 = time.perf_counter()
+    with pytest.raises(tl.DivergenceError, match="slides along its kink"):
+        tl.gradient_flow(a, B, X, Y, [0.5], rtol=1e-8, atol=1e-10)
+    assert time.perf_counter() - t0 < 5
 
 
 def test_dense_reference_matches_engine():
