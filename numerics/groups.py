@@ -248,6 +248,8 @@ def validate_measure(particles, weights, dim: int | None = None
     if z.shape[0] == 0:
         raise ValueError("the particle measure is empty (N = 0): a probability measure needs "
                          "at least one particle")
+    if dim is not None:
+        dim = require_positive_int(dim, "dim (dimension of Z)")
     if dim is not None and z.shape[1] != dim:
         raise ValueError(f"particles have dimension {z.shape[1]} but the group acts on "
                          f"Z = R^{dim}: mismatched dimensions")

@@ -47,14 +47,17 @@ __all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dt
 
 HALF_PI = np.pi / 2
 
+_INT64_MAX = 2 ** 63 - 1
+
 #: largest number of particles of :func:`initial_state` (a few arrays of m floats each)
 MAX_PARTICLES = 10 ** 7
 
 
 def validate_dims(d, d_H) -> tuple[int, int]:
-    """1 <= d_H <= d - 1 (both a non-trivial H and a non-trivial complement)."""
-    d = require_positive_int(d, "d (ambient dimension)", minimum=2)
-    d_H = require_positive_int(d_H, "d_H (dimension of H)", minimum=1)
+    """1 <= d_H <= d - 1 (both a non-trivial H and a non-trivial complement), d < 2^63
+    (the int64 range of the suite's integer arguments)."""
+    d = require_positive_int(d, "d (ambient dimension)", minimum=2, maximum=_INT64_MAX)
+    d_H = require_positive_int(d_H, "d_H (dimension of H)", minimum=1, maximum=_INT64_MAX)
     if d_H >= d:
         raise ValueError(f"d_H must be < d (H a proper subspace, so that theta and S are "
                          f"defined); got d_H = {d_H}, d = {d}")
