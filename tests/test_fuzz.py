@@ -781,40 +781,7 @@ def _param(t: Target):
 
 #: Targets with known failures in files this suite does not own (found by this suite;
 #: see the findings printed by a census run).  The owners remove the entries once fixed.
-KNOWN: dict[str, str] = {
-    "best_linear_approximator": "X of rank < d: the singular-sample ValueError does not name X",
-    "kernel_interpolant": "x_data = [-1e300, 1e300]: the overflow message names rf_kernel's "
-                          "x, xp instead of x_data",
-    "KernelInterpolant": "x_data = [-1e300, 1e300]: the overflow message names rf_kernel's "
-                         "x, xp instead of x_data",
-    "symmetrize": "a non-orthogonal group array: the message does not name the argument group",
-    "project_to_fixed_space": "a non-orthogonal group array: the message does not name group",
-    "rmd": "particles of size 1e300: scipy's 'cost matrix is infeasible' (no argument named)",
-    "transport.w2_uniform": "particles of size 1e300: scipy's 'cost matrix is infeasible'",
-    "groups.cyclic_shifts": "n = 10**6: MemoryError (no size guard); n = 2**70: numpy's "
-                            "'Maximum allowed dimension exceeded'",
-    "kernels.features": "accepts x = True or 1j; NaN/inf x gives NaN/inf silently; None -> "
-                        "unnamed TypeError (no validation)",
-    "kernels.sample_init": "AttributeError when rng is not a numpy Generator",
-    "sphere.sample_sphere": "AttributeError when rng is not a numpy Generator",
-    "reduced.initial_state": "AttributeError when rng_plus/rng_minus is not a Generator",
-    "reduced.critical_time": "returns NaN when the mass never exceeds alpha; NaN/complex/ragged "
-                             "times unvalidated",
-    "reduced.simulate_gd": "record_every = 1.5 or True accepted; step = None -> numpy "
-                           "'ufunc isfinite' TypeError without the argument name",
-    "reduced.simulate_flow": "rtol = '1e-9' -> numpy 'ufunc isfinite' TypeError without the "
-                             "argument name",
-    "fast1d.forward_sorted": "alpha_value = '1.0' (a string) accepted",
-    "fast1d.loss_and_grad_sorted": "alpha_value = '1.0' (a string) accepted",
-    "relu1d.canonical_forward": "inf for r = x = 1e300 (unrepresentable: should raise)",
-    "kernels.output_layer_gd": "some invalid eta values accepted; eta = None -> unnamed TypeError",
-    "twolayer.forward": "inf for B, X of size 1e200",
-    "twolayer.loss_and_grad": "inf/NaN loss for B, X of size 1e200 (a = 0 gives NaN)",
-    "twolayer.gradient_descent": "IndexError for a = NaN or -inf; record_every/blowup "
-                                 "invalid values accepted",
-    "twolayer.gradient_flow": "AttributeError for a single-point t_eval; unnamed errors; one "
-                              "> 10 s call on a 4-neuron 5-sample valid input",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("target", [_param(t) for t in ALL_TARGETS])

@@ -729,7 +729,7 @@ def _h1g(ctx: RunContext, dim_shift: int) -> Outcome:
                      and np.array_equal(run.final.theta, rerun.final.theta))
     incr = float(np.max(np.diff(run.losses))) if len(run.losses) > 1 else 0.0
     in_range = bool(np.all((run.final.theta >= 0) & (run.final.theta <= np.pi / 2)))
-    tstar = rd.critical_time(run.times, run.plus_mass, alpha)
+    tstar = rd.critical_time(run.times, run.plus_mass, alpha, never=float("nan"))
     d_units = p["d"]
     ext_rows = [["time in the authors' units (rho = N(0, I_d)): t / d", f"{fmt(run.times[-1] / d_units)}",
                  "-"]]

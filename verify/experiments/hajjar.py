@@ -128,7 +128,7 @@ def _fig3(params: dict[str, Any], profile: str, seed: int):
     run, s2, step_suite = _reduced_run(params, seed, "hajjar-fig3", snapshot_steps=hist_steps)
     alpha = _alpha(int(params["d_H"]))
     times = run.times / s2
-    t_star = rd.critical_time(times, run.plus_mass, alpha)
+    t_star = rd.critical_time(times, run.plus_mass, alpha, never=float("nan"))
     data: dict[str, Any] = {
         "time_unit": params["time_unit"], "estimator": params["estimator"],
         "data_second_moment": s2,
