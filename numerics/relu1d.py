@@ -67,7 +67,8 @@ step budget as a way out (both occurred in practice):
   (event "collapse"; a stationary point of the convention's field, delta_i unchanged).
 
 Budgets: ``max_steps`` accepted solver steps and ``max_events`` events; exhausting one
-raises RuntimeError naming it.  A non-finite field at t = 0 (e.g. r = 0 under the
+raises RuntimeError naming it, and so do more than ``MAX_PAIR_EVENTS`` events of one
+(neuron, sample) pair (chattering, e.g. between nearly coincident sample lines).  A non-finite field at t = 0 (e.g. r = 0 under the
 "plane" metric) is a ValueError, a non-finite state or step size later a
 FloatingPointError: DOP853 never spins on NaN.
 """
@@ -172,13 +173,24 @@ def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | s
     u = preactivation(a, b, x)  # (m, s): a_i x_j - b_i with its EXACT sign (kink convention)
     act = u > 0
     relu = np.where(act, u, 0.0)
-    rho = c @ relu / al - y
-    loss = 0.5 * float(rho @ rho)
-    s_act = act @ rho  # sum_j rho_j 1[u_ij > 0]
-    grad_c = relu @ rho / al
-    grad_a = c * (act @ (rho * x)) / al
-    grad_b = -c * s_act / al
-    return loss, (grad_a, grad_b, grad_c)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        rho = c @ relu / al - y
+        loss = 0.5 * float(rho @ rho)
+        s_act = act @ rho  # sum_j rho_j 1[u_ij > 0]
+        grad_c = relu @ rho / al
+        grad_a = c * (act @ (rho * x)) / al
+        grad_b = -c * s_act / al
+    return _finite_loss_and_grad(loss, (grad_a, grad_b, grad_c))
+
+
+def _finite_loss_and_grad(loss: float, grads: tuple[np.ndarray, np.ndarray, np.ndarray]
+                          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The loss and gradient unchanged if finite, else a ValueError naming the overflow."""
+    require_finite_result(loss, "the loss L(z)", "|c_i (a_i x_j - b_i)| or |y_j| too large")
+    require_finite_result(grads, "the gradient (grad_a, grad_b, grad_c)",
+                          "products of the residual with |a_i x_j - b_i| or |c_i x_j| "
+                          "exceed float64; rescale a, b, c, x or y")
+    return loss, grads
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -211,7 +223,8 @@ def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
     x, y = _data(x, y)
     if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
         return loss_and_grad_dense(a, b, c, x, y, alpha)
-    return fast.loss_and_grad_sorted(a, b, c, x, y, normalize_alpha(alpha, a.size))
+    return _finite_loss_and_grad(*fast.loss_and_grad_sorted(a, b, c, x, y,
+                                                            normalize_alpha(alpha, a.size)))
 
 
 # --------------------------------------------------------------------------- gradient descent
@@ -239,7 +252,13 @@ def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str,
     rec_t, ra, rb, rc, rl = [], [], [], [], []
     loss0 = None
     for k in range(steps + 1):
-        loss, (ga, gb, gc) = loss_and_grad(a, b, c, x, y, alpha)
+        try:
+            loss, (ga, gb, gc) = loss_and_grad(a, b, c, x, y, alpha)
+        except ValueError as exc:
+            if k == 0:
+                raise
+            raise FloatingPointError(f"gradient descent diverged at step {k} with step size "
+                                     f"eta={eta:g}: {exc}; reduce eta") from exc
         if loss0 is None:
             loss0 = loss
         if not np.isfinite(loss) or loss > 1e12 * max(loss0, 1.0):
@@ -355,6 +374,11 @@ def _first_crossing(u_of_t: Callable[[float], float], side: bool, t_old: float, 
     return t_new
 
 
+#: switching events of one (neuron, sample) pair after which the flow is declared
+#: chattering: a well-resolved flow crosses or slides onto one line a few times
+MAX_PAIR_EVENTS = 400
+
+
 def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, atol: float,
                max_events: int, max_steps: int, keep_dense: bool = False) -> FlowResult:
     t_eval = np.asarray(t_eval, dtype=np.float64)
@@ -380,6 +404,7 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
     # zero-progress guard: events of one pair at one instant (a trajectory that does not
     # leave the line on the side chosen): 1st normal rule, 2nd the other side, 3rd sliding
     attempts: dict[tuple[float, int, int], int] = {}
+    pair_events: dict[tuple[int, int], int] = {}  # events per (neuron, sample): chattering
 
     # neurons whose first-layer weights reached (a, b) = (0, 0) (full flow only): there
     # every sample is on the neuron's line, so with ReLU'(0) = 0 its whole gradient is 0
@@ -519,6 +544,14 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                 if len(events) > max_events:
                     raise RuntimeError(f"event budget exhausted: more than max_events={max_events} "
                                        f"switching events before t={t1:g} (at t={t:.6g})")
+                pair_events[i, j] = pair_events.get((i, j), 0) + 1
+                if pair_events[i, j] > MAX_PAIR_EVENTS:
+                    raise RuntimeError(
+                        f"chattering: neuron {i} switched more than {MAX_PAIR_EVENTS} times at "
+                        f"sample {j} before t={t:.6g} (horizon {t1:g}); its trajectory runs "
+                        "along a sample line it keeps leaving and re-entering (e.g. nearly "
+                        "coincident sample lines: merge samples x_j closer than the solver "
+                        "tolerance, or a degenerate near-zero neuron)")
             else:
                 t, y = t_new, y_new.copy()
     while k_out < t_eval.size:  # t reached t1

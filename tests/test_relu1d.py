@@ -295,3 +295,26 @@ def test_canonical_forward_scales_instead_of_overflowing():
     assert N.canonical_forward([1e300], [0.0], [0.5]).tolist() == [5e299]
     with pytest.raises(ValueError, match="overflows.*rescale r or x"):
         N.canonical_forward([1e300], [0.0], [1e300])
+
+
+def test_loss_and_grad_unrepresentable_gradient_is_named():
+    """Fuzz finding: grad_c = relu @ rho / alpha overflowed to inf silently (true value
+    ~2.7e395); now a ValueError naming the gradient and the overflow."""
+    t = 2.7094263272369976e-205
+    with pytest.raises(ValueError, match="gradient .* overflows"):
+        N.loss_and_grad([t], [-1e300], [t], [t], [t], "sqrt")
+    with pytest.raises(ValueError, match="gradient .* overflows"):
+        N.loss_and_grad_dense([t], [-1e300], [t], [t], [t], "sqrt")
+
+
+def test_reduced_flow_chattering_stops_with_a_named_cause():
+    """Fuzz finding: two samples 1e-45 apart (nearly coincident sample lines) made a
+    near-zero neuron switch 50,000 times; the flow ran for minutes before max_steps.  Now
+    a RuntimeError naming the chattering pair after MAX_PAIR_EVENTS events."""
+    r = np.array([1.7708170900121476, 1.3208596800850356])
+    theta = np.array([2.9938033664641190e-233, 1.6179250469355813])
+    delta = np.array([-4.9406564584124654e-324, -1.4529223254620947])
+    x = np.array([-1.4012984643248171e-045, 2.0120413768588234e-106])
+    y = np.array([7.4331091190927753e-22, -1.1754943508222875e-38])
+    with pytest.raises(RuntimeError, match="chattering: neuron 0 .* sample 1"):
+        N.reduced_flow(r, theta, delta, x, y, [0.0, 0.15])
