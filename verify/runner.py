@@ -282,21 +282,24 @@ class TaskResult:
         return self.error.strip().splitlines()[0][:160] if self.error.strip() else "error"
 
 
-#: Seconds of the claims' slowest runs (check or negative control) at the full profile, one
-#: core, measured on a 2-core development machine (AMD EPYC).  Only a scheduling hint: on a
-#: cluster the longest tasks start first, so that the workers finish together instead of
-#: one long claim starting last; results are gathered in task order regardless.
-FULL_PROFILE_SECONDS: dict[str, float] = {
-    "W3f": 466, "M1c": 228, "W2g": 184, "H1b": 129, "M1d": 92, "W2c": 67, "H1h": 65,
-    "W3c": 63, "H1e": 48, "H1c": 47, "H1g": 44, "H1a": 34, "M1e": 34, "W3d": 32,
-    "H1f": 23, "W2b": 14, "W2a": 7, "W3e": 6, "W2h": 5, "H1d": 5, "W3a": 5,
-    "W2f": 5, "W3b": 4, "W2e": 4, "W2d": 4, "M1b": 1, "M1a": 1}
+#: Seconds of the claims' (check, negative control) at the full profile on one worker of a
+#: 2-worker local cluster (AMD EPYC, 2 cores).  Only a scheduling hint: on a cluster the
+#: longest tasks start first, so that the workers finish together instead of one long claim
+#: starting last; results are gathered in task order regardless.
+FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
+    "M1c": (280, 410), "M1d": (113, 109), "W3f": (189, 24), "H1e": (62, 62), "H1h": (69, 51),
+    "W2g": (102, 7), "H1c": (49, 50), "H1g": (41, 48), "H1b": (81, 1), "M1e": (39, 39),
+    "H1f": (28, 27), "W2c": (29, 3), "H1a": (16, 16), "W3c": (6, 17), "W3d": (16, 5),
+    "W2b": (5, 6), "H1d": (4, 6), "W2h": (3, 4), "W3e": (2, 3), "W2a": (3, 1),
+    "W3b": (2, 2), "W3a": (2, 1), "W2d": (1, 1), "W2e": (2, 0), "W2f": (1, 1),
+    "M1b": (1, 1), "M1a": (0, 1)}
 
 
 def expected_seconds(task: Task) -> float:
     """A rough cost estimate of ``task`` for scheduling (longest first on a cluster)."""
     if task.kind == "claim" and task.profile == "full":
-        return FULL_PROFILE_SECONDS.get(task.name, 10.0)
+        check, control = FULL_PROFILE_SECONDS.get(task.name, (10.0, 10.0))
+        return control if task.negative_control else check
     return 1.0
 
 
