@@ -23,7 +23,8 @@ import mpmath
 import numpy as np
 
 from numerics.validation import (as_float_array, as_float_scalar, require_choice,
-                                 require_generator, require_positive_int, require_same_shape)
+                                 require_finite_result, require_generator, require_positive_int,
+                                 require_same_shape)
 
 __all__ = [
     "INITS", "rf_kernel_quad_mp", "active_probability_quad_mp", "rkhs_weight_quad_mp",
@@ -318,7 +319,11 @@ def min_norm_output_layer(a: Any, b: Any, x: Any, y: Any) -> np.ndarray:
     x = as_float_array(x, "x", ndim=1)
     y = as_float_array(y, "y", ndim=1)
     require_same_shape(x=x, y=y)
-    return np.linalg.lstsq(_features(a, b, x), y, rcond=None)[0]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        c = np.linalg.lstsq(_features(a, b, x), y, rcond=None)[0]
+    return require_finite_result(c, "the min-norm output layer c",
+                                 "features phi_i(x_j) so small that |c| = |Phi^+ y| exceeds "
+                                 "float64; rescale a, b or y")
 
 
 def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> np.ndarray:

@@ -334,3 +334,10 @@ def test_features_overflow_is_exact_or_named():
     assert out.tolist() == [[1.5e308]]
     with pytest.raises(ValueError, match="overflow"):
         nk.features(np.array([2.0]), np.array([0.0]), np.array([1e308]))
+
+
+def test_min_norm_output_layer_unrepresentable_is_named():
+    """Fuzz finding: a subnormal feature (a = 5e-324) gave c = y / phi = inf silently."""
+    from numerics import kernels as K
+    with pytest.raises(ValueError, match="min-norm output layer .* overflows"):
+        K.min_norm_output_layer([5e-324], [0.0], [0.9072767018225893], [0.9072767018225893])
