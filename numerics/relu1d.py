@@ -376,7 +376,7 @@ def _first_crossing(u_of_t: Callable[[float], float], side: bool, t_old: float, 
 
 #: switching events of one (neuron, sample) pair after which the flow is declared
 #: chattering: a well-resolved flow crosses or slides onto one line a few times
-MAX_PAIR_EVENTS = 400
+MAX_PAIR_EVENTS = 100
 
 
 def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, atol: float,

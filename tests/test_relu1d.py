@@ -310,7 +310,8 @@ def test_loss_and_grad_unrepresentable_gradient_is_named():
 def test_reduced_flow_chattering_stops_with_a_named_cause():
     """Fuzz finding: two samples 1e-45 apart (nearly coincident sample lines) made a
     near-zero neuron switch 50,000 times; the flow ran for minutes before max_steps.  Now
-    a RuntimeError naming the chattering pair after MAX_PAIR_EVENTS events."""
+    a RuntimeError naming the chattering pair after MAX_PAIR_EVENTS events (also for two
+    samples 0 and 3.6e-158 apart, alternating between both pairs)."""
     r = np.array([1.7708170900121476, 1.3208596800850356])
     theta = np.array([2.9938033664641190e-233, 1.6179250469355813])
     delta = np.array([-4.9406564584124654e-324, -1.4529223254620947])
@@ -318,3 +319,13 @@ def test_reduced_flow_chattering_stops_with_a_named_cause():
     y = np.array([7.4331091190927753e-22, -1.1754943508222875e-38])
     with pytest.raises(RuntimeError, match="chattering: neuron 0 .* sample 1"):
         N.reduced_flow(r, theta, delta, x, y, [0.0, 0.15])
+
+
+def test_reduced_flow_chattering_between_two_nearly_equal_samples():
+    """Fuzz finding: samples 0 and 3.6e-158 (the same line in float64 terms) made one
+    neuron alternate between both pairs for > 10 s; stopped by the per-pair budget."""
+    with pytest.raises(RuntimeError, match="chattering: neuron 0"):
+        N.reduced_flow([0.8700318483336817], [7.17438483795105e-272], [1e-13],
+                       [0.0, -0.2544621497355485, 3.623027711718712e-158],
+                       [0.0, 0.8053612123082274, -0.7395621682977849],
+                       [0.01750881089567847, 0.3603156732780159], time_scale=0.5)
