@@ -159,8 +159,10 @@ def forward_dense(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndar
     step = max(1, _CHUNK // max(a.size, 1))
     for k in range(0, x.size, step):
         u = preactivation(a, b, x[k:k + step]).T  # (n_chunk, m), exact sign (kink convention)
-        out[k:k + step] = np.maximum(u, 0.0) @ c / al
-    return out
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+            out[k:k + step] = np.maximum(u, 0.0) @ c / al
+    return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| exceeds float64; "
+                                 "rescale a, b, c or x")
 
 
 def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
@@ -186,7 +188,8 @@ def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | s
 def _finite_loss_and_grad(loss: float, grads: tuple[np.ndarray, np.ndarray, np.ndarray]
                           ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The loss and gradient unchanged if finite, else a ValueError naming the overflow."""
-    require_finite_result(loss, "the loss L(z)", "|c_i (a_i x_j - b_i)| or |y_j| too large")
+    require_finite_result(loss, "the loss L(z)", "the residuals f(x_j) - y_j exceed float64; "
+                          "rescale a, b, c, x or y")
     require_finite_result(grads, "the gradient (grad_a, grad_b, grad_c)",
                           "products of the residual with |a_i x_j - b_i| or |c_i x_j| "
                           "exceed float64; rescale a, b, c, x or y")
@@ -211,8 +214,11 @@ def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
     if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
-        return forward_dense(a, b, c, x, alpha)
-    return fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
+        out = forward_dense(a, b, c, x, alpha)
+    else:
+        out = fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
+    return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| exceeds float64; "
+                                 "rescale a, b, c or x")
 
 
 def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str

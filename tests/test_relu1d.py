@@ -329,3 +329,10 @@ def test_reduced_flow_chattering_between_two_nearly_equal_samples():
                        [0.0, -0.2544621497355485, 3.623027711718712e-158],
                        [0.0, 0.8053612123082274, -0.7395621682977849],
                        [0.01750881089567847, 0.3603156732780159], time_scale=0.5)
+
+
+def test_forward_unrepresentable_is_named():
+    """Fuzz finding: f = c relu(a x - b) = 1e200 * 1e300 returned inf silently."""
+    for fn in (N.forward, N.forward_dense):
+        with pytest.raises(ValueError, match="f_z\\(x\\) .* overflows .* rescale a, b, c or x"):
+            fn([5e-324], [-1e300], [1e200], [-0.5655969900927075], "m")
