@@ -554,7 +554,8 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
                 if pair_events[i, j] > MAX_PAIR_EVENTS:
                     raise RuntimeError(
                         f"chattering: neuron {i} switched more than {MAX_PAIR_EVENTS} times at "
-                        f"sample {j} before t={t:.6g} (horizon {t1:g}); its trajectory runs "
+                        f"sample {j} before t={t:.6g} (horizon {t1:g}; per-pair event budget "
+                        "MAX_PAIR_EVENTS exhausted); its trajectory runs "
                         "along a sample line it keeps leaving and re-entering (e.g. nearly "
                         "coincident sample lines: merge samples x_j closer than the solver "
                         "tolerance, or a degenerate near-zero neuron)")
