@@ -123,9 +123,12 @@ def _params(a: Any, b: Any, c: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return a, b, c
 
 
-def _data(x: Any, y: Any | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+_NO_Y = object()
+
+
+def _data(x: Any, y: Any = _NO_Y) -> tuple[np.ndarray, np.ndarray | None]:
     x = as_float_array(x, "x (inputs)", ndim=1)
-    if y is None:
+    if y is _NO_Y:
         return x, None
     y = as_float_array(y, "y (targets)", ndim=1)
     require_same_shape(x=x, y=y)
