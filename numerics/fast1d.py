@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.validation import as_float_array, as_float_scalar, require_same_shape
+from numerics.validation import (ArgumentTypeError, as_float_array, as_float_scalar,
+                                 require_same_shape)
 
 __all__ = [
     "forward_sorted",
@@ -294,6 +295,8 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
                          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(L, (dL/da, dL/db, dL/dc))`` for L = 1/2 sum_j (f_z(x_j) - y_j)^2 (docs/conventions.md, section 1)
     in O((m + s) log(m + s)); ReLU'(0) = 0 at a kink (exact sign of a_i x_j - b_i)."""
+    if y is None:
+        raise ArgumentTypeError("y (targets) must be an array of the same shape as x; got None")
     a, b, c, x, y, alpha = _validate(a, b, c, x, alpha_value, y)
     order, xs = _sort_samples(x)
     ys = y if order is None else y[order]
