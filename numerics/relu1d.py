@@ -217,9 +217,8 @@ def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
     if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
-        out = forward_dense(a, b, c, x, alpha)
-    else:
-        out = fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
+        return forward_dense(a, b, c, x, alpha)           # (checks its own result)
+    out = fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
     return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| exceeds float64; "
                                  "rescale a, b, c or x")
 
