@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 from scipy.integrate import solve_ivp
 
 from derivations import hajjar as dh
+from derivations import hajjar_reduced as dhr
 from numerics import reduced as rd
 from numerics import twolayer as tl
 
@@ -81,7 +82,7 @@ def test_odd_target_experiment_long_run():
 def test_phi_closed_forms_match_quadrature():
     k = sp.Symbol("k", positive=True, integer=True)
     mean = sp.gamma(k / 2) / (2 * sp.sqrt(sp.pi) * sp.gamma((k + 1) / 2))
-    forms = dh.phi_tilde_closed_forms(mean, k)
+    forms = dhr.phi_tilde_closed_forms(mean, k)
     TH, PH = np.meshgrid(np.linspace(0, np.pi / 2, 13), np.linspace(0, np.pi / 2, 11))
     with np.errstate(all="ignore"):
         for (d, d_H), e in forms.exact.items():
@@ -159,7 +160,7 @@ def test_haar_average_matches_incomplete_beta_form():
 
 
 def test_reduced_velocity_field_is_derived():
-    r = dh.reduced_velocity_field()
+    r = dhr.reduced_velocity_field()
     eps, c, G, dG = r["symbols"]
     assert sp.simplify(r["dc_dt"] - 2 * eps * c * G) == 0
     assert sp.simplify(r["dtheta_dt"] - eps * dG) == 0 and r["balance"] == 0

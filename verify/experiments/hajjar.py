@@ -72,7 +72,7 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     from numerics import paper_units as pu
     from numerics import reduced as rd
     from numerics.rng import make_rng
-    from verify.claims.hajjar import _table
+    from verify.claims.hajjar_reduced import _table
     d, d_H, m = int(params["d"]), int(params["d_H"]), int(params["m"])
     steps = int(params["steps"])
     s2 = pu.hajjar_data_second_moment(d, str(params["time_unit"]))

@@ -1,0 +1,214 @@
+"""Symbolic derivations for the 1-D reduction of Hajjar & Chizat (2023), Thm 4.3, for
+the target f* = |x_H|: claims H1e, H1g, H1h (``DERIVATIONS`` maps each claim id to the
+builder of its report steps and results).  SymPy only.
+
+- :func:`phi_tilde_closed_forms` (H1e): phi~(0; phi), phi~(pi/2; phi) for symbolic
+  dimensions and the complete closed forms for (d, d_H) = (2, 1), (3, 1), (3, 2), (4, 1), (4, 3).
+- :func:`reduced_velocity_field`, :func:`limit_mass` (H1g, H1h): the (c, theta) field of the
+  1-D reduction from the particle flow, and the mass alpha(d_H) of the conjectured limit.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derivations.base import Derivation, Step
+from derivations.hajjar import phi, theta
+
+
+__all__ = ["DERIVATIONS", "reduced_velocity_field", "limit_mass", "phi_tilde_closed_forms",
+           "PhiTildeForms", "theta", "phi"]
+
+
+# ---------------------------------------------------------------------------- H1e
+
+@dataclass(frozen=True)
+class PhiTildeForms:
+    at_zero: sp.Expr            # phi~(0; phi) for symbolic d_H  (= cos phi / alpha(d_H))
+    at_half_pi: sp.Expr         # phi~(pi/2; phi) for symbolic d - d_H (= sin phi / alpha(d - d_H))
+    kperp: sp.Symbol
+    kH: sp.Symbol
+    exact: dict                 # (d, d_H) -> Piecewise in (theta, phi)
+
+
+def _coord_density(k: int, t: sp.Symbol) -> sp.Expr:
+    dens = (1 - t ** 2) ** sp.Rational(k - 3, 2)
+    return dens / sp.integrate(dens, (t, -1, 1))
+
+
+def _expect_relu_linear(cc: sp.Expr, ss: sp.Expr, kH: int, kP: int) -> sp.Expr:
+    """E[relu(cc R + ss S)] for c, s > 0 in closed form when one of the marginals is the
+    two-point law (k = 1) and the other has k in {1, 2, 3}."""
+    t = sp.Symbol("t", real=True)
+    cs, ss_ = sp.symbols("c s", positive=True)
+    if kH == 1 and kP == 1:
+        val = (sp.Max(cs + ss_, 0) + sp.Max(cs - ss_, 0) + sp.Max(-cs + ss_, 0)
+               + sp.Max(-cs - ss_, 0)) / 4
+        val = sp.simplify(val.rewrite(sp.Piecewise))
+        return val.subs({cs: cc, ss_: ss})
+    # one two-point coordinate: E relu(cR + sS) = (1/2) E |p + q T| with T the other one
+    if kH == 1:
+        p, qq, k = cs, ss_, kP
+    else:
+        p, qq, k = ss_, cs, kH
+    dens = _coord_density(k, t)
+    if k == 2:  # T = cos(psi), psi uniform on [0, pi]
+        psi = sp.Symbol("psi", real=True)
+        ps = sp.acos(-p / qq)
+        big = (sp.integrate(-(p + qq * sp.cos(psi)), (psi, ps, sp.pi))
+               + sp.integrate(p + qq * sp.cos(psi), (psi, 0, ps))) / sp.pi
+        small = sp.integrate(p + qq * sp.cos(psi), (psi, 0, sp.pi)) / sp.pi
+    else:
+        t0 = -p / qq
+        big = (sp.integrate(-(p + qq * t) * dens, (t, -1, t0))
+               + sp.integrate((p + qq * t) * dens, (t, t0, 1)))
+        small = sp.integrate((p + qq * t) * dens, (t, -1, 1))
+    val = sp.Piecewise((sp.simplify(small) / 2, qq <= p), (sp.simplify(big) / 2, True))
+    return val.subs({cs: cc, ss_: ss})
+
+
+def phi_tilde_closed_forms(positive_part_mean: sp.Expr, k: sp.Symbol) -> PhiTildeForms:
+    """phi~ at theta = 0 and pi/2 for symbolic dimensions, from E[(u.e)_+] for
+    u ~ Unif(S^{k-1}) (``positive_part_mean`` in the symbol ``k``: the H1f derivation,
+    :func:`derivations.sphere.derive_alpha`), and complete closed forms in the small cases
+    SymPy integrates; (d, d - d_H) follows from (d, d_H) by the exchange
+    theta -> pi/2 - theta, phi -> pi/2 - phi (which swaps R and S)."""
+    kH, kP = sp.symbols("k_H k_perp", positive=True, integer=True)
+    # theta = 0: relu(cos(phi) R); theta = pi/2: relu(sin(phi) S)  (cos, sin >= 0)
+    at0 = sp.cos(phi) * positive_part_mean.subs(k, kH)
+    athp = sp.sin(phi) * positive_part_mean.subs(k, kP)
+    exact = {}
+    cc = sp.cos(theta) * sp.cos(phi)
+    ss = sp.sin(theta) * sp.sin(phi)
+    for d in (2, 3, 4):
+        exact[(d, 1)] = _expect_relu_linear(cc, ss, 1, d - 1)
+        if d > 2:
+            exact[(d, d - 1)] = exact[(d, 1)].subs({theta: sp.pi / 2 - theta, phi: sp.pi / 2 - phi},
+                                                   simultaneous=True)
+    return PhiTildeForms(sp.gammasimp(at0), sp.gammasimp(athp), kP, kH, exact)
+
+
+# ---------------------------------------------------------------------------- H1g/H1h
+def reduced_velocity_field() -> dict:
+    """The (c, theta) field of the 1-D reduction from the particle flow (docs/conventions.md, section 2).
+
+    A neuron b = rho (cos theta e_H + sin theta e_perp) in the plane spanned by its H and
+    H^perp parts.  For the O(H) x O(H^perp)-invariant measure of H1e the potential
+    Ghat(b) = E[r relu(b.x)] is 1-homogeneous in b and depends on b through (rho, theta)
+    only: Ghat = rho G(theta).  The flow da/dt = Ghat(b), db/dt = a grad_b Ghat(b) in polar
+    coordinates gives d rho/dt = a G, d theta/dt = (a / rho) G'(theta); on the balanced
+    set a = eps rho (H1a), c = |a||b| = rho^2 obeys dc/dt = 2 eps c G and
+    d theta/dt = eps G'(theta), and d(|a| - |b|)/dt = 0 (consistency with H1a)."""
+    rho = sp.Symbol("rho", positive=True)
+    th = sp.Symbol("theta", real=True)
+    eps = sp.Symbol("epsilon", real=True)
+    c = sp.Symbol("c", positive=True)
+    G = sp.Function("G")
+    bH, bP = sp.symbols("b_H b_perp", real=True)
+    r_of = sp.sqrt(bH ** 2 + bP ** 2)
+    th_of = sp.atan2(bP, bH)
+    Ghat = r_of * G(th_of)
+    a = eps * rho
+    polar = {bH: rho * sp.cos(th), bP: rho * sp.sin(th)}
+    # atan2(rho sin th, rho cos th) = th for rho > 0, th in (-pi, pi] (our th in [0, pi/2])
+    polar_angle = lambda e: e.replace(lambda q: isinstance(q, sp.atan2), lambda q: th)  # noqa: E731
+    grad = [sp.simplify(polar_angle(sp.diff(Ghat, v).subs(polar).doit())) for v in (bH, bP)]
+    db = [a * g_ for g_ in grad]
+    u = [sp.cos(th), sp.sin(th)]
+    uperp = [-sp.sin(th), sp.cos(th)]
+    drho = sp.simplify(sum(ui * di for ui, di in zip(u, db)))
+    dth = sp.simplify(sum(ui * di for ui, di in zip(uperp, db)) / rho)
+    da = sp.simplify(polar_angle(Ghat.subs(polar)))
+    dc = sp.simplify((2 * rho * drho).subs(eps ** 2, 1))      # c = rho^2 on the balanced set
+    balance = sp.simplify((eps * da - drho).subs(eps ** 2, 1))  # d|a|/dt - d|b|/dt, |a| = eps a
+    Gs, dGs = sp.symbols("G_theta dG_theta", real=True)
+    to_syms = lambda e: e.replace(sp.Derivative, lambda *args: dGs).subs(G(th), Gs)  # noqa: E731
+    dc_s = sp.simplify(to_syms(dc.subs(rho, sp.sqrt(c))))
+    dth_s = sp.simplify(to_syms(dth.subs(rho, sp.sqrt(c))))
+    return {"dc_dt": dc_s, "dtheta_dt": dth_s, "balance": balance, "symbols": (eps, c, Gs, dGs),
+            "polar": (drho, dth)}
+
+
+def limit_mass(positive_part_mean: sp.Expr, k: sp.Symbol) -> sp.Expr:
+    """Mass of tau^+ = m delta_0, tau^- = 0 that represents f* = |x_H|: then
+    f(x) = |x| m phi~(0; phi_x) = m |x| cos(phi_x) E[R_+] = m E[R_+] |x_H|, so
+    m = 1 / E[R_+] = alpha(d_H) (H1f)."""
+    m = sp.Symbol("m_+", positive=True)
+    return sp.solve(sp.Eq(m * positive_part_mean.subs(k, sp.Symbol("d_H", positive=True,
+                                                                    integer=True)), 1), m)[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _phi_forms() -> PhiTildeForms:
+    from derivations.sphere import derive_alpha, k
+    return phi_tilde_closed_forms(derive_alpha().mean, k)
+
+
+def derive_h1e() -> Derivation:
+    f = _phi_forms()
+    steps = [
+        Step(r"$f^*(x) = |x_H|$ is invariant under $O(H)\times O(H^\perp)$; averaging a neuron "
+             r"$u = (\cos\theta\,U_H, \sin\theta\,U_\perp)$ against $x = |x|(\cos\varphi\,e_H, "
+             r"\sin\varphi\,e_\perp)$ over the group (H1d) gives $\tilde\phi(\theta;\varphi) = "
+             r"E[\mathrm{relu}(\cos\theta\cos\varphi\,R + \sin\theta\sin\varphi\,S)]$, $R$, $S$ "
+             r"first coordinates of $\mathrm{Unif}(S^{d_H-1})$, $\mathrm{Unif}(S^{d-d_H-1})$."),
+        Step(r"So $f(\mu;x) = |x|\int\tilde\phi(\theta;\varphi_x)\,d(\tau^+-\tau^-)$ with "
+             r"$\int\psi\,d\nu^\pm = \int a_\pm|b|\psi(b/|b|)\,d\mu$ (1-homogeneity)."),
+        Step(r"$\theta = 0$: $\mathrm{relu}(\cos\varphi\,R)$, with $E[R_+]$ from H1f:",
+             f.at_zero, lhs=r"\tilde\phi(0;\varphi)"),
+        Step(r"$\theta = \pi/2$:", f.at_half_pi, lhs=r"\tilde\phi(\pi/2;\varphi)"),
+    ] + [Step(f"Closed form, $(d, d_H) = {key}$:", e, lhs=r"\tilde\phi(\theta;\varphi)")
+         for key, e in f.exact.items()]
+    return Derivation(steps, {"at_zero": f.at_zero, "at_half_pi": f.at_half_pi,
+                              "exact": f.exact})
+
+
+def _reduced_steps(field: dict) -> list[Step]:
+    drho, dth = field["polar"]
+    return [
+        Step(r"A neuron $b = \rho(\cos\theta\,e_H + \sin\theta\,e_\perp)$; for the "
+             r"$O(H)\times O(H^\perp)$-invariant measure of H1e the potential "
+             r"$\hat G(b) = E[(f^* - f)\,\mathrm{relu}(b^\top x)]$ is 1-homogeneous and depends "
+             r"on $(\rho, \theta)$ only: $\hat G = \rho\,G(\theta)$, "
+             r"$G(\theta) = E_x[(f^*(x) - f(x))\,|x|\,\tilde\phi(\theta;\varphi_x)]$."),
+        Step(r"The full flow $\dot a = \hat G(b)$, $\dot b = a\nabla_b\hat G(b)$ with "
+             r"$a = \varepsilon\rho$ (balanced, H1a), in polar coordinates "
+             r"($\dot\rho = u^\top\dot b$, $\dot\theta = u_\perp^\top\dot b/\rho$):",
+             sp.Tuple(drho, dth), lhs=r"(\dot\rho, \dot\theta)"),
+        Step(r"$\frac{d}{dt}(|a| - |b|)$ =", field["balance"]),
+        Step(r"so $c = |a||b| = \rho^2$ and $\theta$ move by", sp.Tuple(field["dc_dt"], field["dtheta_dt"]),
+             lhs=r"(\dot c, \dot\theta)"),
+        Step(r"$\tilde\phi$ is even about $\theta = 0$ and $\theta = \pi/2$ ($R$, $S$ "
+             r"symmetric), so $G'$ vanishes at both ends and a step leaving $[0,\pi/2]$ is "
+             r"reflected back."),
+    ]
+
+
+def derive_h1g() -> Derivation:
+    from derivations.sphere import derive_alpha, k
+    field = reduced_velocity_field()
+    lim = limit_mass(derive_alpha().mean, k)
+    steps = _reduced_steps(field) + [
+        Step(r"Conjectured limit (not a theorem): $\tau^+ \to m_+\delta_0$, $\tau^- \to 0$. "
+             r"Then $f(x) = m_+|x|\tilde\phi(0;\varphi_x) = m_+ E[R_+]|x_H|$, and $f = f^*$ forces",
+             lim, lhs="m_+"),
+        Step(r"i.e. $m_+ = \alpha(d_H)$ (H1f); $t^*$ = first time the $\tau^+$ mass exceeds it."),
+    ]
+    return Derivation(steps, {"dc_dt": field["dc_dt"], "dtheta_dt": field["dtheta_dt"],
+                              "limit_mass": lim})
+
+
+def derive_h1h() -> Derivation:
+    field = reduced_velocity_field()
+    steps = [Step(r"The full particle system in $\mathbb R^d$ maps to $(c_j, \theta_j, "
+                  r"\varepsilon_j) = (|a_j||b_j|, \arccos(|b_{j,H}|/|b_j|), \mathrm{sign}\,a_j)$.")]
+    steps += _reduced_steps(field)
+    steps.append(Step(r"The reduced flow is exact for the symmetrized measure; an i.i.d. "
+                      r"particle set is symmetric up to $O(m^{-1/2})$ fluctuations, so the two "
+                      r"predictors differ by $O(m^{-1/2})$ on a fixed horizon."))
+    return Derivation(steps, {"dc_dt": field["dc_dt"], "dtheta_dt": field["dtheta_dt"]})
+
+
+DERIVATIONS = {"H1e": derive_h1e, "H1g": derive_h1g, "H1h": derive_h1h}
