@@ -191,3 +191,36 @@ def test_log_file_gets_lines_not_carriage_returns(fake_registry, tmp_path) -> No
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr + proc.stdout and "\x1b[" not in proc.stderr + proc.stdout
     assert "[1/1] W2e done" in proc.stderr
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["check", "--seeds", "5-2"], "--seeds"),
+    (["check", "--seeds", ""], "--seeds"),
+    (["check", "--seed", "-1"], "--seed"),
+    (["check", "--workers", "0"], "--workers"),
+    (["check", "--timeout", "0"], "--timeout"),
+])
+def test_option_named_once(fake_registry, capsys, argv, option) -> None:
+    """argparse's "argument --seeds:" prefix is not followed by our own "--seeds:"."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.count(option + ":") == 1 and f"{option}: {option}" not in err, err
+
+
+def test_closed_pipe_is_quiet() -> None:
+    """``python -m verify list | head -1``: the reader goes away; no BrokenPipeError
+    traceback (the pipe is closed before the command writes, so this is deterministic)."""
+    proc = subprocess.Popen([sys.executable, "-m", "verify", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    rc = proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert err == "" and rc == 141
+
+
+def test_closed_pipe_in_shell_head() -> None:
+    proc = subprocess.run(f"{sys.executable} -m verify list | head -1", shell=True,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 1 and proc.stderr == ""

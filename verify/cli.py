@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -29,8 +31,13 @@ class UsageError(Exception):
     """A bad command line: printed as one line, exit status 2."""
 
 
+_REPEATED_OPTION = re.compile(r"^argument (-[-\w]+(?:/-[-\w]+)?): (?:\1:? )")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, no usage dump
+        # "argument --seeds: --seeds: ..." (argparse's prefix before our own) said once
+        message = _REPEATED_OPTION.sub(r"argument \1: ", message)
         raise UsageError(f"{message} (see `python -m verify {self.prog.split()[-1]} --help`)"
                          if " " in self.prog else f"{message} (see `python -m verify --help`)")
 
@@ -519,6 +526,24 @@ def _delegate(module: str, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; the exit status (see the module docstring).  A closed output
+    pipe (``python -m verify list | head -1``) ends the command quietly, as for any Unix
+    tool: status 141 (128 + SIGPIPE), no traceback."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush is quiet.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     from verify.runner import ExecutionError
     try:

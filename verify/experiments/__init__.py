@@ -172,12 +172,14 @@ def setting_spec(exp: Experiment, key: str) -> Setting:
         return exp.settings[key]
     default = exp.defaults[key]
     name = _rule_name(key)
+    choices = tuple(exp.choices[key]) if key in exp.choices else None
     if isinstance(default, (list, tuple)):
         first = default[0] if default else 0.0
         base = _infer(name, first)
         return Setting(base.kind + " list", list(default), base.lo, base.hi, base.lo_open,
-                       base.choices)
-    return _infer(name, default)
+                       choices if base.kind == "str" else base.choices)
+    base = _infer(name, default)
+    return Setting("str", default, choices=choices) if base.kind == "str" else base
 
 
 def _infer(name: str, default: Any) -> Setting:
@@ -210,7 +212,11 @@ class Experiment:
     rest are inferred, see :func:`setting_spec`); ``memory_bytes(params)`` (optional)
     estimates the peak memory so that absurd sizes are refused up front; ``constraints``
     (optional) ``(params) -> None`` raises ValueError for invalid combinations; ``metric``
-    (optional) names the scalar of ``data`` that ``--sweep`` plots by default."""
+    (optional) names the scalar of ``data`` that ``--sweep`` plots by default.
+    ``choices`` (optional) declares the accepted values of text settings,
+    ``{"init": ("uniform", "gaussian")}``: ``--set`` refuses anything else with a one-line
+    error and ``--list`` shows them (a text setting without declared choices accepts any
+    text, which only a free-form label should)."""
     name: str
     description: str
     fn: Callable[[dict[str, Any], str, int], tuple[dict[str, Any], Any]]
@@ -222,6 +228,16 @@ class Experiment:
     memory_bytes: Callable[[dict[str, Any]], float] | None = None
     constraints: Callable[[dict[str, Any]], None] | None = None
     metric: str | None = None  # the scalar in ``data`` a ``--sweep`` plots by default
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, values in self.choices.items():
+            if key not in self.defaults:
+                raise ValueError(f"experiment {self.name}: choices for {key!r}, which is not "
+                                 f"a setting; settings: {', '.join(sorted(self.defaults))}")
+            if not values or not all(isinstance(v, str) and v for v in values):
+                raise ValueError(f"experiment {self.name}: choices[{key!r}] must be a "
+                                 f"non-empty tuple of non-empty strings; got {values!r}")
 
 
 class UnknownExperimentError(KeyError):
