@@ -9,6 +9,21 @@ is expected) raises :class:`ArgumentTypeError`, which is both a ``TypeError`` an
 
 Results: :func:`require_finite_result` turns a non-finite output into a ValueError that
 names the overflow (never NaN or inf silently).
+
+Sizes: :func:`require_size` refuses, before any allocation or loop, a problem whose
+element count or step count would take more memory or time than the suite allows.
+
+Exact arithmetic helpers (one place for the whole package):
+
+- power-of-two rescaling, exact in binary floating point: :func:`pow2_exponent`,
+  :func:`pow2_scale`, :func:`ldexp_clipped`, and the (mantissa, exponent) sums
+  :func:`row_pow2_scale`, :func:`sum_pow2`, :func:`merge_pow2` that evaluate a sum whose
+  terms or partial sums would overflow/underflow float64 while the result does not;
+- error-free transformations (Dekker's TwoProduct with Veltkamp splitting, Knuth's
+  TwoSum): :func:`two_product`, :func:`two_sum`, and :func:`dot2`, a sum of products
+  computed as if in twice the working precision (Ogita, Rump & Oishi, "Accurate sum and
+  dot product", SIAM J. Sci. Comput. 26, 2005, Algorithm 5.3), e.g. for an invariant
+  c^2 - a^2 - b^2 that cancels.
 """
 from __future__ import annotations
 
@@ -32,6 +47,22 @@ __all__ = [
     "require_tolerance",
     "require_time_grid",
     "require_generator",
+    "require_size",
+    "require_dps",
+    "require_callable",
+    "MAX_ELEMENTS",
+    "MAX_STEPS",
+    "MAX_DPS",
+    "pow2_exponent",
+    "pow2_scale",
+    "ldexp_clipped",
+    "POW2_ZERO_EXPONENT",
+    "row_pow2_scale",
+    "sum_pow2",
+    "merge_pow2",
+    "two_product",
+    "two_sum",
+    "dot2",
 ]
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -216,12 +247,27 @@ def require_same_shape(**arrays: np.ndarray) -> None:
         raise ValueError(f"shapes must match: {desc} (pass arrays of one shape)")
 
 
-def require_in_range(arr: np.ndarray, name: str, lo: float, hi: float) -> None:
-    """Every entry of ``arr`` lies in the closed interval ``[lo, hi]`` (NaN is outside)."""
+def _bound_text(v: Any) -> str:
+    """A bound for a message: ``1.5`` for a scalar, ``[0, 1, ...]`` for an array bound."""
+    arr = np.asarray(v)
+    if arr.ndim == 0:
+        try:
+            return f"{float(arr):g}"
+        except (TypeError, ValueError):
+            return repr(v)[:40]
+    vals = arr.ravel()[:5].tolist()
+    return f"{vals}{' ...' if arr.size > 5 else ''} (per entry)"
+
+
+def require_in_range(arr: np.ndarray, name: str, lo: Any, hi: Any) -> None:
+    """Every entry of ``arr`` lies in the closed interval ``[lo, hi]`` (NaN is outside);
+    ``lo`` and ``hi`` may be scalars or arrays broadcasting against ``arr``."""
     a = np.asarray(arr)
     bad = ~((a >= lo) & (a <= hi))
     if np.any(bad):
-        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}]; got {a[bad].ravel()[:5].tolist()}")
+        bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, bad.shape))
+        vals = np.broadcast_to(a, bad.shape)[bad].ravel()[:5].tolist()
+        raise ValueError(f"{name} must lie in [{_bound_text(lo)}, {_bound_text(hi)}]; got {vals}")
 
 
 def require_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
@@ -286,3 +332,175 @@ def require_generator(rng: Any, name: str = "rng") -> np.random.Generator:
     raise ArgumentTypeError(f"{name} must be a numpy.random.Generator (e.g. "
                             f"numpy.random.default_rng(seed) or numerics.rng.make_rng(seed, ...)); "
                             f"got {_kind(rng)}")
+
+
+# --------------------------------------------------------------------------- sizes, dps
+#: largest number of float64 entries one call may allocate (2^27 entries = 1 GiB)
+MAX_ELEMENTS = 2 ** 27
+#: largest number of iterations (steps x work per step, in elementary updates) one call
+#: may run; at ~1e8 simple updates per second this is ~ a few minutes
+MAX_STEPS = 2 ** 35
+#: largest mpmath precision (decimal digits): beyond it one special-function call takes
+#: minutes (the same cap as ``verify.formulas``)
+MAX_DPS = 2000
+
+
+def require_size(count: Any, name: str, *, limit: int = MAX_ELEMENTS, what: str = "entries",
+                 hint: str = "use smaller sizes") -> int:
+    """``count`` (an exact integer, e.g. a product of sizes) unchanged when it is at most
+    ``limit``; else a ValueError naming ``name`` raised before any work is done."""
+    count = int(count)
+    if count > limit:
+        raise ValueError(f"{name} is too large: it needs {count:.3g} {what}, above the limit "
+                         f"{limit:.3g}; {hint}")
+    return count
+
+
+def require_dps(dps: Any, name: str = "dps") -> int:
+    """An mpmath precision in decimal digits: an integer in 1..:data:`MAX_DPS`."""
+    return require_positive_int(dps, f"{name} (decimal digits for mpmath)", minimum=1,
+                                maximum=MAX_DPS)
+
+
+def require_callable(fn: Any, name: str, signature: str = "") -> Any:
+    """``fn`` itself if callable; else an :class:`ArgumentTypeError` naming ``name``."""
+    if callable(fn):
+        return fn
+    want = f" {signature}" if signature else ""
+    raise ArgumentTypeError(f"{name} must be a callable{want}; got {_kind(fn)} {fn!r:.40}")
+
+
+# --------------------------------------------------------------------------- exact rescaling
+#: exponent of an exact zero in a (mantissa, exponent) pair: below every real exponent
+POW2_ZERO_EXPONENT = -(1 << 40)
+
+
+def pow2_exponent(x: Any) -> int:
+    """The integer e with max |x| * 2^-e in [1/2, 1) (0 for an empty or all-zero ``x``):
+    dividing ``x`` by 2^e is exact (no rounding) and brings its largest entry near 1."""
+    arr = np.asarray(x, dtype=np.float64)
+    big = float(np.max(np.abs(arr), initial=0.0))
+    if big == 0.0 or not math.isfinite(big):
+        return 0
+    return int(math.frexp(big)[1])
+
+
+def ldexp_clipped(mant: Any, exp: Any) -> np.ndarray:
+    """mant * 2^exp without warnings: exponents are clipped to [-4000, 4000], where the
+    float64 result is already 0 or +-inf; the product is exact unless it is subnormal or
+    overflows."""
+    e = np.clip(np.asarray(exp), -4000, 4000).astype(np.int64)
+    with np.errstate(over="ignore", under="ignore"):
+        return np.ldexp(mant, e)
+
+
+def pow2_scale(x: Any) -> tuple[np.ndarray, int]:
+    """``(x * 2^-e, e)`` with e = :func:`pow2_exponent` (x): an exact rescaling whose
+    largest entry lies in [1/2, 1); ``x == ldexp_clipped(x_scaled, e)`` unless entries
+    smaller than 2^-1074 relative to the largest one underflowed."""
+    arr = np.asarray(x, dtype=np.float64)
+    e = pow2_exponent(arr)
+    return (ldexp_clipped(arr, -e) if e else arr.copy()), e
+
+
+def row_pow2_scale(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """M = diag(2^e) Mh with max |row of Mh| in [1/2, 1) (zero rows: e = 0), exactly."""
+    top = np.max(np.abs(M), axis=1)
+    e = np.frexp(top)[1].astype(np.int64)
+    return ldexp_clipped(M, -e[:, None]), e
+
+
+def sum_pow2(P: np.ndarray, E: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over ``axis`` of P * 2^E as (mantissa, exponent): the exponent is the largest
+    exponent of a non-zero term (:data:`POW2_ZERO_EXPONENT` for an all-zero sum), so
+    neither the terms nor the partial sums overflow; only terms below 2^-1074 of the
+    largest term are lost (as in any float64 sum)."""
+    E = np.broadcast_to(E, P.shape)
+    top = np.max(np.where(P != 0, E, POW2_ZERO_EXPONENT), axis=axis)
+    mant = np.sum(ldexp_clipped(P, E - np.expand_dims(top, axis)), axis=axis)
+    return mant, top
+
+
+def merge_pow2(acc: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of two (mantissa, exponent) values (as returned by :func:`sum_pow2`)."""
+    top = np.maximum(acc[1], new[1])
+    return ldexp_clipped(acc[0], acc[1] - top) + ldexp_clipped(new[0], new[1] - top), top
+
+
+# --------------------------------------------------------------------------- error-free transformations
+_SPLITTER = 134217729.0  # 2^27 + 1, Veltkamp's splitting constant for float64
+
+
+def _veltkamp(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    t = _SPLITTER * v
+    hi = t - (t - v)
+    return hi, v - hi
+
+
+def two_product(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, e)`` with p = fl(a b) and p + e = a b EXACTLY (Dekker's TwoProduct,
+    broadcasting), valid when |a|, |b| <= 2^995 and a b is zero or above 2^-969 in
+    magnitude (no overflow in the splitting, no underflow in the error term); rescale
+    with :func:`pow2_scale` first otherwise."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    p = a * b
+    ah, al = _veltkamp(a)
+    bh, bl = _veltkamp(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def two_sum(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, e)`` with s = fl(a + b) and s + e = a + b EXACTLY (Knuth's TwoSum,
+    broadcasting; any finite operands whose sum does not overflow)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    s = a + b
+    bv = s - a
+    e = (a - (s - bv)) + (b - bv)
+    return s, e
+
+
+def dot2(xs: Any, ys: Any) -> np.ndarray:
+    """sum_k xs[k] * ys[k] (elementwise over the broadcast shape of the entries), correctly
+    rounded in practice: every product is split exactly (:func:`two_product`) and the 2n
+    exact parts are summed with Ogita-Rump-Oishi Dot2 (error <= u |s| + 2 gamma_n^2
+    sum_k |xs[k] ys[k]|, u = 2^-53); where that bound is not below u |s| (a sum that
+    cancels by more than 2^-40 of its terms, e.g. c^2 - a^2 - b^2 near zero) the exact
+    parts are summed again with ``math.fsum`` (correctly rounded).
+
+    The operands are rescaled exactly by powers of two (one factor per sequence) so that
+    the splitting neither overflows nor underflows; a result beyond float64 raises
+    ValueError.  Exactness needs every nonzero scaled product above 2^-969 (products
+    smaller than that relative to the largest factors contribute with an absolute error
+    below 2^-1074 of the scale)."""
+    xs = [np.asarray(v, dtype=np.float64) for v in xs]
+    ys = [np.asarray(v, dtype=np.float64) for v in ys]
+    if len(xs) != len(ys) or not xs:
+        raise ValueError(f"dot2 needs two non-empty sequences of one length; got {len(xs)} "
+                         f"and {len(ys)} factors")
+    ex = max(pow2_exponent(v) for v in xs)
+    ey = max(pow2_exponent(v) for v in ys)
+    shape = np.broadcast_shapes(*(v.shape for v in xs + ys))
+    p = np.zeros(shape)
+    s = np.zeros(shape)
+    mag = np.zeros(shape)
+    parts = []
+    for x, y in zip(xs, ys):
+        h, r = two_product(ldexp_clipped(x, -ex), ldexp_clipped(y, -ey))
+        parts += [np.broadcast_to(h, shape), np.broadcast_to(r, shape)]
+        mag = mag + np.abs(h)
+        p, q = two_sum(p, h)
+        s = s + (q + r)
+    res = np.asarray(p + s)
+    hard = np.abs(res) < 2.0 ** -40 * mag
+    if np.any(hard):
+        res = res.copy()
+        idx = np.flatnonzero(hard.ravel())
+        flat = [np.ravel(v) for v in parts]
+        res.ravel()[idx] = [math.fsum(float(v[i]) for v in flat) for i in idx.tolist()]
+    out = ldexp_clipped(res, ex + ey)
+    return require_finite_result(out, "the sum of products", "its magnitude exceeds "
+                                 "float64 (1.8e308); rescale the inputs")
