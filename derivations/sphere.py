@@ -10,7 +10,12 @@ import sympy as sp
 from derivations.base import Derivation, Step
 
 __all__ = ["DERIVATIONS", "derive_h1f", "k", "coordinate_density", "positive_part_mean", "alpha_expression",
-           "AlphaDerivation", "derive_alpha"]
+           "AlphaDerivation", "derive_alpha", "log_asymptotic_gap", "STIRLING_ORDER"]
+
+#: order of the Stirling series of log(alpha / sqrt(2 pi k)) that the float64 formula
+#: evaluates where Gamma overflows (terms through k^-9; the first dropped one is
+#: 435330 / (55440 k^11) < 1.2e-27 for k >= 341)
+STIRLING_ORDER = 11
 
 #: ambient dimension of the sphere S^{k-1} (k = d_H in the paper)
 k = sp.Symbol("k", positive=True, integer=True)
@@ -63,6 +68,7 @@ class AlphaDerivation:
     predictor_identity: sp.Expr
     asymptote_limit: sp.Expr
     log_gap: sp.Expr
+    log_gap_series: sp.Expr
     exact_values: tuple[tuple[int, sp.Expr, sp.Expr], ...]
 
 
@@ -79,11 +85,12 @@ def derive_alpha(max_exact: int = 8) -> AlphaDerivation:
     # predictor level: alpha * int (u.x_H)_+ du = alpha |x_H| E[(u.e)_+] (rotation invariance)
     predictor_identity = sp.simplify(alpha * E)
     log_gap = log_asymptotic_gap(alpha)
+    log_gap_series = log_asymptotic_gap(alpha, STIRLING_ORDER)
     asym = sp.exp(sp.limit(log_gap, k, sp.oo))
     exact = tuple((j, sp.simplify(E.subs(k, j)) if j > 1 else mean_k1,
                    sp.simplify(alpha.subs(k, j))) for j in range(1, max_exact + 1))
     return AlphaDerivation(r, arc, density, Z, N, E, alpha, mean_k1, predictor_identity,
-                           asym, log_gap, exact)
+                           asym, log_gap, log_gap_series, exact)
 
 
 def log_asymptotic_gap(alpha: sp.Expr, order: int = 3) -> sp.Expr:
@@ -101,7 +108,9 @@ def log_asymptotic_gap(alpha: sp.Expr, order: int = 3) -> sp.Expr:
 
 def derive_h1f() -> Derivation:
     """Claim H1f: the report steps and the results its check evaluates (alpha, the mean
-    E[(u.e)_+], their product, and the large-k log gap used beyond Gamma's float range)."""
+    E[(u.e)_+], their product, the leading large-k log gap, and its Stirling series to
+    O(k^-11), the stable form ``formulas.alpha_constant`` evaluates beyond Gamma's float
+    range)."""
     d = derive_alpha()
     steps = [
         Step(r"Slice the sphere $S^{k-1}$ at height $t = u\cdot e$: the slice is a "
@@ -123,10 +132,14 @@ def derive_h1f() -> Derivation:
              r"(remainder $O(k^{-3})$)", d.log_gap, lhs=r"\log\frac{\alpha(k)}{\sqrt{2\pi k}}"),
         Step("so that", d.asymptote_limit,
              lhs=r"\lim_{k\to\infty}\frac{\alpha(k)}{\sqrt{2\pi k}}"),
+        Step(r"Float64 form beyond $\Gamma$'s range ($k > 340$): "
+             r"$\alpha(k) = \sqrt{2\pi k}\,e^{g(k)}$ with the same series to $O(k^{-11})$ "
+             r"(first dropped term $435330/(55440\,k^{11}) < 1.2\cdot 10^{-27}$ at $k \ge 341$):",
+             d.log_gap_series, lhs="g(k)"),
     ]
     return Derivation(steps, {"alpha": d.alpha, "mean": d.mean,
                               "predictor_identity": d.predictor_identity,
-                              "log_gap": d.log_gap})
+                              "log_gap": d.log_gap, "log_gap_series": d.log_gap_series})
 
 
 DERIVATIONS = {"H1f": derive_h1f}

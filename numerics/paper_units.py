@@ -22,9 +22,10 @@ is the suite's step (numerics.equivariant.train) with
 """
 from __future__ import annotations
 
-import math
+import numpy as np
 
-from numerics.validation import require_choice, require_positive_int
+from numerics.validation import (as_float_array, as_float_scalar, require_choice,
+                                 require_finite_result, require_positive_int)
 
 __all__ = ["TIME_UNITS", "LOSS_CONVENTIONS", "hajjar_data_second_moment",
            "hajjar_step_to_suite", "hajjar_time_from_suite", "reproduction_sgd_to_suite",
@@ -46,22 +47,34 @@ def hajjar_data_second_moment(d: int, time_unit: str) -> float:
 
 def hajjar_step_to_suite(step: float, d: int, time_unit: str) -> float:
     """A GD step (or time span) of the convention ``time_unit`` in the suite's units:
-    step_suite = E|x|^2 * step."""
-    if not (math.isfinite(step) and step > 0):
-        raise ValueError(f"step must be positive and finite; got {step!r}")
-    return hajjar_data_second_moment(d, time_unit) * float(step)
+    step_suite = E|x|^2 * step.  ``step`` is a positive finite number; a result beyond
+    float64 raises ValueError."""
+    step = as_float_scalar(step, "step (GD step or time span)", lo=0.0, lo_open=True)
+    out = hajjar_data_second_moment(d, time_unit) * step
+    return float(require_finite_result(out, "step_suite = E|x|^2 * step",
+                                       "step times d exceeds 1.8e308"))
 
 
 def hajjar_time_from_suite(t_suite, d: int, time_unit: str):
-    """Suite times (array or float) in the units of ``time_unit``: t = t_suite / E|x|^2."""
-    return t_suite / hajjar_data_second_moment(d, time_unit)
+    """Suite times (array or float, finite, >= 0) in the units of ``time_unit``:
+    t = t_suite / E|x|^2 (a float for a scalar, an array otherwise)."""
+    t = as_float_array(t_suite, "t_suite (times in the suite's units)")
+    if np.any(t < 0):
+        raise ValueError(f"t_suite must be >= 0 (times of a run); got {t[t < 0].ravel()[:5].tolist()}")
+    out = t / hajjar_data_second_moment(d, time_unit)
+    return float(out) if out.ndim == 0 else out
 
 
-def _check_sgd(alpha: float, tau: float, beta: float) -> None:
-    for name, v in (("alpha", alpha), ("tau", tau), ("beta", beta)):
-        if not (math.isfinite(v) and v >= 0) or (name == "alpha" and v == 0):
-            raise ValueError(f"{name} must be finite and {'> 0' if name == 'alpha' else '>= 0'}"
-                             f"; got {v!r}")
+def _check_sgd(alpha: float, tau: float, beta: float) -> tuple[float, float, float]:
+    """(alpha, tau, beta) as floats: alpha > 0, tau >= 0, beta >= 0, all finite."""
+    return (as_float_scalar(alpha, "alpha (SGD step scale)", lo=0.0, lo_open=True),
+            as_float_scalar(tau, "tau (weight decay)", lo=0.0),
+            as_float_scalar(beta, "beta (noise temperature)", lo=0.0))
+
+
+def _finite_triple(out: tuple[float, float, float], what: str) -> tuple[float, float, float]:
+    require_finite_result(out, what, "a parameter near 1.8e308 doubled")
+    return tuple(float(v) for v in out)  # type: ignore[return-value]
 
 
 def reproduction_sgd_to_suite(alpha: float, tau: float, beta: float,
@@ -69,16 +82,17 @@ def reproduction_sgd_to_suite(alpha: float, tau: float, beta: float,
     """(alpha, tau, beta) of the loss convention ``convention`` in the suite's convention:
     ``reproduction`` (loss |y - y'|^2) -> (2 alpha, tau / 2, beta / 2); ``suite`` -> as is."""
     require_choice(convention, "loss convention", LOSS_CONVENTIONS)
-    _check_sgd(alpha, tau, beta)
+    alpha, tau, beta = _check_sgd(alpha, tau, beta)
     if convention == "suite":
-        return float(alpha), float(tau), float(beta)
-    return 2.0 * alpha, tau / 2.0, beta / 2.0
+        return alpha, tau, beta
+    return _finite_triple((2.0 * alpha, tau / 2.0, beta / 2.0), "the suite's (alpha, tau, beta)")
 
 
 def suite_sgd_to_reproduction(alpha: float, tau: float, beta: float) -> tuple[float, float, float]:
     """Inverse of :func:`reproduction_sgd_to_suite`: (alpha / 2, 2 tau, 2 beta)."""
-    _check_sgd(alpha, tau, beta)
-    return alpha / 2.0, 2.0 * tau, 2.0 * beta
+    alpha, tau, beta = _check_sgd(alpha, tau, beta)
+    return _finite_triple((alpha / 2.0, 2.0 * tau, 2.0 * beta),
+                          "the reproduction's (alpha, tau, beta)")
 
 
 # ------------------------------------------------------------------ published runs

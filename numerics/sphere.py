@@ -1,17 +1,48 @@
 """The uniform measure on the sphere S^{k-1}: sampling, and high-precision references
-for E[(u.e)_+] that do not use the coordinate-density argument of the derivation."""
+for E[(u.e)_+] that do not use the coordinate-density argument of the derivation
+(Hajjar & Chizat 2023, Thm 4.3; claim H1f).
+
+Public: :func:`sample_sphere`, :func:`positive_part_mean_mp` (radial Gaussian
+factorization), :func:`positive_part_mean_coordinate_mp` (coordinate density),
+:func:`positive_part_mean_mc` (Monte Carlo) and the size limits."""
 from __future__ import annotations
+
+import math
 
 import mpmath
 import numpy as np
 
-from numerics.validation import require_generator, require_positive_int
+from numerics.validation import require_dps, require_generator, require_positive_int, require_size
 
 __all__ = ["sample_sphere", "positive_part_mean_mp", "positive_part_mean_mc",
-           "positive_part_mean_coordinate_mp", "MAX_SAMPLE_ENTRIES"]
+           "positive_part_mean_coordinate_mp", "MAX_SAMPLE_ENTRIES", "MAX_MC_ENTRIES",
+           "MAX_DIMENSION", "MAX_REFERENCE_DPS"]
 
 #: largest m * k drawn at once (8 GiB of float64); more is refused up front, not by numpy
 MAX_SAMPLE_ENTRIES = 2 ** 30
+#: largest n * k of one Monte Carlo estimate (~4e9 normal draws, minutes of work)
+MAX_MC_ENTRIES = 2 ** 32
+#: largest sphere dimension k of the mpmath references (float64 integers are exact below)
+MAX_DIMENSION = 2 ** 53
+#: largest precision of the mpmath references (beyond, one reference takes minutes)
+MAX_REFERENCE_DPS = 100
+#: panel width (in standard deviations ~0.7 of the radial integrands) of the radial rule
+_RADIAL_PANEL = 4.0
+
+
+def _require_dps(dps: object) -> int:
+    """Decimal digits for the references: an integer in 1..MAX_REFERENCE_DPS."""
+    dps = require_dps(dps)
+    if dps > MAX_REFERENCE_DPS:
+        raise ValueError(f"dps (decimal digits for mpmath) must be at most {MAX_REFERENCE_DPS} "
+                         f"for the sphere references (beyond, one takes minutes); got {dps}")
+    return dps
+
+
+def _tail_width(dps: int) -> float:
+    """D with exp(-D^2 / 2) < 10^-(dps + 20): a Gaussian tail beyond D standard
+    deviations is below the working precision."""
+    return math.sqrt(2 * (dps + 20) * math.log(10)) + 1.0
 
 
 def sample_sphere(rng: np.random.Generator, m: int, k: int) -> np.ndarray:
@@ -30,17 +61,34 @@ def sample_sphere(rng: np.random.Generator, m: int, k: int) -> np.ndarray:
 def positive_part_mean_mp(k: int, dps: int = 30) -> mpmath.mpf:
     """E[(u_1)_+] for u ~ Unif(S^{k-1}) from the Gaussian factorization
     g = |g| u (|g| and u independent):  E[(g_1)_+] = E|g| E[(u_1)_+], with
-    E[(g_1)_+] = 1/sqrt(2 pi) and E|g| = int r^k e^{-r^2/2} dr / int r^{k-1} e^{-r^2/2} dr,
-    both radial integrals by Gauss-Legendre quadrature (smooth integrands) split around the mode sqrt(k)."""
-    k = require_positive_int(k, "k")
-    with mpmath.workdps(dps + 10):
-        # the integrands peak near sqrt(k); beyond sqrt(k) + 30 they are below e^{-400}
-        # of the peak, far under 10^{-(dps+10)}
-        c = mpmath.sqrt(k)
-        pts = [0, c, c + 30]
-        num = mpmath.quad(lambda r: r ** (k - 1) * mpmath.exp(-r * r / 2), pts, method="gauss-legendre")
-        den = mpmath.quad(lambda r: r ** k * mpmath.exp(-r * r / 2), pts, method="gauss-legendre")
-        val = num / den / mpmath.sqrt(2 * mpmath.pi)
+    E[(g_1)_+] = 1/sqrt(2 pi) and E|g| = int r^k e^{-r^2/2} dr / int r^{k-1} e^{-r^2/2} dr.
+
+    Both radial integrands are divided by their value at r0 = sqrt(k - 1) (their ratio is
+    unchanged) and integrated by Gauss-Legendre on unit panels of [r0 - D, r0 + D]: the
+    log-integrands are concave with curvature <= -1, so beyond D = sqrt(2 (dps + 20) ln 10)
+    they are below 10^-(dps+20) of the peak.  ``k`` in 1..MAX_DIMENSION, ``dps`` in
+    1..MAX_REFERENCE_DPS."""
+    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)", maximum=MAX_DIMENSION)
+    dps = _require_dps(dps)
+    with mpmath.workdps(dps + 15 + len(str(k))):
+        r0 = mpmath.sqrt(k - 1) if k > 1 else mpmath.mpf(1)
+        D = _tail_width(dps) + 1
+        lo, hi = max(mpmath.mpf(0), r0 - D), r0 + D
+        n_panels = int(math.ceil(float(hi - lo) / _RADIAL_PANEL))
+        pts = [lo + (hi - lo) * j / n_panels for j in range(n_panels + 1)]
+        if k == 1:  # integrand e^{-r^2/2} (no power): unscaled, from 0
+            pts = [mpmath.mpf(0)] + [p for p in pts if p > 0]
+
+        def scaled(r, power):
+            if r == 0:
+                return mpmath.mpf(0) if power > 0 else mpmath.exp((r0 ** 2) / 2)
+            return mpmath.exp(power * mpmath.log(r / r0) - (r * r - r0 * r0) / 2)
+
+        # E|g| = int r^k e^{-r^2/2} / int r^{k-1} e^{-r^2/2}  (both scaled by the same
+        # factor r0^{k-1} e^{-r0^2/2})
+        moment_k = r0 * mpmath.quad(lambda r: scaled(r, k), pts, method="gauss-legendre")
+        moment_k1 = mpmath.quad(lambda r: scaled(r, k - 1), pts, method="gauss-legendre")
+        val = moment_k1 / moment_k / mpmath.sqrt(2 * mpmath.pi)
     with mpmath.workdps(dps):
         return +val
 
@@ -50,12 +98,27 @@ def positive_part_mean_coordinate_mp(k: int, dps: int = 30) -> mpmath.mpf:
     (numerator and normalizer both by quadrature, no Gamma function involved).
 
     With t = sin(theta) the endpoint singularity at t = 1 (k = 2) disappears:
-    int_0^1 t^j (1 - t^2)^{(k-3)/2} dt = int_0^{pi/2} sin^j cos^{k-2} d theta."""
-    k = require_positive_int(k, "k", minimum=2)
-    with mpmath.workdps(dps + 10):
+    int_0^1 t^j (1 - t^2)^{(k-3)/2} dt = int_0^{pi/2} sin^j cos^{k-2} d theta.  Since
+    cos^{k-2} theta <= exp(-(k - 2) theta^2 / 2), for large k the integrands live within
+    D / sqrt(k - 2) of 0 (D as in :func:`positive_part_mean_mp`): the range is cut there
+    and split into panels of width 1 / sqrt(k - 2).  ``k`` in 2..MAX_DIMENSION, ``dps`` in
+    1..MAX_REFERENCE_DPS."""
+    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)", minimum=2, maximum=MAX_DIMENSION)
+    dps = _require_dps(dps)
+    with mpmath.workdps(dps + 15 + len(str(k))):
         half = mpmath.pi / 2
-        num = mpmath.quad(lambda th: mpmath.sin(th) * mpmath.cos(th) ** (k - 2), [0, half])
-        den = 2 * mpmath.quad(lambda th: mpmath.cos(th) ** (k - 2), [0, half])
+        w = 1 / mpmath.sqrt(max(k - 2, 1))
+        D = _tail_width(dps)
+        if k <= 2 or D * w >= half:  # the integrands fill [0, pi/2]: one smooth panel
+            pts = [mpmath.mpf(0), half]
+        else:  # concentrated near 0: panels at 1, 3, D widths; the rest is negligible
+            pts = [mpmath.mpf(0), w, 3 * w, D * w]
+
+        def cos_power(th):
+            return mpmath.cos(th) ** (k - 2)
+
+        num = mpmath.quad(lambda th: mpmath.sin(th) * cos_power(th), pts)
+        den = 2 * mpmath.quad(cos_power, pts)
         val = num / den
     with mpmath.workdps(dps):
         return +val
@@ -67,8 +130,17 @@ def positive_part_mean_mc(rng: np.random.Generator, n: int, k: int,
 
     Each point contributes the average of (u_j)_+ over its k coordinates (same law, so an
     unbiased estimate with lower variance); points are i.i.d., so the standard error is
-    the sample standard deviation over points / sqrt(n)."""
-    n = require_positive_int(n, "n", minimum=2)
+    the sample standard deviation over points / sqrt(n).  ``n * k`` is at most
+    MAX_MC_ENTRIES and ``chunk * k`` at most MAX_SAMPLE_ENTRIES."""
+    rng = require_generator(rng)
+    n = require_positive_int(n, "n (number of sphere points)", minimum=2)
+    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)")
+    chunk = require_positive_int(chunk, "chunk (points drawn at once)")
+    require_size(n * k, "n * k (points x coordinates)", limit=MAX_MC_ENTRIES,
+                 what="normal draws", hint="reduce n or k")
+    chunk = min(chunk, n)
+    require_size(chunk * k, "chunk * k (points x coordinates drawn at once)",
+                 limit=MAX_SAMPLE_ENTRIES, what="float64 entries", hint="reduce chunk")
     total, total_sq, done = 0.0, 0.0, 0
     while done < n:
         b = min(chunk, n - done)

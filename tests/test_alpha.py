@@ -94,3 +94,69 @@ def test_alpha_constant_arguments_are_validated():
     with pytest.raises(ValueError, match="too large"):
         alpha_constant(2 ** 63)
     assert abs(float(alpha_constant.mpmath(5, dps=40)) - 16 / 3) < 1e-15
+
+
+@pytest.mark.parametrize("k", [2, 7, 341, 10 ** 6])
+def test_sphere_references_agree_with_the_gamma_formula(k: int) -> None:
+    """Both quadrature routes (radial factorization, coordinate density) at 30 digits,
+    from small k to far beyond Gamma's float64 range (panels follow the concentration)."""
+    from numerics.sphere import positive_part_mean_mp
+    with mpmath.workdps(40):
+        ref = 1 / _gamma_formula(k)
+        for f in (positive_part_mean_mp, positive_part_mean_coordinate_mp):
+            assert abs(f(k, dps=30) / ref - 1) < 1e-28
+
+
+@pytest.mark.parametrize("dps", [0, -3, 2.5, True, "30", None, 10 ** 6])
+def test_sphere_references_validate_dps(dps) -> None:
+    from numerics.sphere import positive_part_mean_mp
+    for f in (positive_part_mean_mp, positive_part_mean_coordinate_mp):
+        with pytest.raises(ValueError, match="dps"):
+            f(5, dps=dps)
+
+
+def test_sphere_sizes_are_refused_fast() -> None:
+    import time
+
+    from numerics.sphere import positive_part_mean_mp
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="too large"):
+        positive_part_mean_mc(make_rng(0, "t"), 10 ** 12, 3)
+    with pytest.raises(ValueError, match="k"):
+        positive_part_mean_mp(2 ** 60)
+    with pytest.raises(ValueError, match="k"):
+        positive_part_mean_coordinate_mp(1)
+    with pytest.raises(TypeError, match="rng"):
+        positive_part_mean_mc(None, 10, 3)
+    with pytest.raises(ValueError, match="chunk"):
+        positive_part_mean_mc(make_rng(0, "t"), 10, 3, chunk=0)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_stirling_series_order_and_first_dropped_term() -> None:
+    """The float64 form beyond Gamma's range: the derived series to O(k^-11) differs from
+    the O(k^-13) series by exactly the dropped term 435330 / (55440 k^11)."""
+    import sympy as sp
+
+    from derivations.sphere import STIRLING_ORDER, log_asymptotic_gap
+    d = derive_alpha()
+    nxt = log_asymptotic_gap(d.alpha, STIRLING_ORDER + 2)
+    assert sp.simplify(nxt - d.log_gap_series - sp.Rational(435330, 55440) / k ** 11) == 0
+
+
+def test_alpha_constant_reads_the_derived_stirling_form() -> None:
+    """Perturbing the derived series moves alpha_constant beyond 340 (and only there)."""
+    from derivations.base import Derivation
+    from verify import derived
+    orig = derived.derivation("H1f")
+    res = dict(orig.results)
+    res["log_gap_series"] = res["log_gap_series"] + sp_float(1e-6)
+    before = alpha(np.array([5, 1000]))
+    with derived.overridden("H1f", Derivation(steps=orig.steps, results=res)):
+        after = alpha(np.array([5, 1000]))
+    assert after[0] == before[0] and abs(after[1] / before[1] - 1 - 1e-6) < 1e-12
+
+
+def sp_float(x: float):
+    import sympy as sp
+    return sp.Float(x, 30)

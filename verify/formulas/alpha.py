@@ -5,18 +5,18 @@ import numpy as np
 import scipy.special as sc
 import sympy as sp
 
-from derivations.sphere import k as _k, log_asymptotic_gap
+from derivations.sphere import k as _k
 from numerics.validation import as_int_array
 from verify.formulas._base import VerifiedFormula
 
 __all__ = ["alpha_constant"]
 
 # Gamma overflows float64 beyond 171.6, i.e. for d_H > 342.  Beyond _GAMMA_SAFE_MAX the
-# derived expression is evaluated through its Stirling series,
-# alpha = sqrt(2 pi k) exp(log gap), log gap = -1/(4k) + ... to O(k^-11): at k = 341 the
-# truncation error is 1e-27, so the float64 result is accurate to a few ulps.
+# formula evaluates the DERIVED stable form alpha = sqrt(2 pi k) exp(g(k)), g the Stirling
+# series of log(alpha / sqrt(2 pi k)) to O(k^-11) (result "log_gap_series" of the H1f
+# derivation; its first dropped term is < 1.2e-27 at k = 341, so the float64 result is
+# accurate to a few ulps).  Claim H1f checks both branches against quadrature references.
 _GAMMA_SAFE_MAX = 340
-_STIRLING_ORDER = 11
 
 
 def _validate(d_H):
@@ -27,10 +27,10 @@ def _validate(d_H):
 
 
 def _numpy_impl(expr: sp.Expr):
+    from verify import derived
     direct = sp.lambdify(_k, expr, modules=[{"gamma": sc.gamma}, "numpy"])
-    stirling = sp.lambdify(_k, sp.sqrt(2 * sp.pi * _k)
-                           * sp.exp(log_asymptotic_gap(expr, order=_STIRLING_ORDER)),
-                           modules="numpy")
+    series = derived.results("H1f")["log_gap_series"]
+    stirling = sp.lambdify(_k, sp.sqrt(2 * sp.pi * _k) * sp.exp(series), modules="numpy")
 
     def alpha(kk: np.ndarray) -> np.ndarray:
         kk = np.asarray(kk, dtype=np.float64)
@@ -55,6 +55,8 @@ alpha_constant = VerifiedFormula(
 u ~ Unif(S^{d_H-1}) (Hajjar & Chizat 2023, Thm 4.3; claim H1f).
 
 Accepts an integer or an integer array d_H >= 1; returns float64 of the same shape.
+Evaluates the derived Gamma ratio for d_H <= 340 and, beyond (where Gamma overflows
+float64), the derived Stirling form sqrt(2 pi d_H) exp(g(d_H)) to O(d_H^-11).
 ``alpha_constant.mpmath(d_H, dps=50)`` gives high precision.
 
 >>> alpha_constant(2)  # doctest: +ELLIPSIS
