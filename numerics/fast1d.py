@@ -36,7 +36,7 @@ samples outside which the activity is certain; inside the (almost always empty) 
 vectorized bisection with the exact sign test finds k_i (the exact sign of a_i x - b_i is
 monotone in x, so bisection is valid even with repeated samples).
 
-Accuracy (the metric of ``relative_discrepancy``): every output is a sum of terms whose
+Accuracy (the metric of ``_relative_discrepancy``): every output is a sum of terms whose
 absolute values add up to a "scale" (e.g. scale_f_j = sum_i |c_i| (|a_i x_j| + |b_i|) / alpha);
 the kernels here and the dense reference both have forward error O(u * (n_bin + sqrt(s)))
 times that scale, u = 2^-53, where n_bin is the largest number of neurons sharing one
@@ -47,18 +47,12 @@ from __future__ import annotations
 import numpy as np
 
 from numerics.validation import (ArgumentTypeError, as_float_array, as_float_scalar,
-                                 require_same_shape)
+                                 require_same_shape, require_size)
 
 __all__ = [
     "forward_sorted",
     "loss_and_grad_sorted",
-    "boundary_indices",
     "preactivation",
-    "forward_dense_reference",
-    "loss_and_grad_dense_reference",
-    "error_scales",
-    "relative_discrepancy",
-    "in_exact_range",
 ]
 
 _U = 2.0 ** -53
@@ -100,6 +94,8 @@ def preactivation(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     b = as_float_array(b, "b", ndim=1)
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b)
+    require_size(a.size * x.size, "the (m, s) pre-activation matrix (len(a) x len(x))",
+                 hint="pass fewer neurons or samples per call (chunk x)")
     _check_range(a, x, lower=False)  # below 2^-900 the sign is that of the rounded value
     return _compensated_preactivation(a[:, None], x[None, :], b[:, None])
 
@@ -135,7 +131,7 @@ def _boundaries(a: np.ndarray, b: np.ndarray, xs: np.ndarray) -> tuple[np.ndarra
     return lo, pos
 
 
-def boundary_indices(a, b, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _boundary_indices(a, b, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(order, k, pos)``: ``order`` sorts ``x``; neuron i is active (a_i x - b_i > 0
     exactly) at the sorted samples ``x[order][p]`` with ``p >= k_i`` when ``pos_i``
     (a_i > 0) and with ``p < k_i`` otherwise (a_i <= 0)."""
@@ -183,7 +179,7 @@ _MAX_MAG = 2.0 ** 500   # |a|, |x| bound of the exact sign test (Veltkamp splitt
 _MIN_PROD = 2.0 ** -900  # smallest nonzero |a x| for which the rounding error is exact
 
 
-def in_exact_range(a: np.ndarray, x: np.ndarray) -> bool:
+def _in_exact_range(a: np.ndarray, x: np.ndarray) -> bool:
     """Whether the finite float64 arrays ``a``, ``x`` lie in the exactness range of the
     kink test (|a_i|, |x_j| <= 2^500, nonzero |a_i x_j| >= 2^-900)."""
     try:
@@ -320,14 +316,14 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
 # ---------------------------------------------------------------------------------------
 # dense O(m s) reference (tests and benchmark only)
 # ---------------------------------------------------------------------------------------
-def forward_dense_reference(a, b, c, x, alpha_value) -> np.ndarray:
+def _forward_dense_reference(a, b, c, x, alpha_value) -> np.ndarray:
     """Dense O(m s) f_z(x_j) with the same kink convention (reference for tests)."""
     a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
     H = np.maximum(_compensated_preactivation(a[:, None], x[None, :], b[:, None]), 0.0)
     return (c @ H) / alpha
 
 
-def loss_and_grad_dense_reference(a, b, c, x, y, alpha_value
+def _loss_and_grad_dense_reference(a, b, c, x, y, alpha_value
                                   ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Dense O(m s) loss and gradient with the same kink convention (reference for tests)."""
     a, b, c, x, alpha = _validate(a, b, c, x, alpha_value)
@@ -350,9 +346,9 @@ def loss_and_grad_dense_reference(a, b, c, x, y, alpha_value
 # ---------------------------------------------------------------------------------------
 # agreement metric
 # ---------------------------------------------------------------------------------------
-def error_scales(a, b, c, x, y, alpha_value) -> dict[str, np.ndarray | float]:
+def _error_scales(a, b, c, x, y, alpha_value) -> dict[str, np.ndarray | float]:
     """Scales of the summed magnitudes (dense O(m s)), the denominators of
-    :func:`relative_discrepancy`:
+    :func:`_relative_discrepancy`:
 
     - ``f``:  S_j = sum_i |c_i| (|a_i x_j| + |b_i|) / alpha,
     - residual scale  T_j = S_j + |y_j|  (bound on the terms that make rho_j),
@@ -372,9 +368,9 @@ def error_scales(a, b, c, x, y, alpha_value) -> dict[str, np.ndarray | float]:
             "grad_c": (M @ T) / alpha}
 
 
-def relative_discrepancy(result, reference, scales: dict) -> float:
+def _relative_discrepancy(result, reference, scales: dict) -> float:
     """max over outputs and components of |result - reference| / scale (scale from
-    :func:`error_scales`; a zero scale means both must be exactly 0).  ``result`` and
+    :func:`_error_scales`; a zero scale means both must be exactly 0).  ``result`` and
     ``reference`` are ``(loss, (grad_a, grad_b, grad_c))`` or forward arrays ``f``."""
     def one(u, v, sc) -> float:
         u, v, sc = np.asarray(u, float), np.asarray(v, float), np.asarray(sc, float)

@@ -24,28 +24,46 @@ hidden layer is permuted too: parameter sharing gives circulant weights).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from numerics.validation import as_float_array, require_positive_int
+from numerics.validation import (ArgumentTypeError, as_float_array, require_callable,
+                                 require_choice, require_positive_int, require_size)
 
 __all__ = ["GroupAction", "matrix_action", "c2_swap", "cyclic_shift_matrices",
            "sign_flip_matrices", "cyclic_shifts", "sign_flips", "cyclic_network_action",
            "uv_action", "c2_swap_uv", "generated_permutation_matrices",
            "dihedral_matrices", "symmetric_group_matrices", "permutation_action",
            "validate_measure", "ORTHOGONALITY_TOL", "MAX_SHIFT_MATRICES_N",
-           "MAX_CYCLIC_SHIFTS_N"]
+           "MAX_CYCLIC_SHIFTS_N", "MAX_NETWORK_ACTION_N", "MAX_GROUP_ORDER", "MAX_PERMUTATION_N",
+           "MAX_CLOSURE_FLOPS"]
 
 #: entries of g^T g - I larger than this reject a representation as non-orthogonal
 ORTHOGONALITY_TOL = 1e-10
 
 
+#: the closure check of :class:`GroupAction` costs about |G|^2 (dX^3 + dY^3 + D^3 + 2000)
+#: flops (products plus a per-pair lookup); larger actions are refused at once (the limit
+#: is about 2 s on one core)
+MAX_CLOSURE_FLOPS = 2 * 10 ** 9
+
+
+def _closure_cost(order: int, *dims: int) -> int:
+    return order * order * (sum(d ** 3 for d in dims) + 2000)
+
+
+def _require_closure_cost(order: int, dims: tuple[int, ...], name: str) -> None:
+    require_size(_closure_cost(order, *dims), name, limit=MAX_CLOSURE_FLOPS,
+                 what="flops for the group-closure check (|G|^2 (dX^3 + dY^3 + D^3 + 2000))",
+                 hint="use a smaller group or smaller representations")
+
+
 def _as_rep(mats, name: str) -> np.ndarray:
     arr = as_float_array(mats, name, allow_empty=False)
-    if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
-        raise ValueError(f"{name} must be a stack of square matrices of shape (|G|, d, d); "
-                         f"got shape {arr.shape}")
+    if arr.ndim != 3 or arr.shape[1] != arr.shape[2] or arr.shape[1] == 0:
+        raise ValueError(f"{name} must be a stack of square matrices of shape (|G|, d, d) "
+                         f"with d >= 1; got shape {arr.shape}")
     eye = np.eye(arr.shape[1])
     dev = np.abs(np.einsum("gji,gjk->gik", arr, arr) - eye).max(axis=(1, 2))
     if np.any(dev > ORTHOGONALITY_TOL):
@@ -56,6 +74,14 @@ def _as_rep(mats, name: str) -> np.ndarray:
                          "the representation (e.g. conjugate by the square root of the "
                          "averaged Gram matrix) before building the action")
     return arr
+
+
+def _left_products(stack: np.ndarray, g: int) -> np.ndarray:
+    """Rows ``(stack[g] @ stack[h]).ravel()`` for every h, by one GEMM (a broadcast
+    ``stack[g] @ stack`` skips BLAS and is ~20x slower)."""
+    n, d, _ = stack.shape
+    wide = stack.transpose(1, 0, 2).reshape(d, n * d)      # [stack[0] | stack[1] | ...]
+    return (stack[g] @ wide).reshape(d, n, d).transpose(1, 0, 2).reshape(n, d * d)
 
 
 def _key(row: np.ndarray) -> bytes:
@@ -86,6 +112,8 @@ class GroupAction:
     table: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ArgumentTypeError(f"name must be a text label; got {type(self.name).__name__}")
         rho = _as_rep(self.rho, f"{self.name}: rho (action on X)")
         rho_hat = _as_rep(self.rho_hat, f"{self.name}: rho_hat (action on Y)")
         M = _as_rep(self.M, f"{self.name}: M (action on Z)")
@@ -93,13 +121,24 @@ class GroupAction:
             raise ValueError(f"{self.name}: rho, rho_hat and M must list the same group "
                              f"elements; got {len(rho)}, {len(rho_hat)} and {len(M)} matrices")
         n = len(rho)
+        _require_closure_cost(n, (rho.shape[1], rho_hat.shape[1], M.shape[1]),
+                              f"{self.name}: rho, rho_hat, M")
         stacked = [rho.reshape(n, -1), rho_hat.reshape(n, -1), M.reshape(n, -1)]
         flat = np.concatenate(stacked, axis=1)
-        keys = {_key(row): k for k, row in enumerate(flat)}
+        keys: dict[bytes, int] = {}
+        for k, row in enumerate(flat):  # the first index of every distinct element
+            keys.setdefault(_key(row), k)
+        first = np.array([keys[_key(row)] for row in flat])
+        counts = np.bincount(first, minlength=n)[np.unique(first)]
+        if counts.min() != counts.max():
+            raise ValueError(f"{self.name}: the list repeats some elements more often than "
+                             f"others (multiplicities {sorted(set(counts.tolist()))}): a list "
+                             "with repeats must be the image of a group, every element "
+                             "repeated equally often, or Haar averages are biased")
         table = np.empty((n, n), dtype=np.int64)
         for g in range(n):
-            prod = np.concatenate([(rho[g] @ rho).reshape(n, -1), (rho_hat[g] @ rho_hat).reshape(n, -1),
-                                   (M[g] @ M).reshape(n, -1)], axis=1)
+            prod = np.concatenate([_left_products(rho, g), _left_products(rho_hat, g),
+                                   _left_products(M, g)], axis=1)
             for h in range(n):
                 k = keys.get(_key(prod[h]))
                 if k is None:
@@ -115,8 +154,8 @@ class GroupAction:
                                 np.eye(M.shape[1]).ravel()])
         if _find(flat, ident).size == 0:
             raise ValueError(f"{self.name}: the identity element is missing")
-        e = int(_find(flat, ident)[0])
-        inverse = np.array([int(np.flatnonzero(table[g] == e)[0]) for g in range(n)])
+        e = int(first[int(_find(flat, ident)[0])])
+        inverse = np.array([int(np.flatnonzero(first[table[g]] == e)[0]) for g in range(n)])
         for attr, val in (("rho", rho), ("rho_hat", rho_hat), ("M", M),
                           ("inverse", inverse), ("table", table)):
             val.setflags(write=False)
@@ -143,8 +182,8 @@ class GroupAction:
     # -- Haar averages and the fixed space -------------------------------------------------
     def haar_average(self, values: np.ndarray) -> np.ndarray:
         """(1/|G|) sum_g values[g] (the normalized Haar integral of a finite group)."""
-        values = np.asarray(values, dtype=np.float64)
-        if values.shape[0] != self.order:
+        values = as_float_array(values, "values (one value per group element)")
+        if values.ndim == 0 or values.shape[0] != self.order:
             raise ValueError(f"haar_average expects one value per group element (leading axis "
                              f"{self.order}); got shape {values.shape}")
         return values.mean(axis=0)
@@ -177,6 +216,8 @@ class GroupAction:
     def act(self, z: np.ndarray) -> np.ndarray:
         """All images M_g z: shape (|G|, ..., D)."""
         z = self._check_z(z)
+        require_size(self.order * z.size, "z (the images hold |G| x z.size values)",
+                     hint="act on fewer parameter vectors at a time")
         return np.einsum("gij,...j->g...i", self.M, z)
 
     # -- measures -----------------------------------------------------------------------
@@ -187,6 +228,8 @@ class GroupAction:
         Returns ``(|G| N particles, weights w_i / |G|)``, ordered g-major (all images of
         the particles under element 0, then element 1, ...)."""
         z, w = validate_measure(particles, weights, self.dim_z)
+        require_size(self.order * z.size, "particles (mu^G holds |G| N D values)",
+                     hint="use fewer particles")
         images = np.einsum("gij,nj->gni", self.M, z).reshape(-1, self.dim_z)
         return images, np.tile(w, self.order) / self.order
 
@@ -202,6 +245,11 @@ class GroupAction:
         the same weights, up to ``tol``).  Pairwise comparison: O(N^2) memory, meant for
         small particle systems (tests, N <= a few thousand)."""
         z, w = validate_measure(particles, weights, self.dim_z)
+        tol = float(as_float_array(tol, "tol (matching tolerance)", ndim=0))
+        if not tol >= 0:
+            raise ValueError(f"tol (matching tolerance) must be >= 0; got {tol!r}")
+        require_size(z.shape[0] * z.size, "particles (the pairwise comparison holds N^2 D "
+                     "values)", hint="use at most a few thousand particles")
         for g in range(self.order):
             img = z @ self.M[g].T
             d = np.linalg.norm(img[:, None, :] - z[None, :, :], axis=-1)
@@ -216,13 +264,15 @@ class GroupAction:
     def symmetrize_function(self, f: Callable[[np.ndarray], np.ndarray]
                             ) -> Callable[[np.ndarray], np.ndarray]:
         """Q_G f: x -> (1/|G|) sum_g rho^_{g^-1} f(rho_g x), for f mapping (B, dX) -> (B, dY)."""
+        require_callable(f, "f", "mapping inputs (B, dX) to outputs (B, dY)")
+
         def Qf(x: np.ndarray) -> np.ndarray:
             x = as_float_array(x, "x (inputs)")
             if x.ndim != 2 or x.shape[1] != self.dim_x:
                 raise ValueError(f"x must have shape (B, {self.dim_x}); got {x.shape}")
             acc = np.zeros((x.shape[0], self.dim_y))
             for g in range(self.order):
-                fx = np.asarray(f(x @ self.rho[g].T), dtype=np.float64)
+                fx = as_float_array(f(x @ self.rho[g].T), "f(x) (the function's output)")
                 if fx.shape != (x.shape[0], self.dim_y):
                     raise ValueError(f"f must map (B, {self.dim_x}) to (B, {self.dim_y}); "
                                      f"got {fx.shape}")
@@ -272,6 +322,8 @@ MAX_SHIFT_MATRICES_N = 128
 #: largest n of :func:`cyclic_shifts`: M has n^5 entries and the closure check of
 #: :class:`GroupAction` costs ~n^8 flops (seconds at n = 12)
 MAX_CYCLIC_SHIFTS_N = 12
+#: largest n of :func:`cyclic_network_action` (D = 2 n^2 + n; ~1 s at n = 10 on one core)
+MAX_NETWORK_ACTION_N = 10
 
 
 def cyclic_shift_matrices(n: int) -> np.ndarray:
@@ -288,7 +340,9 @@ def cyclic_shift_matrices(n: int) -> np.ndarray:
 def sign_flip_matrices(n: int, *, all_coordinates: bool = True) -> np.ndarray:
     """Sign flips on R^n: all 2^n diagonal +-1 matrices ({+-1}^n), or only {I, -I} when
     ``all_coordinates`` is False."""
-    n = require_positive_int(n, "n (dimension)")
+    n = require_positive_int(n, "n (dimension)", maximum=MAX_SHIFT_MATRICES_N)
+    if not isinstance(all_coordinates, (bool, np.bool_)):
+        raise ArgumentTypeError(f"all_coordinates must be True or False; got {all_coordinates!r:.40}")
     if not all_coordinates:
         return np.array([np.eye(n), -np.eye(n)])
     if n > 6:
@@ -298,17 +352,26 @@ def sign_flip_matrices(n: int, *, all_coordinates: bool = True) -> np.ndarray:
     return np.array([np.diag(s) for s in signs])
 
 
+def _rep_pair(rho, rho_hat, name: Any) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"name must be a text label; got {type(name).__name__}")
+    rho = _as_rep(rho, f"{name}: rho (action on X)")
+    rho_hat = _as_rep(rho_hat, f"{name}: rho_hat (action on Y)")
+    if len(rho) != len(rho_hat):
+        raise ValueError(f"{name}: rho and rho_hat must list the same group elements; got "
+                         f"{len(rho)} and {len(rho_hat)} matrices")
+    return rho, rho_hat
+
+
 def matrix_action(rho, rho_hat, name: str = "G") -> GroupAction:
     """The action on matrix parameters z in R^{dY x dX} (flattened row-major, D = dY dX):
     M_g z = rho^_g z rho_g^T, i.e. M_g = rho^_g (kron) rho_g.
 
     With it every unit sigma(x, z) = s(z x), s elementwise and permutation/sign-compatible
     with rho^ (e.g. the identity for linear units), is jointly equivariant."""
-    rho = _as_rep(rho, f"{name}: rho (action on X)")
-    rho_hat = _as_rep(rho_hat, f"{name}: rho_hat (action on Y)")
-    if len(rho) != len(rho_hat):
-        raise ValueError(f"{name}: rho and rho_hat must list the same group elements; got "
-                         f"{len(rho)} and {len(rho_hat)} matrices")
+    rho, rho_hat = _rep_pair(rho, rho_hat, name)
+    D = rho_hat.shape[1] * rho.shape[1]
+    _require_closure_cost(len(rho), (rho.shape[1], rho_hat.shape[1], D), f"{name}: rho, rho_hat")
     M = np.einsum("gab,gij->gaibj", rho_hat, rho).reshape(
         len(rho), rho_hat.shape[1] * rho.shape[1], rho_hat.shape[1] * rho.shape[1])
     return GroupAction(rho, rho_hat, M, name=name)
@@ -334,7 +397,7 @@ def sign_flips(n: int, *, all_coordinates: bool = True) -> GroupAction:
     """Sign flips g on X = Y = R^n with M_g z = g z g^T on Z = R^{n x n} (E^G = diagonal
     matrices for {+-1}^n; all of Z for {I, -I}, which acts trivially on Z)."""
     F = sign_flip_matrices(n, all_coordinates=all_coordinates)
-    return matrix_action(F, F, name=f"sign flips on R^{n}")
+    return matrix_action(F, F, name=f"sign flips on R^{len(F[0])}")
 
 
 def cyclic_network_action(n: int) -> GroupAction:
@@ -343,7 +406,9 @@ def cyclic_network_action(n: int) -> GroupAction:
 
     Parameters are flattened as [W (n x n, row-major), A (n x n, row-major), B (n)],
     D = 2 n^2 + n.  E^G = circulant W and A, constant B (dim 2 n + 1): parameter sharing,
-    i.e. a cyclic convolution layer."""
+    i.e. a cyclic convolution layer.  n <= :data:`MAX_NETWORK_ACTION_N` (M has
+    n (2 n^2 + n)^2 entries and the closure check costs ~ n^2 (2 n^2)^3 flops)."""
+    n = require_positive_int(n, "n (size of the cyclic group)", maximum=MAX_NETWORK_ACTION_N)
     S = cyclic_shift_matrices(n)
     K = np.einsum("gab,gij->gaibj", S, S).reshape(n, n * n, n * n)
     D = 2 * n * n + n
@@ -357,12 +422,9 @@ def cyclic_network_action(n: int) -> GroupAction:
 def uv_action(rho, rho_hat, name: str = "G") -> GroupAction:
     """The action on (u, v) parameters z = [u (dX), v (dY)] of the paper's unit
     v * s(u . x / 2) (:class:`numerics.equivariant.UVUnit`): M_g = blockdiag(rho_g, rho^_g)."""
-    rho = _as_rep(rho, f"{name}: rho (action on X)")
-    rho_hat = _as_rep(rho_hat, f"{name}: rho_hat (action on Y)")
-    if len(rho) != len(rho_hat):
-        raise ValueError(f"{name}: rho and rho_hat must list the same group elements; got "
-                         f"{len(rho)} and {len(rho_hat)} matrices")
+    rho, rho_hat = _rep_pair(rho, rho_hat, name)
     dx, dy = rho.shape[1], rho_hat.shape[1]
+    _require_closure_cost(len(rho), (dx, dy, dx + dy), f"{name}: rho, rho_hat")
     M = np.zeros((len(rho), dx + dy, dx + dy))
     M[:, :dx, :dx] = rho
     M[:, dx:, dx:] = rho_hat
@@ -379,19 +441,27 @@ def c2_swap_uv() -> GroupAction:
 
 #: refuse to enumerate permutation groups larger than this (|S_6| = 720)
 MAX_GROUP_ORDER = 720
+#: largest dimension n of a permutation representation built here (|G| n^2 <= 720 * 2^16)
+MAX_PERMUTATION_N = 256
 
 
 def generated_permutation_matrices(generators, n: int) -> np.ndarray:
     """All elements of the group generated by the permutations ``generators`` (each a
     sequence p of length n, (P x)_i = x_{p[i]}) as n x n permutation matrices, identity
     first, in breadth-first order (deterministic)."""
-    n = require_positive_int(n, "n (dimension)")
+    n = require_positive_int(n, "n (dimension)", maximum=MAX_PERMUTATION_N)
+    if isinstance(generators, (str, bytes)) or not hasattr(generators, "__iter__"):
+        raise ArgumentTypeError("generators must be a list of permutations (sequences of "
+                                f"0..n-1); got {type(generators).__name__}")
     gens = []
     for k, p in enumerate(generators):
-        p = tuple(int(i) for i in p)
-        if sorted(p) != list(range(n)):
-            raise ValueError(f"generator {k} must be a permutation of 0..{n - 1}; got {p}")
-        gens.append(p)
+        if k >= MAX_GROUP_ORDER:
+            raise ValueError(f"generators: more than {MAX_GROUP_ORDER} generators; pass fewer")
+        perm = as_float_array(p, f"generators[{k}] (a permutation of 0..{n - 1})", ndim=1)
+        if perm.size != n or sorted(perm.tolist()) != list(range(n)):
+            raise ValueError(f"generators[{k}] must be a permutation of 0..{n - 1}; got "
+                             f"{perm.tolist()[:12]}")
+        gens.append(tuple(int(i) for i in perm))
     ident = tuple(range(n))
     seen, order = {ident}, [ident]
     frontier = [ident]
@@ -415,7 +485,7 @@ def generated_permutation_matrices(generators, n: int) -> np.ndarray:
 def dihedral_matrices(n: int) -> np.ndarray:
     """D_n (order 2n, n >= 3) acting on R^n by the symmetries of the n-gon: generated by
     the cyclic shift and the reflection i -> -i mod n."""
-    n = require_positive_int(n, "n (number of vertices)", minimum=3)
+    n = require_positive_int(n, "n (number of vertices)", minimum=3, maximum=MAX_PERMUTATION_N)
     return generated_permutation_matrices([[(i - 1) % n for i in range(n)],
                                            [(-i) % n for i in range(n)]], n)
 
@@ -434,7 +504,6 @@ def permutation_action(kind: str, n: int) -> GroupAction:
     ``kind`` is "cyclic" (C_n), "dihedral" (D_n) or "symmetric" (S_n)."""
     makers = {"cyclic": cyclic_shift_matrices, "dihedral": dihedral_matrices,
               "symmetric": symmetric_group_matrices}
-    if kind not in makers:
-        raise ValueError(f"kind must be one of {sorted(makers)}; got {kind!r}")
+    require_choice(kind, "kind", tuple(sorted(makers)))
     S = makers[kind](n)
     return matrix_action(S, S, name=f"{kind} group on R^{n} ({len(S)} elements)")

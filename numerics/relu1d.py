@@ -82,8 +82,9 @@ from scipy.integrate import DOP853
 from scipy.optimize import brentq
 
 from numerics.fast1d import preactivation
-from numerics.validation import (as_float_array, require_finite_result, require_positive_int,
-                                 require_same_shape)
+from numerics.validation import (MAX_STEPS, ArgumentTypeError, as_float_array, ldexp_clipped,
+                                 pow2_exponent, require_finite_result, require_positive_int,
+                                 require_same_shape, require_size)
 
 __all__ = [
     "normalize_alpha", "forward", "loss_and_grad", "forward_dense", "loss_and_grad_dense",
@@ -93,25 +94,30 @@ __all__ = [
 
 _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
 _N_PROBES = 8     # switching values checked at 8 points of every solver step
+_STEP_OVERHEAD = 2000  # Python/NumPy overhead of one GD step, in elementary updates
 
 
 # --------------------------------------------------------------------------- basics
 def normalize_alpha(alpha: float | str, m: int) -> float:
     """alpha(m) as a float: a positive number, or ``"1"`` (1), ``"sqrt"`` (sqrt(m)),
-    ``"m"`` (m) (docs/conventions.md, section 1)."""
+    ``"m"`` (m) (docs/conventions.md, section 1); ``m >= 1`` is the width."""
+    m = require_positive_int(m, "m (number of neurons)")
     if isinstance(alpha, str):
         table = {"1": 1.0, "sqrt": float(np.sqrt(m)), "m": float(m)}
         if alpha not in table:
             raise ValueError(f"alpha must be a positive number or one of '1', 'sqrt', 'm'; got {alpha!r}")
         return table[alpha]
-    if isinstance(alpha, bool):
+    if isinstance(alpha, (bool, np.bool_)):
         raise ValueError("alpha must be a positive number or one of '1', 'sqrt', 'm'; got a boolean")
+    if not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise ValueError(f"alpha must be a positive number or one of '1', 'sqrt', 'm'; got "
+                         f"{type(alpha).__name__} {alpha!r:.40}")
     try:
         val = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a positive number or one of '1', 'sqrt', 'm'; got {alpha!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"alpha must be a positive finite number; got {alpha!r:.40}") from None
     if not np.isfinite(val) or val <= 0:
-        raise ValueError(f"alpha must be a positive finite number; got {alpha!r}")
+        raise ValueError(f"alpha must be a positive finite number; got {alpha!r:.40}")
     return val
 
 
@@ -153,38 +159,114 @@ def knots(a: Any, b: Any) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- dense reference
+# The dense path works on operands rescaled EXACTLY by powers of two (numerics.validation):
+#   x = 2^ex x^,  a x - b = 2^eu (a^ x^ - b^),  c = 2^ec c^,  alpha = 2^eal alpha^,
+# with |a^ x^|, |b^| < 1, |c^| < 1, alpha^ in [1/2, 1); every intermediate is then bounded
+# by a multiple of m or s, and the results are scaled back by one ldexp.  Powers of two
+# commute with every rounding (no subnormals involved), so in the normal range the values
+# are those of the unscaled sums bit for bit; outside it (|a|, |x| beyond 2^500, products
+# or partial sums beyond float64) a representable result is still returned accurately and
+# an unrepresentable one raises ValueError.
+@dataclass
+class _Scaled:
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    x: np.ndarray
+    alpha: float
+    ex: int
+    eu: int
+    ec: int
+    eal: int
+
+    @property
+    def f_exp(self) -> int:
+        """F with f = 2^F * (c^ . relu(a^ x^ - b^)) / alpha^."""
+        return self.ec + self.eu - self.eal
+
+
+def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray, x: np.ndarray, alpha: float) -> _Scaled:
+    ea, eb, ex = pow2_exponent(a), pow2_exponent(b), pow2_exponent(x)
+    has_ax = bool(np.any(a != 0) and np.any(x != 0))
+    parts = ([ea + ex] if has_ax else []) + ([eb] if np.any(b != 0) else [])
+    eu = max(parts) if parts else 0
+    if not np.any(x != 0):
+        ex = eu - ea  # a x = 0 whatever the scale of a: keep a^ = a 2^-ea bounded
+    ec = pow2_exponent(c)
+    eal = int(np.frexp(alpha)[1])
+    return _Scaled(ldexp_clipped(a, ex - eu), ldexp_clipped(b, -eu), ldexp_clipped(c, -ec),
+                   ldexp_clipped(x, -ex), float(np.ldexp(alpha, -eal)), ex, eu, ec, eal)
+
+
+def _chunks(m: int, s: int):
+    step = max(1, _CHUNK // max(m, 1))
+    return range(0, s, step), step
+
+
+def _relu_scaled(z: _Scaled, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(activity, relu) of the scaled pre-activations for samples lo..hi-1, shape (m, k);
+    the sign is exact (compensated product, kink convention ReLU'(0) = 0)."""
+    u = preactivation(z.a, z.b, z.x[lo:hi])
+    act = u > 0
+    return act, np.where(act, u, 0.0)
+
+
+def _forward_scaled(z: _Scaled) -> np.ndarray:
+    """f^ = (c^ . relu^) / alpha^ for every sample (f = 2^F f^)."""
+    out = np.empty_like(z.x)
+    rng, step = _chunks(z.a.size, z.x.size)
+    for lo in rng:
+        out[lo:lo + step] = z.c @ _relu_scaled(z, lo, lo + step)[1] / z.alpha
+    return out
+
+
 def forward_dense(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
-    """f_z(x) by the dense O(m n) sum (reference implementation; chunked over x)."""
+    """f_z(x) by the dense O(m n) sum (reference implementation; chunked over x, exactly
+    rescaled by powers of two: any finite input with a representable result)."""
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
-    al = normalize_alpha(alpha, a.size)
-    out = np.empty_like(x)
-    step = max(1, _CHUNK // max(a.size, 1))
-    for k in range(0, x.size, step):
-        u = preactivation(a, b, x[k:k + step]).T  # (n_chunk, m), exact sign (kink convention)
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-            out[k:k + step] = np.maximum(u, 0.0) @ c / al
-    return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| exceeds float64; "
-                                 "rescale a, b, c or x")
+    z = _scaled(a, b, c, x, normalize_alpha(alpha, a.size))
+    out = ldexp_clipped(_forward_scaled(z), z.f_exp)
+    return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| / alpha exceeds "
+                                 "float64; rescale a, b, c or x")
 
 
 def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
                         ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """L(z) and its exact gradient (grad_a, grad_b, grad_c), dense O(m s) reference.
-    ReLU'(0) = 0 at a kink."""
+    """L(z) and its exact gradient (grad_a, grad_b, grad_c), dense O(m s) reference
+    (chunked over the samples, exactly rescaled by powers of two: accurate for any finite
+    input whose loss and gradient are representable).  ReLU'(0) = 0 at a kink."""
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
-    al = normalize_alpha(alpha, a.size)
-    u = preactivation(a, b, x)  # (m, s): a_i x_j - b_i with its EXACT sign (kink convention)
-    act = u > 0
-    relu = np.where(act, u, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-        rho = c @ relu / al - y
-        loss = 0.5 * float(rho @ rho)
-        s_act = act @ rho  # sum_j rho_j 1[u_ij > 0]
-        grad_c = relu @ rho / al
-        grad_a = c * (act @ (rho * x)) / al
-        grad_b = -c * s_act / al
+    return _loss_and_grad_scaled(_scaled(a, b, c, x, normalize_alpha(alpha, a.size)), y)
+
+
+def _loss_and_grad_scaled(z: _Scaled, y: np.ndarray
+                          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Loss and gradient on the rescaled operands: rho = 2^E rho^ with E the larger of the
+    exponents of f and y, so |rho^| <= 4 m + 1 and nothing overflows before the final
+    ldexp (see the section comment above)."""
+    F = z.f_exp
+    f_hat = _forward_scaled(z)
+    parts = (([F + pow2_exponent(f_hat)] if np.any(f_hat != 0) else [])
+             + ([pow2_exponent(y)] if np.any(y != 0) else []))
+    E = max(parts) if parts else 0  # rho = 2^E rho^ with max |rho^| ~ 1
+    rho = ldexp_clipped(f_hat, F - E) - ldexp_clipped(y, -E)
+    m = z.a.size
+    s_act = np.zeros(m)     # sum_j rho^_j [u_ij > 0]
+    s_actx = np.zeros(m)    # sum_j rho^_j x^_j [u_ij > 0]
+    g_c = np.zeros(m)       # sum_j relu^_ij rho^_j
+    rng, step = _chunks(m, z.x.size)
+    for lo in rng:
+        act, relu = _relu_scaled(z, lo, lo + step)
+        r = rho[lo:lo + step]
+        s_act += act @ r
+        s_actx += act @ (r * z.x[lo:lo + step])
+        g_c += relu @ r
+    loss = float(ldexp_clipped(0.5 * float(rho @ rho), 2 * E))
+    grad_a = ldexp_clipped(z.c * s_actx / z.alpha, z.ec + E + z.ex - z.eal)
+    grad_b = ldexp_clipped(-z.c * s_act / z.alpha, z.ec + E - z.eal)
+    grad_c = ldexp_clipped(g_c / z.alpha, z.eu + E - z.eal)
     return _finite_loss_and_grad(loss, (grad_a, grad_b, grad_c))
 
 
@@ -205,34 +287,51 @@ def _fast():
         from numerics import fast1d  # noqa: PLC0415  (optional engine)
     except ImportError:
         return None
-    if not all(hasattr(fast1d, n) for n in ("forward_sorted", "loss_and_grad_sorted", "in_exact_range")):
+    if not all(hasattr(fast1d, n) for n in ("forward_sorted", "loss_and_grad_sorted", "_in_exact_range")):
         return None
     return fast1d
 
 
 def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
-    """f_z(x); uses ``numerics.fast1d.forward_sorted`` when available, else the dense
-    reference.  ``alpha`` is normalized to a float first (:func:`normalize_alpha`)."""
+    """f_z(x); uses ``numerics.fast1d.forward_sorted`` when available, else (and when an
+    intermediate overflows or the inputs leave the sorted engine's exactness range) the
+    exactly rescaled dense reference.  ``alpha`` is normalized to a float first
+    (:func:`normalize_alpha`)."""
     fast = _fast()
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
-    if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
-        return forward_dense(a, b, c, x, alpha)           # (checks its own result)
-    out = fast.forward_sorted(a, b, c, x, normalize_alpha(alpha, a.size))
-    return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| exceeds float64; "
-                                 "rescale a, b, c or x")
+    al = normalize_alpha(alpha, a.size)
+    if fast is not None and fast._in_exact_range(a, x):  # inside 2^-900..2^500
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = fast.forward_sorted(a, b, c, x, al)
+        except ValueError:  # an intermediate sum overflowed: the rescaled path decides
+            out = None
+        if out is not None and np.all(np.isfinite(out)):
+            return out
+    return forward_dense(a, b, c, x, al)
 
 
 def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
                   ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """L(z) and (grad_a, grad_b, grad_c); ``numerics.fast1d`` when available, else dense."""
+    """L(z) and (grad_a, grad_b, grad_c); ``numerics.fast1d`` when available, else (and
+    when an intermediate overflows, e.g. c_i a_i beyond float64 while the gradient is
+    representable, or the inputs leave the engine's exactness range) the exactly
+    rescaled dense reference :func:`loss_and_grad_dense`.  An unrepresentable loss or
+    gradient raises ValueError naming the overflow."""
     fast = _fast()
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
-    if fast is None or not fast.in_exact_range(a, x):  # outside 2^-900..2^500: dense
-        return loss_and_grad_dense(a, b, c, x, y, alpha)
-    return _finite_loss_and_grad(*fast.loss_and_grad_sorted(a, b, c, x, y,
-                                                            normalize_alpha(alpha, a.size)))
+    al = normalize_alpha(alpha, a.size)
+    if fast is not None and fast._in_exact_range(a, x):  # inside 2^-900..2^500
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = fast.loss_and_grad_sorted(a, b, c, x, y, al)
+        except ValueError:  # an intermediate sum overflowed: the rescaled path decides
+            out = None
+        if out is not None and np.isfinite(out[0]) and all(np.all(np.isfinite(g)) for g in out[1]):
+            return out
+    return _loss_and_grad_scaled(_scaled(a, b, c, x, al), y)
 
 
 # --------------------------------------------------------------------------- gradient descent
@@ -257,6 +356,13 @@ def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str,
         raise ValueError(f"eta (step size) must be a positive finite number; got {eta!r}")
     steps = require_positive_int(steps, "steps", minimum=0)
     record_every = require_positive_int(record_every, "record_every")
+    normalize_alpha(alpha, a.size)  # a bad alpha is refused before any step
+    # time: ~ (m + s) work per step plus a fixed per-step overhead; memory: the records
+    require_size(steps * (a.size + x.size + _STEP_OVERHEAD), "steps", limit=MAX_STEPS,
+                 what="elementary updates (steps x (m + s + overhead))",
+                 hint="use fewer steps (or a larger eta), or split the run")
+    require_size((steps // record_every + 2) * 3 * a.size, "the records (steps / "
+                 "record_every x 3 m values)", hint="raise record_every")
     rec_t, ra, rb, rc, rl = [], [], [], [], []
     loss0 = None
     for k in range(steps + 1):
@@ -593,6 +699,15 @@ def _real(v: Any, name: str) -> float:
     return float(v)
 
 
+def _flow_sizes(m: int, s: int, n_t: int, k: int) -> None:
+    """Refuse (fast) a flow whose (m, s) pattern matrices or (n_t, k, m) output would not
+    fit in memory."""
+    require_size(m * s, "the (m, s) activation pattern (m neurons x s samples)",
+                 hint="use fewer neurons or samples")
+    require_size(n_t * k * m, "t_eval (the output holds len(t_eval) x %d x m values)" % k,
+                 hint="ask for fewer output times")
+
+
 def _budgets(max_events: Any, max_steps: Any) -> tuple[int, int]:
     return (require_positive_int(max_events, "max_events"),
             require_positive_int(max_steps, "max_steps"))
@@ -675,6 +790,7 @@ def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_
     rtol, atol = _check_tols(rtol, atol)
     max_events, max_steps = _budgets(max_events, max_steps)
     m = a.size
+    _flow_sizes(m, x.size, t_eval.size, 3)
     prob = _FullProblem(x, y, normalize_alpha(alpha, m), m)
     res = _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events, max_steps, dense)
     res.state = res.state.reshape(t_eval.size, 3, m)
@@ -689,42 +805,57 @@ def _canon(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
     return r, theta
 
 
+def _canonical_parts(r: np.ndarray, theta: np.ndarray, x: np.ndarray):
+    """u_ij = <x~_j, d(theta_i)>, its theta-derivative, and their exact power-of-two
+    scale: ``(u^, du^, eu)`` with u = 2^eu u^, max |u^|, |du^| < 1 (|u| <= |x| + 1 never
+    overflows; the products with r are what may)."""
+    require_size(r.size * x.size, "the (m, s) pre-activation matrix (m neurons x s samples)",
+                 hint="use fewer neurons or samples")
+    co, si = np.cos(theta), np.sin(theta)
+    u = np.multiply.outer(co, x) - si[:, None]          # (m, s) = <x~_j, d(theta_i)>
+    du = -np.multiply.outer(si, x) - co[:, None]        # <x~_j, t(theta_i)>
+    eu = max(pow2_exponent(u), pow2_exponent(du))
+    return ldexp_clipped(u, -eu), ldexp_clipped(du, -eu), eu
+
+
 def canonical_forward(r: Any, theta: Any, x: Any) -> np.ndarray:
-    """f~_w(x) = (1/m) sum_i r_i <x~, d(theta_i)>_+ with x~ = (x, -1) (docs/conventions.md, section 1)."""
+    """f~_w(x) = (1/m) sum_i r_i <x~, d(theta_i)>_+ with x~ = (x, -1) (docs/conventions.md,
+    section 1); exactly rescaled by powers of two, so an intermediate overflow with a
+    representable result is still accurate, and an output beyond float64 raises."""
     r, theta = _canon(r, theta)
     x, _ = _data(x)
-    u = np.multiply.outer(x, np.cos(theta)) - np.sin(theta)
-    relu = np.maximum(u, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = relu @ r / r.size
-    if np.all(np.isfinite(out)):
-        return out
-    # an intermediate product overflowed: sum the terms scaled by powers of two (exact),
-    # then scale back; an output beyond float64 raises
-    er = int(np.frexp(np.max(np.abs(r)))[1])
-    eu = int(np.frexp(np.max(relu))[1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.ldexp(np.ldexp(relu, -eu) @ np.ldexp(r, -er) / r.size, er + eu)
+    u, _, eu = _canonical_parts(r, theta, x)
+    r_hat, er = ldexp_clipped(r, -pow2_exponent(r)), pow2_exponent(r)
+    out = ldexp_clipped(r_hat @ np.maximum(u, 0.0) / r.size, er + eu)
     return require_finite_result(out, "f~_w(x)", "|r_i| |x_j| too large; rescale r or x")
 
 
 def canonical_loss_and_grad(r: Any, theta: Any, x: Any, y: Any
                             ) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
-    """L~(w) and (dL~/dr_i, dL~/dtheta_i), computed directly (ReLU'(0) = 0).
+    """L~(w) and (dL~/dr_i, dL~/dtheta_i), computed directly (ReLU'(0) = 0), on operands
+    rescaled exactly by powers of two (an unrepresentable loss or gradient raises).
 
     Note grad_{w_i} L~ = (1/m) grad V(w_i; mu) (claim W2d)."""
     r, theta = _canon(r, theta)
     x, y = _data(x, y)
     m = r.size
-    co, si = np.cos(theta), np.sin(theta)
-    u = np.multiply.outer(co, x) - si[:, None]  # (m, s) = <x~_j, d(theta_i)>
+    u, du, eu = _canonical_parts(r, theta, x)
+    er = pow2_exponent(r)
+    r_hat = ldexp_clipped(r, -er)
     act = u > 0
     relu = np.where(act, u, 0.0)
-    rho = r @ relu / m - y
-    du_dth = -np.multiply.outer(si, x) - co[:, None]  # <x~_j, t(theta_i)>
-    g_r = relu @ rho / m
-    g_th = r * ((act * du_dth) @ rho) / m
-    return 0.5 * float(rho @ rho), (g_r, g_th)
+    f_hat = r_hat @ relu / m                            # f = 2^(er + eu) f^
+    parts = (([er + eu + pow2_exponent(f_hat)] if np.any(f_hat != 0) else [])
+             + ([pow2_exponent(y)] if np.any(y != 0) else []))
+    E = max(parts) if parts else 0                      # rho = 2^E rho^
+    rho = ldexp_clipped(f_hat, er + eu - E) - ldexp_clipped(y, -E)
+    loss = float(ldexp_clipped(0.5 * float(rho @ rho), 2 * E))
+    g_r = ldexp_clipped(relu @ rho / m, eu + E)
+    g_th = ldexp_clipped(r_hat * ((act * du) @ rho) / m, er + eu + E)
+    require_finite_result(loss, "the loss L~(w)", "the residuals exceed float64; rescale r or y")
+    require_finite_result((g_r, g_th), "the gradient (dL~/dr, dL~/dtheta)", "it exceeds "
+                          "float64; rescale r, x or y")
+    return loss, (g_r, g_th)
 
 
 InverseMetric = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -733,12 +864,22 @@ InverseMetric = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]
 def _inverse_metric(spec: str | InverseMetric) -> InverseMetric:
     if callable(spec):
         return spec
+    if not isinstance(spec, str):
+        raise ArgumentTypeError("inverse_metric must be 'cylinder', 'plane' or a callable "
+                                f"(r, delta) -> (g_rr, g_thth); got {type(spec).__name__}")
     if spec == "cylinder":  # flat metric dr^2 + dtheta^2 on R x S^1
         return lambda r, d: (np.ones_like(r), np.ones_like(r))
     if spec == "plane":  # Euclidean metric of the particle plane: dr^2 + r^2 dtheta^2
-        return lambda r, d: (np.ones_like(r), 1.0 / (r * r))
+        return _plane_metric
     raise ValueError("inverse_metric must be 'cylinder', 'plane' or a callable "
-                     f"(r, delta) -> (g_rr, g_thth); got {spec!r}")
+                     f"(r, delta) -> (g_rr, g_thth); got {spec!r:.60}")
+
+
+def _plane_metric(r: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(1, 1/r^2); r = 0 gives inf without a warning: the flow reports the non-finite
+    field by name (ValueError at t = 0, FloatingPointError later)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.ones_like(r), 1.0 / (r * r)
 
 
 class _ReducedProblem(_Problem):
@@ -761,8 +902,9 @@ class _ReducedProblem(_Problem):
         g_rr, g_tt = self.ginv(r, self.delta)
         g_rr = np.broadcast_to(np.asarray(g_rr, dtype=np.float64), r.shape)
         g_tt = np.broadcast_to(np.asarray(g_tt, dtype=np.float64), r.shape)
-        dr = -self.ts * g_rr * (relu @ rho) / m
-        dth = -self.ts * g_tt * r * ((P * w) @ rho) / m
+        with np.errstate(over="ignore", invalid="ignore"):  # a non-finite field is named
+            dr = -self.ts * g_rr * (relu @ rho) / m         # by the integrator
+            dth = -self.ts * g_tt * r * ((P * w) @ rho) / m
         self._rho, self._w, self._gtt = rho, w, g_tt
         return np.concatenate([dr, dth]), w * dth[:, None]
 
@@ -807,6 +949,7 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
     if not (0 < time_scale < np.inf):
         raise ValueError(f"time_scale must be a positive finite number; got {time_scale!r}")
     m = r.size
+    _flow_sizes(m, x.size, t_eval.size, 2)
     prob = _ReducedProblem(x, y, delta, _inverse_metric(inverse_metric), time_scale, m)
     res = _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events, max_steps, dense)
     res.state = res.state.reshape(t_eval.size, 2, m)

@@ -18,10 +18,11 @@ import math
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from numerics.validation import as_float_array, require_finite_result
+from numerics.validation import (as_float_array, ldexp_clipped, pow2_exponent, require_choice,
+                                 require_finite_result, require_size)
 
-__all__ = ["squared_distances", "w2_squared_uniform", "w2_uniform", "second_moment", "rmd",
-           "optimal_matching", "MAX_ASSIGNMENT_SIZE", "W2_METHODS"]
+__all__ = ["w2_squared_uniform", "w2_uniform", "second_moment", "rmd", "optimal_matching",
+           "MAX_ASSIGNMENT_SIZE", "W2_METHODS"]
 
 #: exact solvers: ``lsa`` = scipy's linear_sum_assignment (shortest augmenting path);
 #: ``emd`` = POT's network simplex (``ot.emd``, optional dependency).  Measured on the
@@ -45,8 +46,9 @@ def _particles(a, name: str) -> np.ndarray:
     return a
 
 
-def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a_i - b_j|^2 as an (N, M) matrix (expanded form, clipped at 0, in chunks)."""
+def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a_i - b_j|^2 as an (N, M) matrix (expanded form, clipped at 0, in chunks) for
+    validated 2-D float64 clouds of one dimension (callers rescale them first)."""
     out = np.empty((a.shape[0], b.shape[0]))
     nb = np.einsum("ij,ij->i", b, b)
     step = max(1, 4_000_000 // max(1, b.shape[0]))
@@ -65,10 +67,8 @@ _SAFE_EXPONENT = 400
 def _common_exponent(a: np.ndarray, b: np.ndarray) -> int:
     """0 for clouds of moderate size; else e with max |entry| * 2^-e in [1/2, 1) (both
     clouds are divided by 2^e, which is exact and leaves the optimal coupling unchanged)."""
-    big = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
-    if big == 0.0 or 2.0 ** -_SAFE_EXPONENT <= big <= 2.0 ** _SAFE_EXPONENT:
-        return 0
-    return int(np.frexp(big)[1])
+    e = pow2_exponent(np.concatenate([np.ravel(a), np.ravel(b)]))
+    return e if abs(e) > _SAFE_EXPONENT else 0
 
 
 def _matched(a, b, method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -81,16 +81,17 @@ def _matched(a, b, method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int
                          f"{a.shape[1]}, b has D = {b.shape[1]} (mismatched dimensions)")
     n = math.lcm(a.shape[0], b.shape[0])
     if n > MAX_ASSIGNMENT_SIZE:
-        raise ValueError(f"assignment size lcm(N, M) = {n} exceeds {MAX_ASSIGNMENT_SIZE}: "
-                         "use equal sizes or subsample the particles")
-    if method not in W2_METHODS:
-        raise ValueError(f"method must be one of {W2_METHODS}; got {method!r}")
+        raise ValueError(f"a, b: assignment size lcm(N, M) = {n} exceeds "
+                         f"{MAX_ASSIGNMENT_SIZE}: use equal sizes or subsample the particles")
+    require_size(n * a.shape[1], "a, b (the repeated clouds hold lcm(N, M) x D values)",
+                 hint="use fewer particles or a lower dimension")
+    require_choice(method, "method", W2_METHODS)
     e = _common_exponent(a, b)
     if e:
-        a, b = np.ldexp(a, -e), np.ldexp(b, -e)
+        a, b = ldexp_clipped(a, -e), ldexp_clipped(b, -e)
     a = np.repeat(a, n // a.shape[0], axis=0)
     b = np.repeat(b, n // b.shape[0], axis=0)
-    C = squared_distances(a, b)
+    C = _squared_distances(a, b)
     if method == "lsa":
         r, c = linear_sum_assignment(C)
         perm = np.empty(n, dtype=np.int64)
@@ -113,7 +114,7 @@ def optimal_matching(a, b, method: str = "lsa") -> tuple[np.ndarray, np.ndarray,
     rows and ``perm`` (n,) such that A[i] is matched with B[perm[i]]."""
     A, B, perm, e = _matched(a, b, method)
     if e:
-        A, B = np.ldexp(A, e), np.ldexp(B, e)
+        A, B = ldexp_clipped(A, e), ldexp_clipped(B, e)
     return A, B, perm
 
 
@@ -130,8 +131,7 @@ def w2_squared_uniform(a, b, method: str = "lsa") -> float:
     ``method`` picks the exact solver (:data:`W2_METHODS`).  ValueError when W_2^2 itself
     exceeds float64 (use :func:`w2_uniform`, which does not square)."""
     w, e = _w2_squared_scaled(a, b, method)
-    with np.errstate(over="ignore"):
-        out = float(np.ldexp(w, 2 * e))
+    out = float(ldexp_clipped(w, 2 * e))
     return require_finite_result(out, "W_2^2(a, b)", "the particles a, b are too large to "
                                  "square; use w2_uniform or rescale a and b")
 
@@ -140,16 +140,19 @@ def w2_uniform(a, b, method: str = "lsa") -> float:
     """W_2 between uniform particle measures (see :func:`w2_squared_uniform`); accurate
     for any finite particles (scaled by a power of two before squaring)."""
     w, e = _w2_squared_scaled(a, b, method)
-    with np.errstate(over="ignore"):
-        out = float(np.ldexp(math.sqrt(w), e))
+    out = float(ldexp_clipped(math.sqrt(w), e))
     return require_finite_result(out, "W_2(a, b)", "the particles a, b are near the float64 "
                                  "limit; rescale a and b")
 
 
 def second_moment(a) -> float:
     """m_2(mu) = E_mu |z|^2 for the uniform measure on the rows of ``a``."""
-    a = _particles(a, "particles")
-    return float(np.mean(np.sum(a * a, axis=1)))
+    a = _particles(a, "a (particles)")
+    e = pow2_exponent(a)
+    scaled = ldexp_clipped(a, -e) if e else a  # exact; squares cannot overflow
+    out = float(ldexp_clipped(np.mean(np.sum(scaled * scaled, axis=1)), 2 * e))
+    return require_finite_result(out, "m_2 = E |z|^2", "the particles a are too large to "
+                                 "square (|z| > 1.3e154); rescale a")
 
 
 def rmd(a, b, method: str = "lsa") -> float:
@@ -159,7 +162,7 @@ def rmd(a, b, method: str = "lsa") -> float:
     a = _particles(a, "a (first particle measure)")
     b = _particles(b, "b (second particle measure)")
     if e:
-        a, b = np.ldexp(a, -e), np.ldexp(b, -e)
+        a, b = ldexp_clipped(a, -e), ldexp_clipped(b, -e)
     den = 2.0 * (second_moment(a) + second_moment(b))
     if den == 0.0:
         return 0.0

@@ -1,9 +1,9 @@
 """Property tests of the sorted O((m+s) log(m+s)) 1-D kernels (numerics.fast1d)
 against the dense O(m s) references and exact rational arithmetic.
 
-Agreement metric (``fast1d.relative_discrepancy``): max over outputs and components of
+Agreement metric (``fast1d._relative_discrepancy``): max over outputs and components of
 |fast - reference| / scale, the scale being the sum of the magnitudes of the terms of
-that output (``fast1d.error_scales``); required <= 1e-12 (both sides have forward error
+that output (``fast1d._error_scales``); required <= 1e-12 (both sides have forward error
 O(u (n + sqrt(s))) * scale with u = 1.1e-16 and n <= 60 terms per bin here)."""
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ def problems(draw, exact_only: bool = False):
 
 
 def _check(a, b, c, x, y, alpha, reference_fwd, reference_lg):
-    scales = fast1d.error_scales(a, b, c, x, y, alpha)
+    scales = fast1d._error_scales(a, b, c, x, y, alpha)
     f = fast1d.forward_sorted(a, b, c, x, alpha)
-    err_f = fast1d.relative_discrepancy(f, reference_fwd(a, b, c, x, alpha), scales)
+    err_f = fast1d._relative_discrepancy(f, reference_fwd(a, b, c, x, alpha), scales)
     lg = fast1d.loss_and_grad_sorted(a, b, c, x, y, alpha)
-    err_g = fast1d.relative_discrepancy(lg, reference_lg(a, b, c, x, y, alpha), scales)
+    err_g = fast1d._relative_discrepancy(lg, reference_lg(a, b, c, x, y, alpha), scales)
     assert err_f <= TOL, f"forward disagrees: {err_f:.3g} relative"
     assert err_g <= TOL, f"loss/gradient disagree: {err_g:.3g} relative"
 
@@ -66,7 +66,7 @@ def _check(a, b, c, x, y, alpha, reference_fwd, reference_lg):
 @example((np.array([3.0]), np.array([0.1]), np.array([1.0]), np.array([0.1 / 3.0]),
           np.array([1.0]), 1.0))
 def test_sorted_matches_dense_reference(problem):
-    _check(*problem, fast1d.forward_dense_reference, fast1d.loss_and_grad_dense_reference)
+    _check(*problem, fast1d._forward_dense_reference, fast1d._loss_and_grad_dense_reference)
 
 
 @given(problems(exact_only=True))
@@ -84,7 +84,7 @@ def test_active_sets_are_exact(problem):
     """The boundary indices reproduce the activity 1[a_i x_j - b_i > 0] computed in exact
     rational arithmetic (kink convention: exactly 0 is inactive)."""
     a, b, _, x, _, _ = problem
-    order, k, pos = fast1d.boundary_indices(a, b, x)
+    order, k, pos = fast1d._boundary_indices(a, b, x)
     p = np.arange(x.size)
     active_sorted = np.where(pos[:, None], p[None, :] >= k[:, None], p[None, :] < k[:, None])
     active = np.empty_like(active_sorted)
@@ -129,9 +129,9 @@ def test_large_blocked_prefix_sums_accurate():
     x, y = rng.uniform(-1.5, 1.5, size=s), rng.normal(size=s)
     x[:100] = b[:100] / a[:100]
     args = (a, b, c, x, y, float(m))
-    scales = fast1d.error_scales(*args)
-    err = fast1d.relative_discrepancy(fast1d.loss_and_grad_sorted(*args),
-                                      fast1d.loss_and_grad_dense_reference(*args), scales)
+    scales = fast1d._error_scales(*args)
+    err = fast1d._relative_discrepancy(fast1d.loss_and_grad_sorted(*args),
+                                      fast1d._loss_and_grad_dense_reference(*args), scales)
     assert err <= TOL
 
 
@@ -165,8 +165,8 @@ def test_documented_range_is_enforced(a, x, match):
         fast1d.forward_sorted(a, b, c, x, 1.0)
     with pytest.raises(ValueError, match=match):
         fast1d.loss_and_grad_sorted(a, b, c, x, y, 1.0)
-    assert not fast1d.in_exact_range(a, x)
-    assert fast1d.in_exact_range(np.array([2.0 ** 500]), np.array([2.0 ** -400]))
+    assert not fast1d._in_exact_range(a, x)
+    assert fast1d._in_exact_range(np.array([2.0 ** 500]), np.array([2.0 ** -400]))
 
 
 def test_overflowing_outputs_raise():

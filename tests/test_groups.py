@@ -12,7 +12,7 @@ from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_ac
                              cyclic_shift_matrices, cyclic_shifts, dihedral_matrices,
                              generated_permutation_matrices, matrix_action, permutation_action,
                              sign_flips, symmetric_group_matrices, validate_measure)
-from numerics.transport import (optimal_matching, rmd, second_moment, squared_distances,
+from numerics.transport import (optimal_matching, rmd, second_moment, _squared_distances,
                                 w2_squared_uniform, w2_uniform)
 
 GROUPS = {
@@ -223,7 +223,7 @@ def test_w2_solvers_agree(n, d, seed, spread):
     A, B, perm = optimal_matching(a, b)
     assert sorted(perm.tolist()) == list(range(n))
     assert abs(np.mean(np.sum((A - B[perm]) ** 2, 1)) - w_lsa) <= 1e-14 * max(1.0, w_lsa)
-    assert squared_distances(a, b).min() >= 0.0
+    assert _squared_distances(a, b).min() >= 0.0
     with pytest.raises(ValueError, match="method"):
         w2_squared_uniform(a, b, method="sinkhorn")
 
@@ -254,3 +254,44 @@ def test_transport_unrepresentable_results_raise():
         w2_squared_uniform(a, -a)
     with pytest.raises(ValueError, match="overflows"):
         w2_uniform(np.full((1, 2), 1.7e308), np.full((1, 2), -1.7e308))
+
+
+# --------------------------------------------------------------------------- public surface
+def test_a_list_with_repeated_elements_is_a_group_image():
+    """formulas.symmetrize(ones((1, 4)), sign_flips(2).M) raised IndexError: the four M_g
+    of {+-1}^2 acting by z -> g z g^T are two matrices, each twice (a non-faithful action).
+    Equal multiplicities are accepted (Haar averages unchanged); unequal ones refused."""
+    from verify import formulas as F
+    M = sign_flips(2).M
+    z, w = F.symmetrize(np.ones((1, 4)), M)
+    assert z.shape == (4, 4) and np.allclose(w, 0.25)
+    one = np.ones((4, 1, 1))
+    G = GroupAction(one, one, M)
+    np.testing.assert_allclose(G.projector(), sign_flips(2).projector(), atol=1e-15)
+    with pytest.raises(ValueError, match="repeats some elements more often"):
+        GroupAction(np.ones((3, 1, 1)), np.ones((3, 1, 1)), np.stack([M[0], M[0], M[1]]))
+
+
+def test_absurd_group_sizes_are_refused_fast():
+    import time
+    from numerics import groups as G
+    t0 = time.perf_counter()
+    for call in (lambda: G.cyclic_network_action(60), lambda: G.cyclic_shifts(10 ** 6),
+                 lambda: G.permutation_action("symmetric", 7),
+                 lambda: G.sign_flip_matrices(10 ** 9, all_coordinates=False),
+                 lambda: G.generated_permutation_matrices([list(range(10 ** 6))], 10 ** 6)):
+        with pytest.raises(ValueError, match="^n |too large"):
+            call()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_transport_names_its_arguments():
+    """squared_distances(None, None) leaked an AttributeError; the public functions name
+    the argument instead, and the second moment of large clouds is scaled, not inf."""
+    with pytest.raises(TypeError, match="^a \\(first particle measure\\)"):
+        w2_uniform(None, None)
+    with pytest.raises(ValueError, match="^method"):
+        w2_uniform(np.zeros((1, 2)), np.zeros((1, 2)), method=["lsa"])
+    assert second_moment(np.full((1, 2), 1e150)) == pytest.approx(2e300, rel=1e-15)
+    with pytest.raises(ValueError, match="m_2 = E \\|z\\|\\^2 is not representable"):
+        second_moment(np.full((1, 2), 1e200))

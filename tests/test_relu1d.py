@@ -336,3 +336,84 @@ def test_forward_unrepresentable_is_named():
     for fn in (N.forward, N.forward_dense):
         with pytest.raises(ValueError, match="f_z\\(x\\) .* overflows .* rescale a, b, c or x"):
             fn([5e-324], [-1e300], [1e200], [-0.5655969900927075], "m")
+
+
+# --------------------------------------------------------------------------- public surface
+def _exact_loss_and_grad(a, b, c, x, y, alpha):
+    """L and its gradient in exact rational arithmetic, from the definitions (W.1),
+    ReLU'(0) = 0, rounded once to float64 at the end."""
+    from fractions import Fraction as Q
+    a, b, c, x, y = ([Q(float(v)) for v in np.atleast_1d(t)] for t in (a, b, c, x, y))
+    al = Q(float(alpha))
+    u = [[ai * xj - bi for xj in x] for ai, bi in zip(a, b)]
+    rho = [sum(ci * max(ui[j], 0) for ci, ui in zip(c, u)) / al - y[j] for j in range(len(x))]
+    ga = [ci * sum(r * xj for r, xj, uij in zip(rho, x, ui) if uij > 0) / al for ci, ui in zip(c, u)]
+    gb = [-ci * sum(r for r, uij in zip(rho, ui) if uij > 0) / al for ci, ui in zip(c, u)]
+    gc = [sum(max(uij, 0) * r for uij, r in zip(ui, rho)) / al for ui in u]
+    return (float(sum(r * r for r in rho) / 2),
+            tuple(np.array([float(v) for v in g]) for g in (ga, gb, gc)))
+
+
+@pytest.mark.parametrize("args", [
+    # c_i a_i = 1e400 overflows inside the sorted engine; f = 1e100 and L = 5e199 do not
+    ([1e200], [0.0], [1e200], [1.0], [0.0], 1e300),
+    # |a| beyond the sorted engine's exactness range 2^500
+    ([1e300, -2.0], [3.0, 1.0], [1e-305, 0.5], [1.0, -0.5, 2.0], [0.3, 0.1, -1e-200], 2.0),
+    # rho x overflows for the dense sums; the gradient is still representable
+    ([1.0, 1.0], [0.0, -1.0], [1.0, 1.0], [1e154, 2e154], [0.0, 1.0], 1e160),
+])
+def test_loss_and_grad_rescales_an_intermediate_overflow(args):
+    """An intermediate overflow with a representable result is rescaled exactly by powers
+    of two (was a ValueError 'overflows' or a refusal of |a| > 2^500)."""
+    loss, grads = N.loss_and_grad(*args)
+    ref_loss, ref_grads = _exact_loss_and_grad(*args)
+    assert loss == pytest.approx(ref_loss, rel=1e-14)
+    for g, r in zip(grads, ref_grads):
+        np.testing.assert_allclose(g, r, rtol=1e-14, atol=0)
+    loss_d, grads_d = N.loss_and_grad_dense(*args)
+    assert loss_d == pytest.approx(ref_loss, rel=1e-14)
+
+
+def test_loss_and_grad_unrepresentable_is_named():
+    with pytest.raises(ValueError, match="loss L\\(z\\) is not representable"):
+        N.loss_and_grad([1e200], [0.0], [1e200], [1.0], [0.0], 1.0)
+
+
+def test_canonical_loss_and_grad_rescaled_or_named():
+    """r = 1e300 made rho r overflow to inf silently; now exact rescaling, and a
+    ValueError when the loss itself is beyond float64."""
+    loss, (g_r, g_th) = N.canonical_loss_and_grad([1e300], [0.0], [1.0], [1e300])
+    assert loss == 0.0 and g_r[0] == 0.0 and g_th[0] == 0.0
+    loss, (g_r, g_th) = N.canonical_loss_and_grad([1e150], [0.0], [1.0], [0.0])
+    assert loss == pytest.approx(0.5e300, rel=1e-15) and g_r[0] == pytest.approx(1e150, rel=1e-15)
+    with pytest.raises(ValueError, match="the loss L~\\(w\\) is not representable"):
+        N.canonical_loss_and_grad([1e300], [0.0], [1.0], [0.0])
+
+
+def test_normalize_alpha_refuses_a_bad_width():
+    """normalize_alpha('sqrt', -4) returned nan."""
+    for m in (-4, 0, 1.5, None, "4"):
+        with pytest.raises(ValueError, match="^m \\(number of neurons\\)"):
+            N.normalize_alpha("sqrt", m)
+    assert N.normalize_alpha("sqrt", 4) == 2.0
+
+
+def test_gradient_descent_refuses_absurd_step_counts_fast():
+    import time
+    t0 = time.perf_counter()
+    for steps in (2 ** 63 - 1, 10 ** 12):
+        with pytest.raises(ValueError, match="^steps is too large"):
+            N.gradient_descent([1.0], [0.0], [1.0], [1.0], [0.0], "m", eta=0.1, steps=steps)
+    with pytest.raises(ValueError, match="record_every"):
+        N.gradient_descent(np.ones(1000), np.zeros(1000), np.ones(1000), [1.0], [0.0], "m",
+                           eta=0.1, steps=10 ** 6)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_plane_metric_at_r_zero_is_named_without_a_warning():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError):
+            N.reduced_flow([0.0, 1.0], [0.1, 0.2], [1.0, 1.0], [0.5], [1.0], [0.0, 0.1],
+                           inverse_metric="plane")
