@@ -183,3 +183,18 @@ def test_no_issue_numbers_in_docs() -> None:
     hits = [f"{p.name}: {m.group(0)}" for p in [README, *DOCS.glob("*.md")]
             for m in re.finditer(r"\b[Ii]ssue #?\d+\b", p.read_text(encoding="utf-8"))]
     assert not hits, hits
+
+
+def test_readme_formulas_example_runs_and_shows_50_digits() -> None:
+    """The README's "Verified formulas" block runs, and its "to 50 digits" line shows 50."""
+    text = README.read_text(encoding="utf-8")
+    m = re.search(r"### Verified formulas\s*```python\n(.*?)```", text, re.S)
+    assert m, "README.md lost its Verified formulas example"
+    code = m.group(1)
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+    line = next(ln for ln in code.splitlines() if "50 digits" in ln)
+    import mpmath  # noqa: F401 - the example's namespace
+    from verify import formulas  # noqa: F401
+    shown = str(eval(line.split("#")[0].strip()))  # noqa: S307
+    assert len(shown.replace(".", "").lstrip("0")) >= 50, shown
+    assert shown.startswith("5.3333333333333333333333333333333333333333333333333"), shown

@@ -55,6 +55,48 @@ def test_plugin_unknown_id_is_one_line_usage_error(tmp_path: Path) -> None:
     assert len(err) == 1 and "H1f" in err[0] and "Traceback" not in r.stderr, err
 
 
+def test_plugin_node_ids_select_on_the_command_line(tmp_path: Path) -> None:
+    """``pytest --claims H1f`` lists node ids that select: given back, one runs alone; the
+    collected count agrees with the list; ``-m claim`` keeps them."""
+    r = _pytest(["--claims", "H1f", "--collect-only"], tmp_path, timeout=300)
+    listed = [ln for ln in r.stdout.splitlines() if ln.startswith("verify::")]
+    assert listed == ["verify::H1f::check", "verify::H1f::negative-control"], r.stdout
+    assert re.search(r"\b2 tests collected\b", r.stdout), r.stdout
+    r = _pytest(["--claims", "H1f", "-m", "claim", "--collect-only"], tmp_path, timeout=300)
+    assert re.search(r"\b2 tests collected\b", r.stdout), r.stdout
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    r = _pytest(["--claims", "H1f", "--collect-only"], tmp_path, timeout=300)
+    assert re.search(r"\b3 tests collected\b", r.stdout), r.stdout
+    r = _pytest(["--claims", "H1f", "-rA", listed[0]], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"\b1 passed\b", r.stdout) and "PASSED verify::H1f::check" in r.stdout, r.stdout
+    r = _pytest(["verify::H9z"], tmp_path, timeout=300)
+    assert r.returncode == 4 and "closest" in r.stdout + r.stderr
+
+
+def test_assert_agrees_hides_its_own_frames(tmp_path: Path) -> None:
+    """A failing ``assert_agrees`` shows the user's line and the message, not the
+    source of verify/testing.py."""
+    (tmp_path / "test_bad.py").write_text(
+        "from verify import formulas\nfrom verify.testing import assert_agrees\n\n"
+        "def test_bad():\n    assert_agrees(3.14, formulas.alpha_constant, 2)\n")
+    r = _pytest([], tmp_path, timeout=300)
+    assert r.returncode == 1
+    assert "alpha_constant disagrees at 1 of 1 points" in r.stdout, r.stdout
+    assert "def assert_agrees" not in r.stdout and "_condition_floor" not in r.stdout, r.stdout
+    assert "verify/testing.py" not in r.stdout, r.stdout
+
+
+def test_formulas_dir_lists_only_formulas() -> None:
+    names = [n for n in dir(formulas) if not n.startswith("__")]
+    assert names == sorted(formulas.__all__)
+    for n in names:
+        obj = getattr(formulas, n)
+        assert n in ("VerifiedFormula", "KernelInterpolant") or hasattr(obj, "claim"), n
+    for helper in ("annotations", "importlib", "pkgutil", "_base", "kernels"):
+        assert helper not in dir(formulas)
+
+
 def test_plugin_is_silent_without_claims(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
     r = _pytest(["-p", "no:randomly"], tmp_path, timeout=300)

@@ -1,18 +1,29 @@
 """The suite's claims as pytest items in any project: ``pytest --claims H1f,W2e``.
 
 Installed with ``meanfield-verify`` (entry point ``pytest11``).  Each selected claim
-becomes two items: ``<ID>::check`` (passes when the claim's check passes) and
-``<ID>::negative-control`` (passes when the deliberately wrong variant FAILS).  A failing
-item's message is the evidence summary.  Without ``--claims`` the plugin adds nothing and
-imports nothing of the suite.
+becomes two items, ``verify::<ID>::check`` (passes when the claim's check passes) and
+``verify::<ID>::negative-control`` (passes when the deliberately wrong variant FAILS),
+under one collector per claim (``verify::<ID>``).  These node ids select on the command
+line like any other: ``pytest --claims H1f verify::H1f::check`` runs that item alone
+(a claim node id alone, ``pytest verify::H1f``, selects its claim too).  The items carry
+the markers ``claims`` and ``claim`` (``-m claim``, ``-m "not claims"``).  A failing
+item's message is the evidence summary.  Without ``--claims`` or a ``verify::`` node id
+the plugin adds nothing and imports nothing of the suite.
 """
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Iterator
 
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_collection_modifyitems"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_collection_modifyitems",
+           "pytest_ignore_collect", "pytest_load_initial_conftests"]
+
+#: The root of the claim items' node ids.
+ROOT = "verify"
+_KINDS = ("check", "negative-control")
+_NODE_ID = re.compile(rf"^{ROOT}::([^:\s]+)(?:::({'|'.join(_KINDS)}))?$")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,6 +36,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="seed of the claim runs (default 0)")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """Take the claim node ids (``verify::H1f``, ``verify::H1f::check``) out of the
+    command line, where pytest would look for a file named ``verify``; remember them."""
+    picked = [a for a in args if isinstance(a, str) and _NODE_ID.match(a)]
+    if picked:
+        args[:] = [a for a in args if not (isinstance(a, str) and _NODE_ID.match(a))]
+    early_config._meanfield_node_args = picked  # type: ignore[attr-defined]
+
+
+def _claim_id(raw: str, what: str) -> str:
+    from verify import claims
+    try:
+        return claims.get(raw).id
+    except claims.UnknownClaimError as exc:
+        raise pytest.UsageError(f"{what}: {exc}") from None
+
+
 def _selected(config: pytest.Config) -> list[str]:
     spec = config.getoption("--claims")
     if not spec:
@@ -32,26 +62,46 @@ def _selected(config: pytest.Config) -> list[str]:
     from verify import claims
     if spec.strip().lower() == "all":
         return [c.id for c in claims.all_claims()]
-    ids = []
-    for raw in spec.split(","):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            ids.append(claims.get(raw).id)
-        except claims.UnknownClaimError as exc:
-            raise pytest.UsageError(f"--claims: {exc}") from None
+    ids = [_claim_id(raw.strip(), "--claims") for raw in spec.split(",") if raw.strip()]
     if not ids:
         raise pytest.UsageError("--claims needs claim ids (e.g. H1f,W2e) or 'all'")
-    return ids
+    return list(dict.fromkeys(ids))
+
+
+def _node_selection(config: pytest.Config) -> dict[str, set[str]] | None:
+    """``{claim id: kinds}`` named by node-id arguments, or None when there are none."""
+    picked = getattr(config, "_meanfield_node_args", [])
+    if not picked:
+        return None
+    sel: dict[str, set[str]] = {}
+    for arg in picked:
+        m = _NODE_ID.match(arg)
+        cid = _claim_id(m.group(1), arg)
+        sel.setdefault(cid, set()).update([m.group(2)] if m.group(2) else _KINDS)
+    return sel
 
 
 def pytest_configure(config: pytest.Config) -> None:
     seed = config.getoption("--claims-seed", default=0)
     if seed is not None and seed < 0:
         raise pytest.UsageError(f"--claims-seed must be a non-negative integer; got {seed}")
-    config.addinivalue_line("markers", "claims: a verified claim of meanfield-verify run as a test item")
-    config._meanfield_claims = _selected(config)  # type: ignore[attr-defined]
+    for name in ("claims", "claim"):
+        config.addinivalue_line("markers", f"{name}: a verified claim of meanfield-verify "
+                                "run as a test item")
+    ids = _selected(config)
+    nodes = _node_selection(config)
+    if nodes is not None:  # node ids restrict (and may add) claims, as pytest's own do
+        ids = list(dict.fromkeys([*[i for i in ids if i in nodes], *nodes]))
+    config._meanfield_claims = ids  # type: ignore[attr-defined]
+    config._meanfield_kinds = nodes  # type: ignore[attr-defined]
+    # Only claim node ids on the command line: collect nothing else (pytest would
+    # otherwise fall back to the current directory or ``testpaths``).
+    config._meanfield_only_claims = (  # type: ignore[attr-defined]
+        nodes is not None and config.args_source != pytest.Config.ArgsSource.ARGS)
+
+
+def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
+    return True if getattr(config, "_meanfield_only_claims", False) else None
 
 
 class ClaimFailure(Exception):
@@ -66,6 +116,7 @@ class ClaimItem(pytest.Item):
         super().__init__(**kw)
         self.claim_id, self.negative, self.profile, self.seed = claim_id, negative, profile, seed
         self.add_marker(pytest.mark.claims)
+        self.add_marker(pytest.mark.claim)
 
     def runtest(self) -> None:
         from verify import claims
@@ -80,7 +131,7 @@ class ClaimItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"claim {self.name}"
+        return self.path, None, f"claim {self.claim_id}::{self.name}"
 
 
 def _summary(ev: Any, negative: bool) -> str:
@@ -98,15 +149,34 @@ def _summary(ev: Any, negative: bool) -> str:
     return "\n".join(lines)
 
 
+class ClaimGroup(pytest.Collector):
+    """``verify::<ID>``: one claim's items (check, negative control)."""
+
+    def __init__(self, *, claim_id: str, kinds: tuple[str, ...], profile: str, seed: int,
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self.claim_id, self.kinds, self.profile, self.seed = claim_id, kinds, profile, seed
+
+    def collect(self) -> Iterator[ClaimItem]:
+        for kind in self.kinds:
+            yield ClaimItem.from_parent(self, name=kind, claim_id=self.claim_id,
+                                        negative=kind == "negative-control",
+                                        profile=self.profile, seed=self.seed)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
+    """Append the claim items, collected through ``session.genitems`` so that pytest
+    counts and reports them like any other (runs before ``-m``/``-k`` deselection)."""
     ids = getattr(config, "_meanfield_claims", [])
     if not ids:
         return
+    kinds_of = getattr(config, "_meanfield_kinds", None)
     profile = config.getoption("--claims-profile")
     seed = config.getoption("--claims-seed")
     for cid in ids:
-        for negative in (False, True):
-            items.append(ClaimItem.from_parent(
-                session, name=f"{cid}::{'negative-control' if negative else 'check'}",
-                claim_id=cid, negative=negative, profile=profile, seed=seed))
+        kinds = tuple(k for k in _KINDS if kinds_of is None or k in kinds_of[cid])
+        group = ClaimGroup.from_parent(session, name=cid, nodeid=f"{ROOT}::{cid}",
+                                       claim_id=cid, kinds=kinds, profile=profile, seed=seed)
+        items.extend(session.genitems(group))

@@ -84,6 +84,7 @@ def assert_agrees(actual: Any, formula: Any, *args: Any, rtol: float = 1e-10,
 
     For a formula that returns a function (``kernel_interpolant``), pass the evaluation
     points ``at=``; ``actual`` is then either the values there or a callable."""
+    __tracebackhide__ = True  # pytest shows the caller's line and this message, not our code
     if not (isinstance(rtol, (int, float)) and np.isfinite(rtol) and 0 <= rtol < 1):
         raise ValueError(f"rtol must be a finite float in [0, 1); got {rtol!r}")
     name = getattr(formula, "name", getattr(formula, "__name__", repr(formula)))
