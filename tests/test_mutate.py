@@ -1,8 +1,12 @@
 """The mutation harness (``python -m verify mutate``) and the shared derived-results cache,
-on cheap test claims: a check that reads its derivation catches every mutant, a check
-that ignores it is reported as missing them."""
+on cheap test claims: a check that reads its derivation catches every mutant by
+measurement, a check that ignores it is reported as missing them, a check that raises is
+listed as raised (never as caught), algorithm formulas are listed apart, and perturbing a
+derivation at its source (a fresh process) gives the same outcomes as the in-process
+override."""
 from __future__ import annotations
 
+import argparse
 import json
 
 import mpmath
@@ -13,7 +17,11 @@ import sympy as sp
 from derivations.base import Derivation, Step
 from verify import derived
 from verify.claims import Claim, Outcome
-from verify.mutate import mutated, mutation_sites, run_mutant, smallest_caught, Mutant
+from verify.claims._helpers import SubCheck, combine
+from verify.mutate import (CAUGHT, MISSED, RAISED, UNMEASURED, Mutant, MutantResult,
+                           add_arguments, derivation_mutants, formula_mutants, mutated,
+                           mutated_all, mutation_sites, run, run_mutant, run_mutant_at_source,
+                           smallest_caught, summarize, summarize_algorithms)
 
 x = sp.Symbol("x", positive=True)
 
@@ -40,17 +48,44 @@ def _ignores(ctx) -> Outcome:
     return Outcome("nothing", 0.0, 1e-12, "ignores its derivation")
 
 
-GOOD = Claim(id="T1a", title="reads", source="tests", statement="$I=1$", derive=_derive,
-             check=_reads, negative_control=_ignores, negative_control_description="-")
-BLIND = Claim(id="T1b", title="blind", source="tests", statement="$I=1$", derive=_derive,
-              check=_ignores, negative_control=_ignores, negative_control_description="-")
+def _raises(ctx) -> Outcome:
+    """Breaks (instead of measuring) when the derived I is not exactly 1."""
+    if ctx.derivation().results["I"] != 1:
+        raise ArithmeticError("I is not one")
+    return Outcome("I == 1", 0.0, 1e-12, "exact")
+
+
+def _instance_raises(ctx) -> Outcome:
+    """A sub-check that turns an exception into an infinite error (as for_all_instances
+    does): a failure, but not by measurement."""
+    try:
+        _raises(ctx)
+        sc = SubCheck("I == 1", 0.0, 1e-12, "exact")
+    except ArithmeticError as exc:
+        sc = SubCheck("I == 1", float("inf"), 0.0, f"ArithmeticError: {exc}", passed=False)
+    return combine("I", [sc])
+
+
+def _claim(cid: str, check) -> Claim:
+    return Claim(id=cid, title=cid, source="tests", statement="$I=1$", derive=_derive,
+                 check=check, negative_control=_ignores, negative_control_description="-")
+
+
+GOOD, BLIND = _claim("T1a", _reads), _claim("T1b", _ignores)
+RAISING, INSTANCE = _claim("T1c", _raises), _claim("T1d", _instance_raises)
 
 
 @pytest.fixture
 def registry(monkeypatch):
     import verify.claims as reg
-    monkeypatch.setattr(reg, "_REGISTRY", {"T1a": GOOD, "T1b": BLIND})
+    monkeypatch.setattr(reg, "_REGISTRY", {c.id: c for c in (GOOD, BLIND, RAISING, INSTANCE)})
     return reg
+
+
+def _cli(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def test_sites_skip_text_and_enter_containers() -> None:
@@ -66,6 +101,14 @@ def test_mutated_changes_only_its_leaf() -> None:
     assert res["parts"][1] == 2  # the original is untouched
 
 
+def test_mutated_all_changes_every_leaf() -> None:
+    res = _derive().results
+    m = mutated_all(res, 1e-3)
+    assert float(m["I"]) == pytest.approx(1.002, rel=1e-15)
+    assert float(m["parts"][1]) == pytest.approx(2 * 1.001 + 1e-3, rel=1e-15)
+    assert m["name"] == "text" and m["parts"][0] != res["parts"][0]
+
+
 def test_override_changes_generation_and_restores() -> None:
     g0 = derived.generation()
     orig = derived.derivation("T1a")
@@ -77,25 +120,92 @@ def test_override_changes_generation_and_restores() -> None:
 
 @pytest.mark.parametrize("path", [("I",), ("parts", 0), ("parts", 1)])
 def test_reading_check_catches_small_mutants(registry, path) -> None:
-    caught, how = run_mutant(Mutant("T1a", "derived", path), 1e-8)
-    assert caught, how
+    status, how = run_mutant(Mutant("T1a", "derived", path), 1e-8)
+    assert status == CAUGHT and how.startswith("failed by measurement"), how
     eps, _ = smallest_caught(Mutant("T1a", "derived", path))
     assert eps is not None and eps <= 1e-10
 
 
-def test_blind_check_misses_and_cli_exits_1(registry, tmp_path, capsys) -> None:
-    from verify.mutate import add_arguments, run
-    import argparse
-    p = argparse.ArgumentParser()
-    add_arguments(p)
+def test_an_exception_is_not_a_catch(registry) -> None:
+    status, how = run_mutant(Mutant("T1c", "derived", ("I",)), 1e-2)
+    assert status == RAISED and how.startswith("raised: ArithmeticError"), how
+    status, how = run_mutant(Mutant("T1d", "derived", ("I",)), 1e-2)
+    assert status == RAISED and "ArithmeticError" in how, how
+    assert smallest_caught(Mutant("T1c", "derived", ("I",)))[0] is None
+
+
+def test_a_failure_without_a_measured_error_is_not_a_catch(registry, monkeypatch) -> None:
+    def explicit(ctx):
+        return Outcome("I", 0.0, 1e-12, "exact", passed=ctx.derivation().results["I"] == 1)
+    monkeypatch.setattr(GOOD, "check", explicit)
+    status, how = run_mutant(Mutant("T1a", "derived", ("I",)), 1e-2)
+    assert status == UNMEASURED, how
+
+
+def test_blind_and_raising_checks_are_not_caught_and_cli_exits_1(registry, tmp_path,
+                                                                  capsys) -> None:
     out = tmp_path / "m.json"
-    rc = run(p.parse_args(["T1a", "T1b", "--eps", "1e-2", "--json", str(out)]))
-    assert rc == 1
+    assert _cli(["T1a", "T1b", "T1c", "--eps", "1e-2", "--json", str(out)]) == 1
     data = json.loads(out.read_text())
     rows = {r["claim"]: r for r in data["claims"]}
     assert rows["T1a"]["derived"] == "3/3" and not rows["T1a"]["missed"]
     assert rows["T1b"]["derived"] == "0/3" and len(rows["T1b"]["missed"]) == 3
+    assert rows["T1c"]["derived"] == "0/3" and rows["T1c"]["raised"] == 1
+    assert "results['I'] (raised)" in rows["T1c"]["missed"]
     assert "[" in rows["T1a"]["unmutable"][0]  # the text entry is listed, not run
+    assert "0 raised" not in capsys.readouterr().out
+
+
+def test_cli_runs_on_the_task_runner(registry, monkeypatch) -> None:
+    """The mutants go through verify.runner.Executor (the --workers/--scheduler one)."""
+    import verify.runner as runner
+    seen = {}
+    real = runner.Executor
+
+    class Spy(real):
+        def __init__(self, workers=None, scheduler=None, **kw):
+            seen["args"] = (workers, scheduler)
+            super().__init__(workers=workers, scheduler=scheduler, **kw)
+    monkeypatch.setattr(runner, "Executor", Spy)
+    assert _cli(["T1a", "--eps", "1e-2"]) == 0
+    assert seen["args"] == (None, None)
+
+
+def test_algorithm_formulas_are_listed_apart() -> None:
+    ms = formula_mutants(["M1a", "M1b", "M1c", "W2a"])
+    algos = {m.path[0] for m in ms if m.algorithm}
+    assert {"symmetrize", "project_to_fixed_space", "rmd"} <= algos
+    assert not any(m.algorithm for m in ms if m.claim_id == "W2a")
+    results = [MutantResult(m.claim_id, m.kind, m.label, 1e-6, MISSED if m.algorithm else CAUGHT,
+                            algorithm=m.algorithm) for m in ms]
+    rows = {r["claim"]: r for r in summarize(results, ["M1a", "M1b", "M1c", "W2a"])}
+    assert rows["M1c"]["formula"] == "0/0" and not rows["M1c"]["missed"]
+    assert rows["W2a"]["formula"] == f"{sum(m.claim_id == 'W2a' for m in ms)}/" \
+                                     f"{sum(m.claim_id == 'W2a' for m in ms)}"
+    listed = {a["algorithm"]: a for a in summarize_algorithms(results)}
+    assert listed["rmd"]["verified_by"] == "M1c" and listed["rmd"]["state"] == MISSED
+
+
+@pytest.mark.parametrize("claim_id, eps", [("W2a", 1e-2), ("M1a", 1e-2), ("W2e", 1e-14)])
+def test_source_mode_agrees_with_the_override(claim_id: str, eps: float) -> None:
+    """The builder wrapped in derivations.*.DERIVATIONS in a fresh process gives the same
+    caught / not caught outcome (and the same measured errors) as the in-process
+    override, mutant by mutant, at a seed other than 0."""
+    for m in derivation_mutants(claim_id):
+        here = run_mutant(m, eps, seed=3)
+        there = run_mutant_at_source(m, eps, seed=3)
+        assert here == there, (m.label, here, there)
+
+
+def test_formula_outputs_move_when_their_derivation_is_perturbed_at_the_source() -> None:
+    from verify.mutate import source_formula_outputs
+    calls = ["formulas.alpha_constant(5)", "formulas.alpha_constant(np.array([2, 7]))",
+             "formulas.no_such_formula(1)"]
+    base = source_formula_outputs(calls, None)
+    moved = source_formula_outputs(calls, 1e-3)
+    assert base[0] == pytest.approx(16 / 3, rel=1e-15)
+    assert abs(moved[0] / base[0] - 1) > 1e-4
+    assert base[2].startswith("raised: AttributeError")
 
 
 def test_formula_output_perturbation_is_scoped() -> None:
@@ -106,3 +216,25 @@ def test_formula_output_perturbation_is_scoped() -> None:
         assert float(formulas.alpha_constant(5)) == pytest.approx(base * (1 + 1e-6), rel=1e-15)
     assert float(formulas.alpha_constant(5)) == base
     assert np.isclose(base, 16 / 3, rtol=1e-15)
+
+
+def test_json_sensitivity_needs_bisection(registry, tmp_path) -> None:
+    with pytest.raises(ValueError, match="--json-sensitivity needs the bisection"):
+        _cli(["T1a", "--eps", "1e-2", "--json-sensitivity", str(tmp_path / "s.json")])
+
+
+def test_json_sensitivity_is_written_and_read(registry, tmp_path) -> None:
+    from verify import sensitivity
+    path = tmp_path / "s.json"
+    assert _cli(["T1a", "--json-sensitivity", str(path)]) == 0
+    entry = sensitivity.load(path)["claims"]["T1a"]
+    assert entry["hash"] == sensitivity.results_hash("T1a") and entry["eps"] <= 1e-10
+    assert sensitivity.describe("T1a", path) == f"{entry['eps']:.0e}"
+    assert sensitivity.stale_entries(path) == []
+    assert _cli(["T1b", "--json-sensitivity", str(path)]) == 1  # merged, T1a kept
+    assert sensitivity.describe("T1b", path) == "not caught"
+    assert sensitivity.describe("T1a", path) == f"{entry['eps']:.0e}"
+    with derived.overridden("T1a", Derivation([], {"I": sp.Integer(2)})):
+        assert sensitivity.describe("T1a", path) == "stale"
+        assert sensitivity.stale_entries(path) == ["T1a"]
+    assert sensitivity.describe("T1c", path) == "-"
