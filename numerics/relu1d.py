@@ -83,7 +83,7 @@ from scipy.optimize import brentq
 
 from numerics.fast1d import preactivation
 from numerics.validation import (MAX_STEPS, ArgumentTypeError, as_float_array, ldexp_clipped,
-                                 pow2_exponent, require_finite_result, require_positive_int,
+                                 pow2_exponent, require_positive_int,
                                  require_same_shape, require_size)
 
 __all__ = [
@@ -101,7 +101,7 @@ _STEP_OVERHEAD = 2000  # Python/NumPy overhead of one GD step, in elementary upd
 def normalize_alpha(alpha: float | str, m: int) -> float:
     """alpha(m) as a float: a positive number, or ``"1"`` (1), ``"sqrt"`` (sqrt(m)),
     ``"m"`` (m) (docs/conventions.md, section 1); ``m >= 1`` is the width."""
-    m = require_positive_int(m, "m (number of neurons)")
+    m = require_positive_int(m, "m (number of neurons)", maximum=2 ** 62)
     if isinstance(alpha, str):
         table = {"1": 1.0, "sqrt": float(np.sqrt(m)), "m": float(m)}
         if alpha not in table:
@@ -226,9 +226,8 @@ def forward_dense(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndar
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
     z = _scaled(a, b, c, x, normalize_alpha(alpha, a.size))
-    out = ldexp_clipped(_forward_scaled(z), z.f_exp)
-    return require_finite_result(out, "f_z(x)", "|c_i (a_i x_j - b_i)| / alpha exceeds "
-                                 "float64; rescale a, b, c or x")
+    return ldexp_clipped(_forward_scaled(z), z.f_exp, "f_z(x)", "|c_i (a_i x_j - b_i)| / "
+                         "alpha exceeds float64; rescale a, b, c or x")
 
 
 def loss_and_grad_dense(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
@@ -263,22 +262,17 @@ def _loss_and_grad_scaled(z: _Scaled, y: np.ndarray
         s_act += act @ r
         s_actx += act @ (r * z.x[lo:lo + step])
         g_c += relu @ r
-    loss = float(ldexp_clipped(0.5 * float(rho @ rho), 2 * E))
-    grad_a = ldexp_clipped(z.c * s_actx / z.alpha, z.ec + E + z.ex - z.eal)
-    grad_b = ldexp_clipped(-z.c * s_act / z.alpha, z.ec + E - z.eal)
-    grad_c = ldexp_clipped(g_c / z.alpha, z.eu + E - z.eal)
-    return _finite_loss_and_grad(loss, (grad_a, grad_b, grad_c))
-
-
-def _finite_loss_and_grad(loss: float, grads: tuple[np.ndarray, np.ndarray, np.ndarray]
-                          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The loss and gradient unchanged if finite, else a ValueError naming the overflow."""
-    require_finite_result(loss, "the loss L(z)", "the residuals f(x_j) - y_j exceed float64; "
-                          "rescale a, b, c, x or y")
-    require_finite_result(grads, "the gradient (grad_a, grad_b, grad_c)",
-                          "products of the residual with |a_i x_j - b_i| or |c_i x_j| "
-                          "exceed float64; rescale a, b, c, x or y")
+    loss = float(ldexp_clipped(0.5 * float(rho @ rho), 2 * E, "the loss L(z)", _LOSS_CAUSE))
+    grads = (ldexp_clipped(z.c * s_actx / z.alpha, z.ec + E + z.ex - z.eal, _GRAD, _GRAD_CAUSE),
+             ldexp_clipped(-z.c * s_act / z.alpha, z.ec + E - z.eal, _GRAD, _GRAD_CAUSE),
+             ldexp_clipped(g_c / z.alpha, z.eu + E - z.eal, _GRAD, _GRAD_CAUSE))
     return loss, grads
+
+
+_LOSS_CAUSE = "the residuals f(x_j) - y_j exceed float64; rescale a, b, c, x or y"
+_GRAD = "the gradient (grad_a, grad_b, grad_c)"
+_GRAD_CAUSE = ("products of the residual with |a_i x_j - b_i| or |c_i x_j| exceed float64; "
+               "rescale a, b, c, x or y")
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -826,8 +820,8 @@ def canonical_forward(r: Any, theta: Any, x: Any) -> np.ndarray:
     x, _ = _data(x)
     u, _, eu = _canonical_parts(r, theta, x)
     r_hat, er = ldexp_clipped(r, -pow2_exponent(r)), pow2_exponent(r)
-    out = ldexp_clipped(r_hat @ np.maximum(u, 0.0) / r.size, er + eu)
-    return require_finite_result(out, "f~_w(x)", "|r_i| |x_j| too large; rescale r or x")
+    return ldexp_clipped(r_hat @ np.maximum(u, 0.0) / r.size, er + eu, "f~_w(x)",
+                         "|r_i| |x_j| too large; rescale r or x")
 
 
 def canonical_loss_and_grad(r: Any, theta: Any, x: Any, y: Any
@@ -849,12 +843,11 @@ def canonical_loss_and_grad(r: Any, theta: Any, x: Any, y: Any
              + ([pow2_exponent(y)] if np.any(y != 0) else []))
     E = max(parts) if parts else 0                      # rho = 2^E rho^
     rho = ldexp_clipped(f_hat, er + eu - E) - ldexp_clipped(y, -E)
-    loss = float(ldexp_clipped(0.5 * float(rho @ rho), 2 * E))
-    g_r = ldexp_clipped(relu @ rho / m, eu + E)
-    g_th = ldexp_clipped(r_hat * ((act * du) @ rho) / m, er + eu + E)
-    require_finite_result(loss, "the loss L~(w)", "the residuals exceed float64; rescale r or y")
-    require_finite_result((g_r, g_th), "the gradient (dL~/dr, dL~/dtheta)", "it exceeds "
-                          "float64; rescale r, x or y")
+    loss = float(ldexp_clipped(0.5 * float(rho @ rho), 2 * E, "the loss L~(w)",
+                               "the residuals exceed float64; rescale r or y"))
+    why = "it exceeds float64; rescale r, x or y"
+    g_r = ldexp_clipped(relu @ rho / m, eu + E, "the gradient dL~/dr", why)
+    g_th = ldexp_clipped(r_hat * ((act * du) @ rho) / m, er + eu + E, "the gradient dL~/dtheta", why)
     return loss, (g_r, g_th)
 
 

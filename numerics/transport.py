@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from numerics.validation import (as_float_array, ldexp_clipped, pow2_exponent, require_choice,
-                                 require_finite_result, require_size)
+                                 require_size)
 
 __all__ = ["w2_squared_uniform", "w2_uniform", "second_moment", "rmd", "optimal_matching",
            "MAX_ASSIGNMENT_SIZE", "W2_METHODS"]
@@ -131,18 +131,16 @@ def w2_squared_uniform(a, b, method: str = "lsa") -> float:
     ``method`` picks the exact solver (:data:`W2_METHODS`).  ValueError when W_2^2 itself
     exceeds float64 (use :func:`w2_uniform`, which does not square)."""
     w, e = _w2_squared_scaled(a, b, method)
-    out = float(ldexp_clipped(w, 2 * e))
-    return require_finite_result(out, "W_2^2(a, b)", "the particles a, b are too large to "
-                                 "square; use w2_uniform or rescale a and b")
+    return float(ldexp_clipped(w, 2 * e, "W_2^2(a, b)", "the particles a, b are too large to "
+                               "square; use w2_uniform or rescale a and b"))
 
 
 def w2_uniform(a, b, method: str = "lsa") -> float:
     """W_2 between uniform particle measures (see :func:`w2_squared_uniform`); accurate
     for any finite particles (scaled by a power of two before squaring)."""
     w, e = _w2_squared_scaled(a, b, method)
-    out = float(ldexp_clipped(math.sqrt(w), e))
-    return require_finite_result(out, "W_2(a, b)", "the particles a, b are near the float64 "
-                                 "limit; rescale a and b")
+    return float(ldexp_clipped(math.sqrt(w), e, "W_2(a, b)", "the particles a, b are near the "
+                               "float64 limit; rescale a and b"))
 
 
 def second_moment(a) -> float:
@@ -150,9 +148,9 @@ def second_moment(a) -> float:
     a = _particles(a, "a (particles)")
     e = pow2_exponent(a)
     scaled = ldexp_clipped(a, -e) if e else a  # exact; squares cannot overflow
-    out = float(ldexp_clipped(np.mean(np.sum(scaled * scaled, axis=1)), 2 * e))
-    return require_finite_result(out, "m_2 = E |z|^2", "the particles a are too large to "
-                                 "square (|z| > 1.3e154); rescale a")
+    return float(ldexp_clipped(np.mean(np.sum(scaled * scaled, axis=1)), 2 * e, "m_2 = E |z|^2",
+                               "the particles a are too large to square (|z| > 1.3e154); "
+                               "rescale a"))
 
 
 def rmd(a, b, method: str = "lsa") -> float:

@@ -349,6 +349,12 @@ def require_size(count: Any, name: str, *, limit: int = MAX_ELEMENTS, what: str 
                  hint: str = "use smaller sizes") -> int:
     """``count`` (an exact integer, e.g. a product of sizes) unchanged when it is at most
     ``limit``; else a ValueError naming ``name`` raised before any work is done."""
+    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (Integral, np.integer)):
+        if isinstance(count, (float, np.floating)) and math.isfinite(count) and count >= 0:
+            count = math.ceil(count)
+        else:
+            raise ArgumentTypeError(f"{name}: its size must be a count (a non-negative "
+                                    f"integer); got {_kind(count)} {count!r:.40}")
     count = int(count)
     if count > limit:
         raise ValueError(f"{name} is too large: it needs {count:.3g} {what}, above the limit "
@@ -375,55 +381,91 @@ def require_callable(fn: Any, name: str, signature: str = "") -> Any:
 POW2_ZERO_EXPONENT = -(1 << 40)
 
 
+def _floats(x: Any, name: str) -> np.ndarray:
+    """A float64 array: passed through when it already is one (hot paths), else
+    validated by :func:`as_float_array` (finite, real)."""
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        return x
+    return as_float_array(x, name)
+
+
+def _exponents(e: Any, name: str) -> np.ndarray:
+    if type(e) is np.ndarray and e.dtype.kind == "i":
+        return e
+    return as_int_array(e, name)
+
+
 def pow2_exponent(x: Any) -> int:
     """The integer e with max |x| * 2^-e in [1/2, 1) (0 for an empty or all-zero ``x``):
     dividing ``x`` by 2^e is exact (no rounding) and brings its largest entry near 1."""
-    arr = np.asarray(x, dtype=np.float64)
+    arr = _floats(x, "x")
     big = float(np.max(np.abs(arr), initial=0.0))
     if big == 0.0 or not math.isfinite(big):
         return 0
     return int(math.frexp(big)[1])
 
 
-def ldexp_clipped(mant: Any, exp: Any) -> np.ndarray:
-    """mant * 2^exp without warnings: exponents are clipped to [-4000, 4000], where the
-    float64 result is already 0 or +-inf; the product is exact unless it is subnormal or
-    overflows."""
-    e = np.clip(np.asarray(exp), -4000, 4000).astype(np.int64)
+def ldexp_clipped(mant: Any, exp: Any, name: str = "mant * 2^exp", cause: str = "") -> np.ndarray:
+    """mant * 2^exp, exact unless the result is subnormal; exponents are clipped to
+    [-4000, 4000] (where every float64 result is already 0 or beyond float64).  A result
+    beyond float64 for a finite ``mant`` raises ValueError naming ``name`` (``cause``:
+    what makes it unrepresentable)."""
+    m = _floats(mant, "mant")
+    e = np.clip(_exponents(exp, "exp"), -4000, 4000)
     with np.errstate(over="ignore", under="ignore"):
-        return np.ldexp(mant, e)
+        out = np.ldexp(m, e)
+    if not np.all(np.isfinite(out)):
+        require_finite_result(out, name, cause or "the scale 2^exp is beyond float64")
+    return out
 
 
 def pow2_scale(x: Any) -> tuple[np.ndarray, int]:
     """``(x * 2^-e, e)`` with e = :func:`pow2_exponent` (x): an exact rescaling whose
     largest entry lies in [1/2, 1); ``x == ldexp_clipped(x_scaled, e)`` unless entries
     smaller than 2^-1074 relative to the largest one underflowed."""
-    arr = np.asarray(x, dtype=np.float64)
+    arr = _floats(x, "x")
     e = pow2_exponent(arr)
     return (ldexp_clipped(arr, -e) if e else arr.copy()), e
 
 
-def row_pow2_scale(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def row_pow2_scale(M: Any) -> tuple[np.ndarray, np.ndarray]:
     """M = diag(2^e) Mh with max |row of Mh| in [1/2, 1) (zero rows: e = 0), exactly."""
-    top = np.max(np.abs(M), axis=1)
+    M = _floats(M, "M")
+    if M.ndim != 2:
+        raise ValueError(f"M must be 2-dimensional (rows to scale); got shape {M.shape}")
+    top = np.max(np.abs(M), axis=1, initial=0.0)
     e = np.frexp(top)[1].astype(np.int64)
     return ldexp_clipped(M, -e[:, None]), e
 
 
-def sum_pow2(P: np.ndarray, E: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+def sum_pow2(P: Any, E: Any, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Sum over ``axis`` of P * 2^E as (mantissa, exponent): the exponent is the largest
     exponent of a non-zero term (:data:`POW2_ZERO_EXPONENT` for an all-zero sum), so
     neither the terms nor the partial sums overflow; only terms below 2^-1074 of the
     largest term are lost (as in any float64 sum)."""
-    E = np.broadcast_to(E, P.shape)
+    P = _floats(P, "P")
+    E = _exponents(E, "E")
+    try:
+        E = np.broadcast_to(E, P.shape)
+    except ValueError:
+        raise ValueError(f"E must broadcast to the shape of P {P.shape}; got {E.shape}") from None
+    axis = require_positive_int(axis, "axis", minimum=-max(P.ndim, 1), maximum=max(P.ndim - 1, 0))
     top = np.max(np.where(P != 0, E, POW2_ZERO_EXPONENT), axis=axis)
     mant = np.sum(ldexp_clipped(P, E - np.expand_dims(top, axis)), axis=axis)
     return mant, top
 
 
+def _pow2_pair(v: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(v, tuple) or len(v) != 2:
+        raise ArgumentTypeError(f"{name} must be a (mantissa, exponent) pair as returned by "
+                                f"sum_pow2; got {_kind(v)}")
+    return _floats(v[0], f"{name}[0] (mantissa)"), _exponents(v[1], f"{name}[1] (exponent)")
+
+
 def merge_pow2(acc: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray]
                ) -> tuple[np.ndarray, np.ndarray]:
     """Sum of two (mantissa, exponent) values (as returned by :func:`sum_pow2`)."""
+    acc, new = _pow2_pair(acc, "acc"), _pow2_pair(new, "new")
     top = np.maximum(acc[1], new[1])
     return ldexp_clipped(acc[0], acc[1] - top) + ldexp_clipped(new[0], new[1] - top), top
 
@@ -443,8 +485,8 @@ def two_product(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     broadcasting), valid when |a|, |b| <= 2^995 and a b is zero or above 2^-969 in
     magnitude (no overflow in the splitting, no underflow in the error term); rescale
     with :func:`pow2_scale` first otherwise."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    a = _floats(a, "a")
+    b = _floats(b, "b")
     p = a * b
     ah, al = _veltkamp(a)
     bh, bl = _veltkamp(b)
@@ -455,8 +497,8 @@ def two_product(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
 def two_sum(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(s, e)`` with s = fl(a + b) and s + e = a + b EXACTLY (Knuth's TwoSum,
     broadcasting; any finite operands whose sum does not overflow)."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    a = _floats(a, "a")
+    b = _floats(b, "b")
     s = a + b
     bv = s - a
     e = (a - (s - bv)) + (b - bv)
@@ -476,11 +518,20 @@ def dot2(xs: Any, ys: Any) -> np.ndarray:
     ValueError.  Exactness needs every nonzero scaled product above 2^-969 (products
     smaller than that relative to the largest factors contribute with an absolute error
     below 2^-1074 of the scale)."""
-    xs = [np.asarray(v, dtype=np.float64) for v in xs]
-    ys = [np.asarray(v, dtype=np.float64) for v in ys]
+    for seq, nm in ((xs, "xs"), (ys, "ys")):
+        if not isinstance(seq, (list, tuple)):
+            raise ArgumentTypeError(f"{nm} must be a list or tuple of factors (numbers or "
+                                    f"arrays); got {_kind(seq)}")
     if len(xs) != len(ys) or not xs:
-        raise ValueError(f"dot2 needs two non-empty sequences of one length; got {len(xs)} "
-                         f"and {len(ys)} factors")
+        raise ValueError(f"xs and ys must be non-empty sequences of one length; got "
+                         f"{len(xs)} and {len(ys)} factors")
+    xs = [_floats(v, f"xs[{k}]") for k, v in enumerate(xs)]
+    ys = [_floats(v, f"ys[{k}]") for k, v in enumerate(ys)]
+    try:
+        np.broadcast_shapes(*(v.shape for v in xs + ys))
+    except ValueError:
+        raise ValueError("xs, ys: the factors must broadcast to one shape; got shapes "
+                         f"{[v.shape for v in xs]} and {[v.shape for v in ys]}") from None
     ex = max(pow2_exponent(v) for v in xs)
     ey = max(pow2_exponent(v) for v in ys)
     shape = np.broadcast_shapes(*(v.shape for v in xs + ys))
