@@ -22,7 +22,7 @@ import sympy as sp
 from derivations.base import Derivation, Step
 
 
-__all__ = ["DERIVATIONS", "ODD", "moment_symbols", "haar_relu_average", "invariance_identities",
+__all__ = ["DERIVATIONS", "ODD", "BALANCE", "moment_symbols", "haar_relu_average", "invariance_identities",
            "balance_law", "BalanceLaw", "sign_cases", "odd_target_dynamics", "OddTargetDerivation",
            "theta", "phi", "reduction_identity"]
 
@@ -32,6 +32,9 @@ phi = sp.Symbol("phi", nonnegative=True)
 
 # ---------------------------------------------------------------------------- H1a
 _P = sp.Symbol("p", positive=True)
+#: symbols of the H1a per-sample rates: output weight a, residual r = f*(x) - f(x), and
+#: p = |b.x| > 0 (each rate is a pair (case b.x > 0, case b.x < 0))
+BALANCE = {"a": sp.Symbol("a", real=True), "r": sp.Symbol("r", real=True), "p": _P}
 
 
 def sign_cases(e: sp.Expr, z: sp.Symbol) -> sp.Tuple:
@@ -43,6 +46,8 @@ def sign_cases(e: sp.Expr, z: sp.Symbol) -> sp.Tuple:
 @dataclass(frozen=True)
 class BalanceLaw:
     k: int
+    rate_a2: sp.Expr            # per-sample d/dt a^2 (sign cases of b.x), sigma = relu^k
+    rate_b2: sp.Expr            # per-sample d/dt |b|^2 (sign cases of b.x)
     integrand: sp.Expr          # per-sample integrand of d/dt (k a^2 - |b|^2)
     wrong_integrand: sp.Expr    # per-sample integrand of d/dt (a^2 - |b|^2) for relu^k
     euler_identity: sp.Expr     # z sigma'(z) - k sigma(z), simplified
@@ -54,7 +59,7 @@ def balance_law(k: int = 1, d: int = 3) -> BalanceLaw:
     d/dt |b|^2 = 2 sum_i b_i a r d sigma(b.x)/d b_i = 2 a r z sigma'(z), z = b.x; then
     sigma = max(z, 0)^k (Euler: z sigma' = k sigma for z != 0) makes
     d/dt (k a^2 - |b|^2) vanish."""
-    a, r = sp.symbols("a r", real=True)
+    a, r = BALANCE["a"], BALANCE["r"]
     b = sp.symbols(f"b1:{d + 1}", real=True)
     x = sp.symbols(f"x1:{d + 1}", real=True)
     zs = sp.Symbol("z", real=True, nonzero=True)   # b.x = 0 is a null set for rho
@@ -75,7 +80,7 @@ def balance_law(k: int = 1, d: int = 3) -> BalanceLaw:
     integrand = specialize(k * d_a2 - d_b2)
     wrong = specialize(d_a2 - d_b2)
     euler = sign_cases(zs * sp.diff(relu_k, zs) - k * relu_k, zs)
-    return BalanceLaw(k, integrand, wrong, euler)
+    return BalanceLaw(k, specialize(d_a2), specialize(d_b2), integrand, wrong, euler)
 
 
 # ---------------------------------------------------------------------------- H1c
@@ -322,15 +327,19 @@ def derive_h1a() -> Derivation:
              r"$\dot a = r\,\sigma(b^\top x)$, $\dot b = a\,r\,\sigma'(b^\top x)\,x$, so "
              r"$\frac{d}{dt}a^2 = 2ar\sigma(z)$ and $\frac{d}{dt}|b|^2 = 2ar\,z\sigma'(z)$, "
              r"$z = b^\top x$."),
-        Step(r"Euler's identity for $\sigma = \mathrm{relu}$ (cases $z>0$, $z<0$; $z=0$ is "
-             r"$\rho$-null): $z\sigma'(z) - \sigma(z)$ =", law1.euler_identity),
+        Step(r"For $\sigma = \mathrm{relu}$, on the cases $z = p > 0$ and $z = -p < 0$ "
+             r"($z = 0$ is $\rho$-null):", law1.rate_a2, lhs=r"\frac{d}{dt}a^2"),
+        Step("", law1.rate_b2, lhs=r"\frac{d}{dt}|b|^2"),
+        Step(r"Euler's identity for $\sigma = \mathrm{relu}$: $z\sigma'(z) - \sigma(z)$ =",
+             law1.euler_identity),
         Step(r"Hence the integrand of $\frac{d}{dt}(a^2 - |b|^2)$ on the two sign cases is",
              law1.integrand),
         Step(r"For a $k$-homogeneous $\sigma = \mathrm{relu}^k$ the conserved quantity is "
              r"$k a^2 - |b|^2$ ($k=2$ integrand):", law2.integrand),
         Step(r"and $a^2 - |b|^2$ is then NOT conserved ($k = 2$):", law2.wrong_integrand),
     ]
-    return Derivation(steps, {"integrand": tuple(law1.integrand)})
+    return Derivation(steps, {"integrand": tuple(law1.integrand),
+                              "rate_a2": tuple(law1.rate_a2), "rate_b2": tuple(law1.rate_b2)})
 
 
 def derive_h1b() -> Derivation:

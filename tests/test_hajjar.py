@@ -164,3 +164,38 @@ def test_reduced_velocity_field_is_derived():
     eps, c, G, dG = r["symbols"]
     assert sp.simplify(r["dc_dt"] - 2 * eps * c * G) == 0
     assert sp.simplify(r["dtheta_dt"] - eps * dG) == 0 and r["balance"] == 0
+
+
+def test_best_linear_approximator_normalizes_weights_safely():
+    """Regression: subnormal weights were not normalized (1.1667 instead of 1.1071)."""
+    from verify.formulas import best_linear_approximator
+    X, Y = [[1.0], [2.0], [3.0]], [1.0, 2.0, 3.5]
+    ref = best_linear_approximator(X, Y)
+    assert abs(ref[0] - 15.5 / 14) < 1e-15
+    for w in ([5e-324] * 3, [1e308] * 3, [2.0, 2.0, 2.0]):
+        assert best_linear_approximator(X, Y, weights=w)[0] == pytest.approx(ref[0], rel=1e-14)
+    with pytest.raises(ValueError, match="weights"):
+        best_linear_approximator(X, Y, weights=[0.0, 0.0, 0.0])
+
+
+def test_balance_rates_are_derived_per_sign_case():
+    law = dh.balance_law(1)
+    a, r, p = (dh.BALANCE[k] for k in "arp")
+    assert tuple(law.rate_a2) == (2 * a * p * r, 0) and tuple(law.rate_b2) == (2 * a * p * r, 0)
+
+
+def test_paper_units_validate_and_name_overflow():
+    from numerics import paper_units as pu
+    with pytest.raises(ValueError, match="overflow"):
+        pu.hajjar_step_to_suite(1e308, 10, "paper")
+    with pytest.raises(TypeError, match="step"):
+        pu.hajjar_step_to_suite("1", 10, "paper")
+    with pytest.raises(ValueError, match="t_suite"):
+        pu.hajjar_time_from_suite(-1.0, 10, "paper")
+    assert pu.hajjar_time_from_suite(30.0, 30, "paper") == 1.0
+    with pytest.raises(ValueError, match="overflow"):
+        pu.reproduction_sgd_to_suite(1e308, 1.0, 1.0)
+    with pytest.raises(ValueError, match="overflow"):
+        pu.suite_sgd_to_reproduction(1.0, 1e308, 1.0)
+    with pytest.raises(TypeError, match="tau"):
+        pu.suite_sgd_to_reproduction(1.0, None, 1.0)

@@ -1,5 +1,7 @@
 """Verified formulas of Hajjar & Chizat (2023), claims H1c and H1e:
-``phi_tilde`` (the kernel of the 1-D reduction), ``best_linear_approximator`` and
+``phi_tilde`` and ``phi_tilde_dtheta`` (the kernel of the 1-D reduction and its
+theta-derivative; ``phi_kernel()`` hands the derived inner expectation to numerics.reduced),
+``best_linear_approximator`` and
 ``odd_target_rate`` (odd targets)."""
 from __future__ import annotations
 
@@ -15,13 +17,93 @@ from numerics.validation import as_float_array
 from verify import derived
 from verify.formulas._base import DerivedFunction, VerifiedFormula, check_dps
 
-__all__ = ["phi_tilde", "best_linear_approximator", "odd_target_rate"]
+__all__ = ["phi_tilde", "phi_tilde_dtheta", "best_linear_approximator", "odd_target_rate"]
+
+
+class _IncompleteBeta(sp.Function):
+    """I_x(p, q), the regularized incomplete Beta (scipy.special.betainc) for lambdify."""
+    nargs = 3
+
+
+def _lambdify_inner(expr: sp.Expr):
+    """lambdify (k, c, y, E_+) -> expr with betainc_regularized(p, q, 0, x) as I_x(p, q)."""
+    from scipy.special import betainc
+    from derivations.hajjar_reduced import INNER
+    from derivations.sphere import k
+    e = expr.replace(lambda q: isinstance(q, sp.betainc_regularized) and q.args[2] == 0,
+                     lambda q: _IncompleteBeta(q.args[0], q.args[1], q.args[3]))
+    return sp.lambdify((k, INNER["c"], INNER["y"], INNER["mean"]), e,
+                       modules=[{"_IncompleteBeta": betainc}, "scipy", "numpy"])
+
+
+class _DerivedPhiKernel:
+    """The inner expectation E_R[(cR + y)_+] of phi~ and its partial derivatives (for
+    |y| < c), and the tail mean E[R; R > a], evaluated from the H1e derivation's float64
+    forms; E[R_+] = 1 / alpha(k) from the H1f formula ``alpha_constant``."""
+
+    def __init__(self) -> None:
+        res = derived.results("H1e")
+        self._f = {name: {key: _lambdify_inner(e) for key, e in forms.items()}
+                   for name, forms in res["inner"].items()}
+        from derivations.hajjar_reduced import INNER
+        from derivations.sphere import k
+        self._ratio = sp.lambdify((k, INNER["a"]), res["tail_ratio"], modules=["scipy", "numpy"])
+        self._mean: dict[int, float] = {}
+
+    def _m(self, k: int) -> float:
+        if k not in self._mean:
+            from verify.formulas.alpha import alpha_constant
+            self._mean[k] = float(1.0 / alpha_constant(k))
+        return self._mean[k]
+
+    def _eval(self, key: str, k: int, c, y):
+        """key in {inner, inner_dc, inner_dy} at y <= 0 (a = -y/c in [0, 1))."""
+        c, y = np.broadcast_arrays(np.asarray(c, float), np.asarray(y, float))
+        small = (y / c) ** 2 < 0.5
+        out = np.empty(c.shape)
+        with np.errstate(all="ignore"):
+            for name, sel in (("small", small), ("large", ~small)):
+                if np.any(sel):
+                    out[sel] = self._f[name][key](k, c[sel], y[sel], self._m(k))
+        return out
+
+    def inner(self, k: int, c, y):
+        c, y = np.broadcast_arrays(np.asarray(c, float), np.asarray(y, float))
+        pos = y > 0
+        # y > 0: E[(cR + y)_+] = y + E[(cR - y)_+] (derived reflection, see H1e)
+        return np.where(pos, y, 0.0) + self._eval("inner", k, c, -np.abs(y))
+
+    def inner_grad(self, k: int, c, y):
+        c, y = np.broadcast_arrays(np.asarray(c, float), np.asarray(y, float))
+        pos = y > 0
+        gc = self._eval("inner_dc", k, c, -np.abs(y))
+        gy = self._eval("inner_dy", k, c, -np.abs(y))
+        return gc, np.where(pos, 1.0 - gy, gy)
+
+    def tail_mean(self, k: int, a):
+        a = np.asarray(a, float)
+        with np.errstate(all="ignore"):
+            return np.asarray(self._ratio(k, a), float) * self._m(k)
+
+
+@derived.per_generation
+def phi_kernel() -> _DerivedPhiKernel:
+    """The derived inner expectation of phi~ (claim H1e) as the ``kernel`` argument of
+    numerics.reduced (phi_tilde, PhiTable, reduced_predictor); rebuilt when a derivation
+    is overridden (mutation testing)."""
+    return _DerivedPhiKernel()
 
 
 def _phi_tilde(theta, phi, d, d_H):
     """phi~(theta; phi) for angles theta, phi in [0, pi/2] (broadcast) and integers
     1 <= d_H <= d - 1."""
-    out = reduced.phi_tilde(theta, phi, d, d_H)
+    out = reduced.phi_tilde(theta, phi, d, d_H, phi_kernel())
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def _phi_tilde_dtheta(theta, phi, d, d_H):
+    """d phi~(theta; phi) / d theta for theta, phi in [0, pi/2], 1 <= d_H <= d - 1."""
+    out = reduced.phi_tilde_dtheta(theta, phi, d, d_H, phi_kernel())
     return out[()] if np.ndim(out) == 0 else out
 
 
@@ -29,7 +111,9 @@ def _phi_tilde_mp(theta, phi, d, d_H, dps: int = 25) -> Any:
     dps = check_dps(dps)
     th = as_float_array(theta, "theta")
     ph = as_float_array(phi, "phi")
-    reduced.phi_tilde(th, ph, d, d_H)  # validation
+    reduced.validate_dims(d, d_H)
+    if np.any((th < 0) | (th > np.pi / 2)) or np.any((ph < 0) | (ph > np.pi / 2)):
+        raise ValueError("theta and phi must lie in [0, pi/2]")
     if th.ndim == 0 and ph.ndim == 0:
         return reduced.phi_tilde_mp(float(th), float(ph), d, d_H, dps=dps)
     b = np.broadcast_arrays(th, ph)
@@ -39,24 +123,41 @@ def _phi_tilde_mp(theta, phi, d, d_H, dps: int = 25) -> Any:
     return out
 
 
+def _phi_expr() -> dict:
+    r = derived.results("H1e")
+    return {k_: r[k_] for k_ in ("at_zero", "at_half_pi", "exact", "inner", "tail_ratio")}
+
+
 phi_tilde = DerivedFunction(
     name="phi_tilde", claim="H1e", impl=_phi_tilde, mpmath=_phi_tilde_mp,
-    expr_fn=lambda: {k: derived.results("H1e")[k] for k in ("at_zero", "at_half_pi", "exact")},
+    expr_fn=_phi_expr,
     doc="""phi~(theta; phi) = E[relu(cos th cos ph R + sin th sin ph S)] (Hajjar & Chizat 2023,
 Thm 4.3 / App. E.2.3; claim H1e), R, S independent first coordinates of Unif(S^{d_H-1})
 and Unif(S^{d-d_H-1}).
 
 Parameters: theta, phi in [0, pi/2] (arrays broadcast), integers 1 <= d_H <= d - 1 (any
 size: the coordinate density of S^{d-d_H-1} concentrates like N(0, 1/(d - d_H)) and the
-quadrature follows it).  Returns float64, accurate to ~1e-14 relative (inner expectation in
-closed form, tanh-sinh over S; see numerics.reduced).  ``phi_tilde.mpmath(theta, phi, d,
-d_H, dps=25)`` is an independent double-quadrature reference.  ``.expr`` holds the derived
-closed forms: phi~(0; phi) = cos(phi) / alpha(d_H), phi~(pi/2; phi) = sin(phi) /
-alpha(d - d_H), and the complete Piecewise forms for (d, d_H) in {(2,1), (3,1), (3,2),
-(4,1), (4,3)}.
+quadrature follows it).  Returns float64, accurate to ~1e-14: the inner expectation over
+R is the DERIVED closed form (``.expr["inner"]``: incomplete Beta and tail mean, in their
+verified float64 forms; E[R_+] = 1/alpha_constant(d_H)), the outer expectation over S is
+tanh-sinh quadrature (numerics.reduced).  ``phi_tilde.mpmath(theta, phi, d, d_H, dps=25)``
+is an independent double quadrature of the definition.  ``.expr`` also holds
+phi~(0; phi) = cos(phi) / alpha(d_H), phi~(pi/2; phi) = sin(phi) / alpha(d - d_H) and the
+complete Piecewise forms for (d, d_H) in {(2,1), (3,1), (3,2), (4,1), (4,3)}.
 
 >>> round(float(phi_tilde(0.0, 0.0, 30, 5)), 12)  # 1 / alpha(5) = 3/16
 0.1875
+""")
+
+phi_tilde_dtheta = DerivedFunction(
+    name="phi_tilde_dtheta", claim="H1e", impl=_phi_tilde_dtheta, expr_fn=_phi_expr,
+    doc="""d phi~(theta; phi) / d theta (claim H1e): the expectation over S of the derived
+partial derivatives of the inner expectation, d/dc c_theta + d/dy y_theta (c = cos th cos
+ph, y = sin th sin ph S).  Same parameters as ``phi_tilde``; it is the G'(theta) kernel of
+the reduced dynamics (claims H1g, H1h).
+
+>>> abs(float(phi_tilde_dtheta(0.0, 0.7, 30, 5))) < 1e-12  # phi~ is even about theta = 0
+True
 """)
 
 
@@ -66,9 +167,16 @@ def _best_linear(X, Y, weights=None) -> np.ndarray:
     if Y.shape[0] != X.shape[0]:
         raise ValueError(f"Y has {Y.shape[0]} entries but X has {X.shape[0]} rows")
     n = X.shape[0]
-    w = np.full(n, 1.0 / n) if weights is None else as_float_array(weights, "weights", ndim=1)
+    w = np.ones(n) if weights is None else as_float_array(weights, "weights", ndim=1)
     if w.shape[0] != n or np.any(w < 0):
         raise ValueError("weights must be non-negative, one per row of X")
+    # normalize safely: divide by the largest weight first (no underflow of subnormal
+    # weights, no overflow of their sum), then by the sum (now in [1, n])
+    w_max = float(np.max(w))
+    if w_max == 0:
+        raise ValueError("weights must not all be zero (pass positive weights)")
+    w = w / w_max
+    w = w / np.sum(w)
     # scale columns and targets before forming the moments (no overflow for |x| ~ 1e200)
     sx = np.max(np.abs(X), axis=0)
     sx[sx == 0] = 1.0
@@ -94,12 +202,18 @@ best_linear_approximator = DerivedFunction(
     name="best_linear_approximator", claim="H1c", impl=_best_linear,
     expr_fn=lambda: derived.results("H1c")["ode_w"],
     doc="""w* = E[x x^T]^{-1} E[f*(x) x]: the best linear approximator of f*, the limit of
-the odd-target dynamics (Hajjar & Chizat 2023, Thm 3.2; claim H1c).  It is the zero of the
-derived moment ODE dw/dt = (1/4)(M + A I) g, g = E[f* x] - E[x x^T] w (``.expr``), and
-for E[x x^T] = v_rho I it is E[f* x] / v_rho.
+the odd-target dynamics (Hajjar & Chizat 2023, Thm 3.2; claim H1c).
 
-Parameters: X (n, d) inputs, Y (n,) target values, optional non-negative weights (n,)
-(default 1/n).  Returns w* of shape (d,).
+An ALGORITHM, not a closed form: a weighted least-squares solve on the sample (columns
+and targets rescaled, weights normalized by their maximum, then their sum).  ``.expr``
+holds the derived moment ODE dw/dt = (1/4)(M + A I) g, g = E[f* x] - E[x x^T] w, whose
+zero it is.  Claim H1c verifies it through these properties: the particles' w(t) and the
+derived ODE converge to it (their late-time rate and ray sub-checks use it), and for
+E[x x^T] = v_rho I it is E[f* x] / v_rho; tests compare it with numpy's lstsq.
+
+Parameters: X (n, d) inputs, Y (n,) target values, optional non-negative weights (n,),
+not all zero (default: equal weights; any positive scale, they are normalized).
+Returns w* of shape (d,).
 
 >>> import numpy as np
 >>> best_linear_approximator(np.eye(2), np.array([3.0, -1.0]))
