@@ -687,6 +687,12 @@ def _check_tols(rtol: float, atol: float) -> tuple[float, float]:
     return rtol, atol
 
 
+def _flag(v: Any, name: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False; got {type(v).__name__}")
+    return bool(v)
+
+
 def _real(v: Any, name: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number; got {v!r}")
@@ -782,6 +788,7 @@ def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_
     x, y = _data(x, y)
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
+    dense = _flag(dense, "dense")
     max_events, max_steps = _budgets(max_events, max_steps)
     m = a.size
     _flow_sizes(m, x.size, t_eval.size, 3)
@@ -937,6 +944,7 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
     x, y = _data(x, y)
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
+    dense = _flag(dense, "dense")
     max_events, max_steps = _budgets(max_events, max_steps)
     time_scale = _real(time_scale, "time_scale")
     if not (0 < time_scale < np.inf):

@@ -79,6 +79,37 @@ def _kind(x: Any) -> str:
     return type(x).__name__
 
 
+def _label(name: Any) -> str:
+    """The argument's label used in messages: it must be text (a caller's bug otherwise)."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"name (the argument's label in error messages) must be text; "
+                                f"got {_kind(name)}")
+    return name
+
+
+def _flag(v: Any, name: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False; got {_kind(v)}")
+    return bool(v)
+
+
+def _count_text(n: int) -> str:
+    """A possibly astronomically large count as 1.23e+45 (no float overflow)."""
+    return f"{n:.3g}" if n < 10 ** 300 else f"~1e+{len(str(n)) - 1}"
+
+
+def _real_array(x: Any, name: str) -> np.ndarray:
+    """``x`` as a float64 array (NaN allowed: it compares outside every range); text,
+    None, complex or ragged input is an ArgumentTypeError naming ``name``."""
+    _reject_non_numeric(x, name, "a real number or an array of real numbers")
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ArgumentTypeError(f"{name} must be a real number or an array of real numbers; "
+                                f"got {_kind(x)}") from None
+    return arr
+
+
 def _preview(arr: Any) -> list:
     return np.asarray(arr).ravel()[:5].tolist()
 
@@ -106,6 +137,13 @@ def as_float_array(x: Any, name: str, *, ndim: int | None = None,
     Refused: strings, None, booleans and complex values (ArgumentTypeError), ragged
     nestings, the wrong number of dimensions, an empty array unless ``allow_empty``,
     NaN/inf, and entries with ``|x| > max_abs`` when ``max_abs`` is given."""
+    name = _label(name)
+    if ndim is not None:
+        ndim = require_positive_int(ndim, "ndim (required number of dimensions)", minimum=0,
+                                    maximum=32)
+    allow_empty = _flag(allow_empty, "allow_empty")
+    if max_abs is not None:
+        max_abs = as_float_scalar(max_abs, "max_abs (largest allowed magnitude)", lo=0.0)
     what = "a real number or an array of real numbers"
     _reject_non_numeric(x, name, what)
     try:
@@ -158,6 +196,10 @@ def as_float_scalar(x: Any, name: str, *, lo: float | None = None, hi: float | N
                     lo_open: bool = False, hi_open: bool = False) -> float:
     """A finite real scalar (Python float) in the interval given by ``lo``/``hi``
     (closed unless ``lo_open``/``hi_open``)."""
+    name = _label(name)
+    lo = None if lo is None else as_float_scalar(lo, "lo (lower bound)")
+    hi = None if hi is None else as_float_scalar(hi, "hi (upper bound)")
+    lo_open, hi_open = _flag(lo_open, "lo_open"), _flag(hi_open, "hi_open")
     arr = as_float_array(x, name)
     if arr.ndim != 0 and arr.size != 1:
         raise ValueError(f"{name} must be a single number; got shape {arr.shape}")
@@ -175,6 +217,7 @@ def as_float_scalar(x: Any, name: str, *, lo: float | None = None, hi: float | N
 def as_int_array(x: Any, name: str, *, minimum: int | None = None,
                  maximum: int | None = None) -> np.ndarray:
     """``x`` as an int64 array of whole numbers in ``[minimum, maximum]``."""
+    name = _label(name)
     what = "an integer or an integer array"
     if isinstance(x, bool) or (isinstance(x, np.ndarray) and x.dtype == bool):
         raise ArgumentTypeError(f"{name} must be an integer, not a boolean")
@@ -223,6 +266,7 @@ def require_positive_int(x: Any, name: str, *, minimum: int = 1,
                          maximum: int | None = None) -> int:
     """A Python int in ``[minimum, maximum]`` (rejects bools, floats with fractions,
     strings, None; accepts whole floats and numpy integers)."""
+    name = _label(name)
     rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     if isinstance(x, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be an integer {rng}, not a boolean; got {x!r}")
@@ -262,8 +306,14 @@ def _bound_text(v: Any) -> str:
 def require_in_range(arr: np.ndarray, name: str, lo: Any, hi: Any) -> None:
     """Every entry of ``arr`` lies in the closed interval ``[lo, hi]`` (NaN is outside);
     ``lo`` and ``hi`` may be scalars or arrays broadcasting against ``arr``."""
-    a = np.asarray(arr)
-    bad = ~((a >= lo) & (a <= hi))
+    name = _label(name)
+    a = _real_array(arr, name)
+    lo, hi = _real_array(lo, "lo (lower bound)"), _real_array(hi, "hi (upper bound)")
+    try:
+        bad = ~((a >= lo) & (a <= hi))
+    except ValueError:
+        raise ValueError(f"{name}: the bounds lo {lo.shape}, hi {hi.shape} must broadcast "
+                         f"against its shape {a.shape}") from None
     if np.any(bad):
         bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, bad.shape))
         vals = np.broadcast_to(a, bad.shape)[bad].ravel()[:5].tolist()
@@ -272,6 +322,10 @@ def require_in_range(arr: np.ndarray, name: str, lo: Any, hi: Any) -> None:
 
 def require_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     """``value`` is one of ``choices``."""
+    name = _label(name)
+    if not isinstance(choices, (tuple, list)) or not choices:
+        raise ArgumentTypeError(f"choices (the allowed values of {name}) must be a non-empty "
+                                f"tuple; got {_kind(choices)}")
     try:
         ok = value in choices
     except (TypeError, ValueError):  # uncomparable value (e.g. an array)
@@ -283,7 +337,8 @@ def require_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
 
 def require_distinct(arr: np.ndarray, name: str) -> None:
     """No two entries of the 1-D array ``arr`` are equal."""
-    srt = np.sort(np.ravel(arr))
+    name = _label(name)
+    srt = np.sort(np.ravel(_real_array(arr, name)))
     dup = srt[1:][srt[1:] == srt[:-1]]
     if dup.size:
         raise ValueError(f"{name} must have distinct entries; repeated: "
@@ -293,8 +348,13 @@ def require_distinct(arr: np.ndarray, name: str) -> None:
 def require_finite_result(value: Any, name: str, cause: str = "") -> Any:
     """``value`` unchanged if every entry is finite; otherwise ValueError naming the
     overflow (``cause``: what input makes it unrepresentable)."""
-    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, tuple) else None
-    parts = [np.asarray(v, dtype=np.float64) for v in value] if arr is None else [arr]
+    name = _label(name)
+    try:
+        arr = np.asarray(value, dtype=np.float64) if not isinstance(value, tuple) else None
+        parts = [np.asarray(v, dtype=np.float64) for v in value] if arr is None else [arr]
+    except (TypeError, ValueError, OverflowError):
+        raise ArgumentTypeError(f"{name} must be a number, an array or a tuple of them (a "
+                                f"result to check); got {_kind(value)}") from None
     for p in parts:
         if not np.all(np.isfinite(p)):
             bad = np.flatnonzero(~np.isfinite(p.ravel()))[:5].tolist()
@@ -306,6 +366,8 @@ def require_finite_result(value: Any, name: str, cause: str = "") -> Any:
 
 def require_tolerance(x: Any, name: str, *, hi: float = 1.0) -> float:
     """An integrator tolerance (``rtol``, ``atol``): a finite number in (0, hi]."""
+    name = _label(name)
+    hi = as_float_scalar(hi, "hi (largest tolerance)", lo=0.0, lo_open=True)
     return as_float_scalar(x, name, lo=0.0, hi=hi, lo_open=True)
 
 
@@ -313,6 +375,10 @@ def require_time_grid(t: Any, name: str = "t_eval", *, allow_empty: bool = False
                       strictly: bool = True, start: float | None = None) -> np.ndarray:
     """A 1-D finite, (strictly) increasing array of times, non-empty unless allowed, not
     before ``start`` when given."""
+    name = _label(name)
+    strictly = _flag(strictly, "strictly")
+    if start is not None:
+        start = as_float_scalar(start, "start (earliest allowed time)")
     arr = as_float_array(t, name, ndim=1, allow_empty=allow_empty)
     d = np.diff(arr)
     if np.any(d <= 0 if strictly else d < 0):
@@ -327,6 +393,7 @@ def require_time_grid(t: Any, name: str = "t_eval", *, allow_empty: bool = False
 def require_generator(rng: Any, name: str = "rng") -> np.random.Generator:
     """``rng`` itself if it is a ``numpy.random.Generator``; otherwise an
     :class:`ArgumentTypeError` saying how to make one."""
+    name = _label(name)
     if isinstance(rng, np.random.Generator):
         return rng
     raise ArgumentTypeError(f"{name} must be a numpy.random.Generator (e.g. "
@@ -349,6 +416,7 @@ def require_size(count: Any, name: str, *, limit: int = MAX_ELEMENTS, what: str 
                  hint: str = "use smaller sizes") -> int:
     """``count`` (an exact integer, e.g. a product of sizes) unchanged when it is at most
     ``limit``; else a ValueError naming ``name`` raised before any work is done."""
+    name = _label(name)
     if isinstance(count, (bool, np.bool_)) or not isinstance(count, (Integral, np.integer)):
         if isinstance(count, (float, np.floating)) and math.isfinite(count) and count >= 0:
             count = math.ceil(count)
@@ -356,20 +424,23 @@ def require_size(count: Any, name: str, *, limit: int = MAX_ELEMENTS, what: str 
             raise ArgumentTypeError(f"{name}: its size must be a count (a non-negative "
                                     f"integer); got {_kind(count)} {count!r:.40}")
     count = int(count)
+    limit = require_positive_int(limit, "limit (largest allowed count)", minimum=0)
     if count > limit:
-        raise ValueError(f"{name} is too large: it needs {count:.3g} {what}, above the limit "
-                         f"{limit:.3g}; {hint}")
+        raise ValueError(f"{name} is too large: it needs {_count_text(count)} {what}, above the "
+                         f"limit {_count_text(limit)}; {hint}")
     return count
 
 
 def require_dps(dps: Any, name: str = "dps") -> int:
     """An mpmath precision in decimal digits: an integer in 1..:data:`MAX_DPS`."""
+    name = _label(name)
     return require_positive_int(dps, f"{name} (decimal digits for mpmath)", minimum=1,
                                 maximum=MAX_DPS)
 
 
 def require_callable(fn: Any, name: str, signature: str = "") -> Any:
     """``fn`` itself if callable; else an :class:`ArgumentTypeError` naming ``name``."""
+    name = _label(name)
     if callable(fn):
         return fn
     want = f" {signature}" if signature else ""
@@ -472,6 +543,7 @@ def merge_pow2(acc: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.nda
 
 # --------------------------------------------------------------------------- error-free transformations
 _SPLITTER = 134217729.0  # 2^27 + 1, Veltkamp's splitting constant for float64
+_TWO_PRODUCT_MAX = 2.0 ** 995
 
 
 def _veltkamp(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -487,7 +559,15 @@ def two_product(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     with :func:`pow2_scale` first otherwise."""
     a = _floats(a, "a")
     b = _floats(b, "b")
-    p = a * b
+    for v, nm in ((a, "a"), (b, "b")):
+        if v.size and float(np.max(np.abs(v))) > _TWO_PRODUCT_MAX:
+            raise ValueError(f"{nm} must satisfy |{nm}| <= 2^995 ~ 6.7e299 (the exact split "
+                             "overflows beyond); rescale the factors with pow2_scale first")
+    with np.errstate(over="ignore"):
+        p = a * b
+    if not np.all(np.isfinite(p)):
+        raise ValueError("a * b is not representable in float64 (the product overflows); "
+                         "rescale a or b with pow2_scale first")
     ah, al = _veltkamp(a)
     bh, bl = _veltkamp(b)
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
