@@ -423,14 +423,26 @@ def _moment_field(der: Derivation, d: int):
     return F
 
 
-@lru_cache(maxsize=4)
-def _h1c_run(profile: str, seed: int, eta: float):
+_H1C_RUNS: dict = {}
+
+
+def _h1c_run(ctx: RunContext, eta: float):
+    """The run of :func:`_h1c_simulate` for this context (cached per (claim, profile,
+    seed, eta): the check and its negative control share it; all draws from ctx.rng)."""
+    key = (ctx.claim_id, ctx.profile, ctx.seed, eta)
+    if key not in _H1C_RUNS:
+        if len(_H1C_RUNS) >= 4:
+            _H1C_RUNS.pop(next(iter(_H1C_RUNS)))
+        _H1C_RUNS[key] = _h1c_simulate(ctx, eta)
+    return _H1C_RUNS[key]
+
+
+def _h1c_simulate(ctx: RunContext, eta: float):
     """Pair-closed particles and a whitened symmetric sample; GD with step eta recording the
     moments z = (w, M, A) and the second-order terms of every step."""
-    from numerics.rng import make_rng
     d = dh.H1C_DIM
-    m0, n0, T = (50, 300, 30.0) if profile == "quick" else (250, 5000, 40.0)
-    rng_p = make_rng(seed, "H1c", "particles")
+    m0, n0, T = (50, 300, 30.0) if ctx.quick else (250, 5000, 40.0)
+    rng_p = ctx.rng("particles")
     # base input weights: rows of m0/d random orthogonal matrices, so that
     # sum_j b_j b_j^T = (m0/d) I exactly (second moment of Unif(S^{d-1}), v_b = 1/d)
     Qs = [np.linalg.qr(rng_p.standard_normal((d, d)))[0] for _ in range(m0 // d)]
@@ -440,7 +452,7 @@ def _h1c_run(profile: str, seed: int, eta: float):
     a = np.concatenate([a0, -a0, a0, -a0])
     B = np.concatenate([B0, -B0, -B0, B0])
     # symmetric (x, -x) and whitened sample: E_n[x x^T] = I/d exactly, E_n[f* x] random
-    X0 = make_rng(seed, "H1c", "data").standard_normal((n0, d))
+    X0 = ctx.rng("data").standard_normal((n0, d))
     X = np.concatenate([X0, -X0])
     L = np.linalg.cholesky(X.T @ X / X.shape[0])
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
@@ -469,7 +481,7 @@ def _h1c_run(profile: str, seed: int, eta: float):
 def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     der = ctx.derivation()
     eta = 0.1
-    d, a, B, X, Y, Z, S2, snaps, t = _h1c_run(ctx.profile, ctx.seed, eta)
+    d, a, B, X, Y, Z, S2, snaps, t = _h1c_run(ctx, eta)
     from verify.formulas import best_linear_approximator, odd_target_rate
     n, m = X.shape[0], a.shape[0]
     Sig = X.T @ X / n
