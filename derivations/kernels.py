@@ -150,15 +150,18 @@ class GaussianKernels:
 
 
 @lru_cache(maxsize=None)
-def derive_gaussian() -> GaussianKernels:
+def derive_gaussian(variance: sp.Expr = sp.Integer(1)) -> GaussianKernels:
     """K_RF, P(both active), K_NTK for the gaussian init (W3c/W3d).
 
     Rotate so that x~ = |x~| (1, 0) and x~' = |x~'| (cos phi, sin phi), phi in [0, pi];
-    with (a, b) = r (cos t, sin t) the density is e^{-r^2/2} r dr dt / (2 pi) and
-    (a x - b)_+ = r |x~| cos(t)_+ etc.  Both cosines are positive on t in (phi - pi/2, pi/2)."""
-    dens_r = sp.exp(-_r**2 / 2) / (2 * sp.pi)
-    radial_rf = sp.integrate(_r**3 * dens_r, (_r, 0, sp.oo))
-    radial_p = sp.integrate(_r * dens_r, (_r, 0, sp.oo))
+    with (a, b) = r (cos t, sin t) the density is e^{-r^2/(2 v)} r dr dt / (2 pi v) and
+    (a x - b)_+ = r |x~| cos(t)_+ etc.  Both cosines are positive on t in (phi - pi/2, pi/2).
+    ``variance`` v = 1 is the init of the paper; another value exists only so that a test
+    can show that a wrong variance in the derivation fails the checks."""
+    v = sp.sympify(variance)
+    dens_r = sp.exp(-_r**2 / (2 * v)) / (2 * sp.pi * v)
+    radial_rf = sp.simplify(sp.integrate(_r**3 * dens_r, (_r, 0, sp.oo)))
+    radial_p = sp.simplify(sp.integrate(_r * dens_r, (_r, 0, sp.oo)))
     ang_rf = sp.expand(sp.integrate(sp.cos(_th) * sp.cos(_th - phi), (_th, phi - sp.pi / 2, sp.pi / 2)))
     ang_p = sp.integrate(sp.Integer(1), (_th, phi - sp.pi / 2, sp.pi / 2))
     nx, nxp = sp.symbols(r"n_{x} n_{x'}", positive=True)  # the norms |x~|, |x~'|
@@ -170,9 +173,103 @@ def derive_gaussian() -> GaussianKernels:
     rf = rf_expanded.subs({nx * nxp * sp.cos(phi): 1 + x * xp, nx * nxp * sp.sin(phi): sp.Abs(x - xp)})
     rf = sp.collect(sp.expand(rf), phi).subs(phi, phi_xy)
     prob = prob_angle.subs(phi, phi_xy)
-    m2 = sp.integrate(a**2 * sp.exp(-a**2 / 2) / sp.sqrt(2 * sp.pi), (a, -sp.oo, sp.oo))
+    m2 = sp.integrate(a**2 * sp.exp(-a**2 / (2 * v)) / sp.sqrt(2 * sp.pi * v), (a, -sp.oo, sp.oo))
     return GaussianKernels(radial_rf, ang_rf, radial_p, ang_p, rf_angle, prob_angle, phi_xy,
                            rf, prob, rf + sigma_c**2 * (1 + x * xp) * prob, m2)
+
+
+# ------------------------------------------------ gaussian: a float64-stable form (derived)
+_d = sp.Symbol("d", nonnegative=True)   # d = |x - x'|
+_c = sp.Symbol("c", real=True)          # c = 1 + x x'
+_psi = sp.Symbol("psi", nonnegative=True)  # psi = pi - phi = atan2(d, -c), in [0, pi]
+_tt = sp.Symbol("t", nonnegative=True)  # t = d / |c| where c < 0 (then psi = atan t)
+#: below this t the cancelling c < 0 branch is evaluated by its Taylor series
+SERIES_T = sp.Rational(1, 4)
+#: number of series terms: the alternating remainder after N terms, relative to the sum,
+#: is <= 3 t^(2N) / (2N + 3) <= 3 (1/16)^N / (2N + 3), below 1e-32 for N = 26, so the
+#: stable form equals the primary one to more than 30 digits
+SERIES_TERMS = 26
+
+
+@dataclass(frozen=True)
+class GaussianStable:
+    """A float64-stable rewrite of the gaussian K_RF, P and K_NTK (x, x' real) and the proof
+    data of its equality with the primary (arc-cosine) form."""
+    rf_dc: sp.Expr            # K_RF in (d, c, psi)
+    prob_dc: sp.Expr          # P in (d, c, psi)
+    rf_neg: sp.Expr           # K_RF for c < 0 in (c, t): |c| (t - atan t) / (2 pi)
+    rf_series: sp.Expr        # its Taylor polynomial in t (SERIES_TERMS terms)
+    rf: sp.Expr               # Piecewise in (x, x')
+    prob: sp.Expr
+    ntk: sp.Expr
+    max_rel_diff: float       # max |stable / primary - 1| over the proof grid at 50 digits
+    grid_size: int
+
+
+def _xy_of_dc(e: sp.Expr) -> sp.Expr:
+    """Substitute d = |x - x'|, c = 1 + x x'."""
+    return e.subs({_d: sp.Abs(x - xp), _c: 1 + x * xp}, simultaneous=True)
+
+
+def stable_proof_grid() -> list[tuple[float, float]]:
+    """(x, x') covering every branch of the stable form: c > 0, c = 0, c < 0 with
+    t >= 1/4 and t < 1/4 (down to t ~ 1e-8), the diagonal d = 0, and |x| up to 1e8."""
+    v = [-1e8, -1e4, -100.0, -20.0, -10.0, -3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 2.0, 7.0, 50.0, 1e4, 1e8]
+    pts = [(p, q) for p in v for q in v]
+    pts += [(10.0, -10.5), (10.0, -9.0), (100.0, -101.0), (-1e4, 1e4 + 1.0), (3.0, -3.5),
+            (2.0, -0.5), (1.0, -1.0), (0.5, -2.0), (4.0, -4.25), (1e3, -1e3 * (1 + 1e-9))]
+    return pts
+
+
+@lru_cache(maxsize=None)
+def derive_gaussian_stable(variance: sp.Expr = sp.Integer(1)) -> GaussianStable:
+    """The float64-stable form of the gaussian kernels, DERIVED from :func:`derive_gaussian`.
+
+    1. In d = |x - x'|, c = 1 + x x' the angle is phi = atan2(d, c), and pi - phi =
+       atan2(d, -c) =: psi (no cancellation near phi = pi, where P is small).
+    2. For c >= 0 both terms of K_RF = (d + psi c) / (2 pi) are >= 0: no cancellation.
+    3. For c < 0: psi = atan t with t = d / |c|, d = |c| t; SymPy reduces K_RF to
+       |c| (t - atan t) / (2 pi), which cancels for small t; there the Taylor polynomial of
+       t - atan t (SERIES_TERMS terms, derived by ``series``) is used for t < 1/4.
+    The equality with the primary form is checked at 50 digits on
+    :func:`stable_proof_grid` (every branch); the maximal relative difference is stored."""
+    import mpmath
+    g = derive_gaussian(variance)
+    # step 1: K_RF and P in (d, c, psi); phi = pi - psi
+    rf_dc = sp.expand(g.rf.subs(g.phi_xy, sp.pi - _psi))
+    rf_dc = sp.expand(rf_dc.subs({sp.Abs(x - xp): _d}).subs(x * xp, _c - 1))
+    prob_dc = sp.expand(g.prob.subs(g.phi_xy, sp.pi - _psi))
+    if rf_dc.has(x) or rf_dc.has(xp) or prob_dc.has(x) or prob_dc.has(xp):
+        raise AssertionError("the gaussian kernels did not reduce to (d, c, psi)")
+    # step 2/3: the branches
+    rf_pos = rf_dc.subs(_psi, sp.atan2(_d, -_c))
+    cn = sp.Symbol("c_n", positive=True)  # c_n = -c = |c| on c < 0
+    rf_neg = sp.factor(sp.expand(rf_dc.subs(_d, cn * _tt).subs(_c, -cn).subs(_psi, sp.atan(_tt))))
+    rf_series = sp.expand(sp.series(rf_neg, _tt, 0, 2 * SERIES_TERMS + 3).removeO())
+    back = lambda e: e.subs(_tt, _d / (-_c)).subs(cn, -_c)  # noqa: E731
+    rf_st = sp.Piecewise((rf_pos, _c >= 0), (back(rf_neg), _d >= -SERIES_T * _c),
+                         (back(rf_series), True))
+    prob_st = prob_dc.subs(_psi, sp.atan2(_d, -_c))
+    rf_xy, prob_xy = _xy_of_dc(rf_st), _xy_of_dc(prob_st)
+    ntk_xy = rf_xy + sigma_c**2 * (1 + x * xp) * prob_xy
+    # equality with the primary form at 50 digits on every branch
+    pts = stable_proof_grid()
+    pairs = [(rf_xy, g.rf), (prob_xy, g.prob),
+             (ntk_xy.subs(sigma_c, sp.Rational(13, 10)), g.ntk.subs(sigma_c, sp.Rational(13, 10)))]
+    worst = 0.0
+    with mpmath.workdps(50):
+        for st_e, pr_e in pairs:
+            fs = sp.lambdify((x, xp), st_e, modules="mpmath")
+            fp = sp.lambdify((x, xp), pr_e, modules="mpmath")
+            for p, q in pts:
+                P, Q = mpmath.mpf(p), mpmath.mpf(q)
+                with mpmath.workdps(50 + 60):  # the primary form cancels for c << 0
+                    ref = fp(P, Q)
+                val = fs(P, Q)
+                worst = max(worst, float(abs(val - ref) / abs(ref)) if ref != 0 else float(abs(val)))
+    if not worst <= 1e-30:
+        raise AssertionError(f"stable gaussian form differs from the primary one by {worst:.3g}")
+    return GaussianStable(rf_dc, prob_dc, rf_neg, rf_series, rf_xy, prob_xy, ntk_xy, worst, len(pts))
 
 
 def rf_kernel_expr(init: str) -> sp.Expr:
@@ -330,7 +427,7 @@ def derive_w3a() -> Derivation:
         Step("On $[-1,1]^2$ both terms use the middle branch and the kernel is one polynomial in "
              "$x, x', |x-x'|$:", u.rf_inside, lhs="K_{RF}|_{[-1,1]^2}"),
     ]
-    return Derivation(steps=steps, results={"G_lo": lo, "G_mid": mid, "G_hi": hi})
+    return Derivation(steps=steps, results={"G_lo": lo, "G_mid": mid, "G_hi": hi, "K_RF": u.rf})
 
 
 def derive_w3b() -> Derivation:
@@ -367,9 +464,28 @@ def derive_w3b() -> Derivation:
     return Derivation(steps=steps, results={"end_conditions": e.matrix, "jumps": tuple(jumps)})
 
 
-def derive_w3c() -> Derivation:
-    """W3c: the gaussian-init (arc-cosine) K_RF in polar coordinates."""
-    g = derive_gaussian()
+def _stable_steps(st: GaussianStable) -> list[Step]:
+    return [
+        Step("Float64-stable form. With $d = |x-x'|$, $c = 1+xx'$ and "
+             "$\\psi = \\pi-\\varphi = \\operatorname{atan2}(d, -c)$ (accurate where "
+             "$\\varphi\\to\\pi$):", sp.Tuple(st.rf_dc, st.prob_dc), lhs="(K_{RF}, P)"),
+        Step("For $c<0$, $\\psi = \\arctan t$ with $t = d/|c|$, and $K_{RF}$ reduces to "
+             "(cancelling for small $t$; $c_n = |c|$):", st.rf_neg, lhs="K_{RF}|_{c<0}"),
+        Step(f"so for $t < {SERIES_T}$ its Taylor polynomial ({SERIES_TERMS} terms; "
+             "alternating remainder $< 10^{-32}$ relative) is used; the first terms:",
+             sum(sorted(sp.Add.make_args(st.rf_series), key=lambda e: sp.degree(e, _tt))[:3]), lhs="K_{RF}|_{c<0,\\,t\\ll1}"),
+        Step(f"Equality of the stable and the primary forms ($K_{{RF}}$, $P$, $K_{{NTK}}$) at 50 "
+             f"digits on {st.grid_size} points covering every branch ($c>0$, $c=0$, $c<0$ with "
+             "$t$ above and below the threshold, $|x|$ up to $10^8$): max relative difference",
+             sp.Float(st.max_rel_diff, 3), lhs="\\max|\\text{stable}/\\text{primary}-1|"),
+    ]
+
+
+def derive_w3c(variance: sp.Expr = sp.Integer(1)) -> Derivation:
+    """W3c: the gaussian-init (arc-cosine) K_RF in polar coordinates, and its derived
+    float64-stable form (``variance`` != 1 only for the test of a wrong derivation)."""
+    g = derive_gaussian(variance)
+    st = derive_gaussian_stable(variance)
     th = sp.Symbol("theta")
     om = rkhs_weight("gaussian")
     steps = [
@@ -393,13 +509,16 @@ def derive_w3c() -> Derivation:
              "while $f$ itself is not piecewise polynomial; the jumps of $\\partial_x^k K$ at "
              "$x=x'$ ($k=0..3$):", sp.Tuple(*kernel_jumps("gaussian", "rf")), lhs="\\text{jumps}"),
         Step("Weight used above:", om, lhs="\\omega"),
+        *_stable_steps(st),
     ]
-    return Derivation(steps=steps, results={"rf": g.rf})
+    return Derivation(steps=steps, results={"rf": g.rf, "rf_stable": st.rf})
 
 
-def derive_w3d() -> Derivation:
-    """W3d: P(both active) and K_NTK for both inits; the kinks (f' jumps) of NTK interpolants."""
-    u, g = derive_uniform(), derive_gaussian()
+def derive_w3d(variance: sp.Expr = sp.Integer(1)) -> Derivation:
+    """W3d: P(both active) and K_NTK for both inits; the kinks (f' jumps) of NTK interpolants
+    (``variance``: of the gaussian init, != 1 only for the test of a wrong derivation)."""
+    u, g = derive_uniform(), derive_gaussian(variance)
+    st = derive_gaussian_stable(variance)
     ju = kernel_jumps("uniform", "ntk", "in")
     jo = kernel_jumps("uniform", "ntk", ">1")
     jg = kernel_jumps("gaussian", "ntk")
@@ -410,6 +529,7 @@ def derive_w3d() -> Derivation:
              "\\sigma_c^2$ independent of $(a,b)$: $K_{NTK} = K_{RF} + \\sigma_c^2(1+xx')P(ax>b,ax'>b)$."),
         Step("Uniform init: same sign split with integrand $1$; branches of $G_P(s)$ "
              "($s<-1$, $|s|\\le1$, $s>1$):", sp.Tuple(plo, pmid, phi_), lhs="G_P"),
+        Step("assembled by the same sign split, for all real $x, x'$:", u.prob, lhs="P^{uniform}"),
         Step("so on $[-1,1]^2$", u.prob_inside, lhs="P"),
         Step("Gaussian init: the arc where both are active has length $\\pi-\\varphi$ and "
              "radial mass $1/(2\\pi)$:", g.prob, lhs="P"),
@@ -420,10 +540,14 @@ def derive_w3d() -> Derivation:
              "$[f']_{x_j} = \\alpha_j \\cdot$(the $k=1$ entry)", sp.Tuple(*ju), lhs="J^{uniform}"),
         Step("uniform, $x' > 1$ (also $x'<-1$):", sp.Tuple(*jo), lhs="J^{uniform}_{|x'|>1}"),
         Step("gaussian:", sp.Tuple(*jg), lhs="J^{gaussian}"),
+        Step("Float64-stable gaussian forms (derived in W3c, same construction): "
+             "$P = \\operatorname{atan2}(d, -c)/(2\\pi)$ and $K_{NTK} = K_{RF} + "
+             "\\sigma_c^2 c P$ with the stable $K_{RF}$.", st.prob, lhs="P^{gaussian}"),
     ]
     return Derivation(steps=steps, results={
-        "P_lo": plo, "P_mid": pmid, "P_hi": phi_, "P_gaussian": g.prob,
-        "ntk_uniform": u.ntk, "ntk_gaussian": g.ntk,
+        "P_lo": plo, "P_mid": pmid, "P_hi": phi_, "P_uniform": u.prob, "P_gaussian": g.prob,
+        "P_gaussian_stable": st.prob, "ntk_uniform": u.ntk, "ntk_gaussian": g.ntk,
+        "ntk_gaussian_stable": st.ntk,
         "jump_uniform": ju[1], "jump_uniform_outside": jo[1], "jump_gaussian": jg[1]})
 
 
@@ -459,6 +583,18 @@ def derive_w3e() -> Derivation:
                                             "sigma2_gaussian": second_moment("gaussian")})
 
 
+def _linearized_mean() -> sp.Expr:
+    """E psi = k^T alpha - beta^T K alpha (alpha = K^-1 y, beta = K^-1 k) for a generic
+    symmetric 3 x 3 K: simplifies to 0 (E phi(x) phi(X) = k, E phi(X) phi(X)^T = K)."""
+    n = 3
+    Ks = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"K_{min(i, j)}{max(i, j)}"))
+    ks = sp.Matrix(sp.symbols(f"k_0:{n}"))
+    ys = sp.Matrix(sp.symbols(f"y_0:{n}"))
+    Kinv = Ks.inv()
+    alpha, beta = Kinv * ys, Kinv * ks
+    return sp.simplify((ks.T * alpha - beta.T * Ks * alpha)[0, 0])
+
+
 def derive_w3f() -> Derivation:
     """W3f (Figure 4): the m -> oo limit of output-layer training and its fluctuation rate.
 
@@ -466,13 +602,19 @@ def derive_w3f() -> Derivation:
     f_m - f = (1/m) sum_i psi(a_i, b_i; x) + O_P(1/m) with
     psi = (phi(x) - beta(x)^T phi(X)) (alpha^T phi(X)), beta = K^{-1} k(x), alpha = K^{-1} y,
     E psi = 0; so E (f_m(x) - f(x))^2 = E psi^2 m^(2 rate) (1 + O(1/m)), rate = -1/2."""
-    m = sp.Symbol("m", positive=True)
+    m = sp.Symbol("m", positive=True, integer=True)
     v = sp.Symbol("sigma_psi^2", positive=True)
     eps_ = sp.Symbol("epsilon")
     k_, K_, y_, dk_, dK_ = sp.symbols("k K y dk dK", positive=True)
     f_lin = sp.series((k_ + eps_ * dk_) / (K_ + eps_ * dK_) * y_, eps_, 0, 2).removeO().coeff(eps_)
-    rms = sp.sqrt(v / m)
-    rate = sp.simplify(m * sp.diff(sp.log(rms), m))
+    mean_psi = _linearized_mean()
+    # E (m^-1 sum_i psi_i)^2 with E psi_i psi_j = mu^2 + (E psi^2 - mu^2) delta_ij (i.i.d.)
+    mu = sp.Symbol("mu", real=True)
+    i_, j_ = sp.symbols("i j", integer=True, positive=True)
+    # sum over j of E psi_i psi_j = mu^2 for j != i, E psi_i^2 = v for j = i
+    second = sp.Sum(sp.Sum(mu**2, (j_, 1, m)) + (v - mu**2), (i_, 1, m)).doit() / m**2
+    second = sp.simplify(second.subs(mu, mean_psi))
+    rate = sp.limit(m * sp.diff(sp.log(sp.sqrt(second)), m), m, sp.oo)
     xs, ys = fig4_data()
     alpha = exact_interpolant_coefficients(xs, ys)
     steps = [
@@ -489,7 +631,13 @@ def derive_w3f() -> Derivation:
              "$\\beta = K^{-1}k(x)$, $\\alpha = K^{-1}y$, and $E\\psi = k^T\\alpha - \\beta^TK\\alpha = 0$: "
              "a mean of i.i.d. centred terms, so $E(f_m - f)^2 = E\\psi^2/m\\,(1 + O(1/m))$ and "
              "the RMS distance decays at the rate"),
-        Step("(exponent of $m$ in $\\sqrt{\\sigma_\\psi^2/m}$)", rate, lhs="\\text{rate}"),
+        Step("$E\\psi = k^T\\alpha - \\beta^T K\\alpha$ for a generic symmetric $3\\times3$ "
+             "kernel matrix (symbolic):", mean_psi, lhs="E\\psi"),
+        Step("Mean of $m$ i.i.d. terms: $E(\\frac1m\\sum_i\\psi_i)^2 = \\frac1{m^2}\\sum_{i,j}"
+             "(\\mu^2 + (\\sigma_\\psi^2-\\mu^2)\\delta_{ij})$ with $\\mu = E\\psi$:", second,
+             lhs="E|f_m - f|^2"),
+        Step("rate $= \\lim_{m\\to\\infty} m\\,\\partial_m \\log\\sqrt{E|f_m-f|^2}$:", rate,
+             lhs="\\text{rate}"),
         Step("The limit interpolant of the Figure-4 square wave, exact in rational arithmetic "
              "from the derived uniform kernel (W3a, on $[-1,1]^2$): $\\alpha = K^{-1}y$ =",
              alpha.T, lhs="\\alpha^T"),

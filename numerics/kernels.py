@@ -22,23 +22,26 @@ from typing import Any, Callable
 import mpmath
 import numpy as np
 
-from numerics.validation import (as_float_array, as_float_scalar, require_choice,
+from numerics.validation import (MAX_ELEMENTS, MAX_STEPS, ArgumentTypeError, as_float_array,
+                                 as_float_scalar, require_callable, require_choice, require_dps,
                                  require_finite_result, require_generator, require_positive_int,
-                                 require_same_shape)
+                                 require_same_shape, require_size)
 
 __all__ = [
     "INITS", "rf_kernel_quad_mp", "active_probability_quad_mp", "rkhs_weight_quad_mp",
     "abs_moment_kernel_mp", "sample_init", "quadrature_particles", "features",
     "empirical_rf_kernel", "empirical_ntk_kernel", "min_norm_output_layer",
-    "output_layer_gd", "output_layer_gd_closed_form", "kernel_gd_coefficients", "OutputLayerFit",
-    "fit_output_layer", "AllLayerFit", "train_all_layers", "symmetric_init",
-    "trained_output_layer_values", "min_norm_output_values", "feature_product_moments",
-    "MAX_PARTICLES",
+    "output_layer_gd", "OutputLayerFit", "fit_output_layer", "min_norm_output_values",
+    "feature_product_moments", "MAX_PARTICLES",
 ]
 
 INITS = ("uniform", "gaussian")
-#: largest number of particles drawn at once by :func:`sample_init` (16 GiB of (a, b))
-MAX_PARTICLES = 2 ** 30
+#: largest number of particles (a, b) drawn at once by :func:`sample_init` (1 GiB of (a, b))
+MAX_PARTICLES = MAX_ELEMENTS // 2
+#: Gauss-Legendre nodes per angular panel / radial nodes of :func:`quadrature_particles`
+#: (numpy's rules cost O(n^2)-O(n^3); Gauss-Laguerre weights underflow to nan beyond ~180)
+_MAX_RULE_NODES = 1024
+_MAX_RADIAL = 100
 _CHUNK = 1 << 22  # max entries of one m x n feature block
 
 
@@ -47,8 +50,24 @@ def _init(init: str) -> str:
 
 
 # =============================================================== mpmath references
-def _mp_points(*vals: float) -> list[mpmath.mpf]:
-    return [mpmath.mpf(float(v)) for v in vals]
+def _mp_real(v: Any, name: str) -> mpmath.mpf:
+    """A finite real number as an mpf: an mpmath.mpf is taken exactly (any precision),
+    anything else must be a finite float64 scalar."""
+    if isinstance(v, mpmath.mpf):
+        if not mpmath.isfinite(v):
+            raise ValueError(f"{name} must be finite; got {v}")
+        return v
+    return mpmath.mpf(as_float_scalar(v, name))
+
+
+def _mp_points(**vals: Any) -> list[mpmath.mpf]:
+    return [_mp_real(v, k) for k, v in vals.items()]
+
+
+def _nested(nested: Any) -> bool:
+    if not isinstance(nested, (bool, np.bool_)):
+        raise ArgumentTypeError(f"nested must be True or False; got {nested!r:.40}")
+    return bool(nested)
 
 
 def _uniform_quad(integrand: Callable, x: mpmath.mpf, xp: mpmath.mpf) -> mpmath.mpf:
@@ -116,9 +135,11 @@ def rf_kernel_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
     default: the inner b-integral by the truncated-normal moments
     int_{-inf}^t (p - b)(q - b) phi(b) db = (p q + 1) Phi(t) + max(p, q) phi(t),
     t = min(p, q), p = a x, q = a x', and a 1-D quadrature over a."""
-    _init(init)
+    init = _init(init)
+    dps = require_dps(dps)
+    nested = _nested(nested)
+    X, XP = _mp_points(x=x, xp=xp)
     with mpmath.workdps(dps + 5):
-        X, XP = _mp_points(x, xp)
 
         def g(aa, bb):
             u, v = aa * X - bb, aa * XP - bb
@@ -132,16 +153,19 @@ def rf_kernel_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
             val = _uniform_quad(g, X, XP)
         else:
             val = _gaussian_quad(g, X, XP, None if nested else inner)
-    return +val
+    with mpmath.workdps(dps):  # rounded to dps digits (not to the ambient precision)
+        return +val
 
 
 def active_probability_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
                                nested: bool = False) -> mpmath.mpf:
     """P(a x > b, a x' > b) by quadrature (claim W3d); as :func:`rf_kernel_quad_mp`, the
     gaussian default has the inner integral Phi(min(a x, a x')) in closed form."""
-    _init(init)
+    init = _init(init)
+    dps = require_dps(dps)
+    nested = _nested(nested)
+    X, XP = _mp_points(x=x, xp=xp)
     with mpmath.workdps(dps + 5):
-        X, XP = _mp_points(x, xp)
 
         def g(aa, bb):
             return mpmath.mpf(1) if (aa * X - bb > 0 and aa * XP - bb > 0) else mpmath.mpf(0)
@@ -149,14 +173,19 @@ def active_probability_quad_mp(x: float, xp: float, init: str = "uniform", dps: 
             val = _uniform_quad(g, X, XP)
         else:
             val = _gaussian_quad(g, X, XP, None if nested else (lambda aa: _ncdf(min(aa * X, aa * XP))))
-    return +val
+    with mpmath.workdps(dps):  # rounded to dps digits (not to the ambient precision)
+        return +val
 
 
 def rkhs_weight_quad_mp(x: float, init: str = "uniform", exponent: int = 3, dps: int = 30) -> mpmath.mpf:
-    """omega(x) = int |a|^exponent p_0(a, a x) da by 1-D quadrature (claim W3e)."""
-    _init(init)
+    """omega(x) = int |a|^exponent p_0(a, a x) da by 1-D quadrature (claim W3e);
+    ``exponent`` > -1 (integrable at a = 0) and <= 100."""
+    init = _init(init)
+    dps = require_dps(dps)
+    X = _mp_real(x, "x")
+    k = as_float_scalar(exponent, "exponent (of |a|)", lo=-1.0, hi=100.0, lo_open=True)
+    exponent = int(k) if float(k).is_integer() else mpmath.mpf(k)
     with mpmath.workdps(dps + 5):
-        X = mpmath.mpf(float(x))
         if init == "uniform":
             # p_0(a, a x) = 1/4 on {|a| <= 1, |a x| <= 1}
             top = min(mpmath.mpf(1), 1 / abs(X)) if X != 0 else mpmath.mpf(1)
@@ -164,26 +193,42 @@ def rkhs_weight_quad_mp(x: float, init: str = "uniform", exponent: int = 3, dps:
         else:
             val = mpmath.quad(lambda aa: abs(aa) ** exponent * mpmath.exp(-(aa * aa) * (1 + X * X) / 2)
                               / (2 * mpmath.pi), [-mpmath.inf, 0, mpmath.inf])
-    return +val
+    with mpmath.workdps(dps):  # rounded to dps digits (not to the ambient precision)
+        return +val
 
 
 def abs_moment_kernel_mp(z: float, zp: float, omega: Callable[[Any], Any], sigma2: Any,
                          breakpoints: tuple[float, ...] = (), dps: int = 30) -> mpmath.mpf:
     """(1/4) int_R omega(x) |x - z| |x - z'| dx + (sigma2/4)(1 + z z') by 1-D quadrature
-    (claim W3e: with omega the RKHS weight and sigma2 = E a^2 = E b^2 this equals K_RF)."""
+    (claim W3e: with omega the RKHS weight and sigma2 = E a^2 = E b^2 this equals K_RF).
+    ``omega`` maps an mpf to a real number; ``breakpoints``: its kinks (a 1-D array)."""
+    dps = require_dps(dps)
+    Z, ZP = _mp_points(z=z, zp=zp)
+    omega = require_callable(omega, "omega", "(t) -> real number")
+    s2 = _mp_real(sigma2, "sigma2")
+    if s2 < 0:
+        raise ValueError(f"sigma2 (= E a^2 = E b^2) must be >= 0; got {s2}")
+    bps = as_float_array(breakpoints, "breakpoints", ndim=1)
+    require_size(bps.size, "breakpoints", limit=10_000, what="breakpoints")
     with mpmath.workdps(dps + 5):
-        Z, ZP = _mp_points(z, zp)
-        pts = sorted({Z, ZP, *(mpmath.mpf(p) for p in breakpoints)})
+        pts = sorted({Z, ZP, *(mpmath.mpf(float(p)) for p in bps)})
         val = mpmath.quad(lambda t: omega(t) * abs(t - Z) * abs(t - ZP), [-mpmath.inf, *pts, mpmath.inf]) / 4
-        val += mpmath.mpf(sigma2) * (1 + Z * ZP) / 4
-    return +val
+        try:
+            val += s2 * (1 + Z * ZP) / 4
+        except TypeError as exc:
+            raise ArgumentTypeError(f"omega must return real numbers; {exc}") from None
+        if not isinstance(val, mpmath.mpf) or not mpmath.isfinite(val):
+            raise ValueError(f"the integral of omega(t) |t - z| |t - z'| is not a finite real "
+                             f"number ({val}); omega must decay faster than |t|^-3")
+    with mpmath.workdps(dps):  # rounded to dps digits (not to the ambient precision)
+        return +val
 
 
 # ================================================================ particles
 def sample_init(rng: np.random.Generator, m: int, init: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
-    """m i.i.d. hidden-layer parameters (a, b) from the init."""
+    """m i.i.d. hidden-layer parameters (a, b) from the init (m <= MAX_PARTICLES)."""
     rng = require_generator(rng)
-    m = require_positive_int(m, "m", maximum=MAX_PARTICLES)
+    m = require_positive_int(m, "m (number of particles)", maximum=MAX_PARTICLES)
     if _init(init) == "uniform":
         ab = rng.uniform(-1.0, 1.0, size=(2, m))
     else:
@@ -215,9 +260,13 @@ def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
     - gaussian: n_angle equispaced angles (offset half a step) with weights 1/n_angle;
       radial Gauss-Laguerre in u = r^2/2 ~ Exp(1), r = sqrt(2 u).
     """
-    n_angle = require_positive_int(n_angle, "n_angle", minimum=4)
-    n_radial = require_positive_int(n_radial, "n_radial", minimum=1)
-    if _init(init) == "uniform":
+    init = _init(init)
+    n_max = 4 * _MAX_RULE_NODES if init == "uniform" else MAX_PARTICLES
+    n_angle = require_positive_int(n_angle, "n_angle", minimum=4, maximum=n_max)
+    n_radial = require_positive_int(n_radial, "n_radial", minimum=1, maximum=_MAX_RADIAL)
+    require_size(n_angle * n_radial * 8, "n_angle * n_radial", what="float64 entries of work arrays",
+                 hint="use fewer angular or radial nodes")
+    if init == "uniform":
         per = -(-n_angle // 4)
         g, gw = _leggauss(per)
         starts = -0.75 * np.pi + 0.5 * np.pi * np.arange(4)
@@ -256,7 +305,10 @@ def _features(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
 def features(a: Any, b: Any, x: Any) -> np.ndarray:
     """phi_i(x) = (a_i x - b_i)_+ as an (n_x, m) array (x 1-D)."""
     a, b = _ab(a, b)
-    return _features(a, b, as_float_array(x, "x", ndim=1))
+    x = as_float_array(x, "x", ndim=1)
+    require_size(x.size * a.size, "the feature matrix (len(x) * len(a))",
+                 hint="evaluate fewer points or particles per call")
+    return _features(a, b, x)
 
 
 def _weights(a: np.ndarray, weights: Any) -> np.ndarray:
@@ -264,6 +316,9 @@ def _weights(a: np.ndarray, weights: Any) -> np.ndarray:
         return np.full(a.shape, 1.0 / a.size)
     w = as_float_array(weights, "weights", ndim=1)
     require_same_shape(a=a, weights=w)
+    if np.any(w < 0):
+        raise ValueError(f"weights must be >= 0 (quadrature or probability weights); got "
+                         f"{w[w < 0][:5].tolist()}")
     return w
 
 
@@ -274,6 +329,19 @@ def _ab(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def _pair_work(a: np.ndarray, x: np.ndarray, xp: np.ndarray) -> None:
+    """Refuse sizes whose output or work would explode (before any work)."""
+    require_size(x.size * xp.size, "the kernel matrix (len(x) * len(xp))",
+                 hint="evaluate fewer points per call")
+    require_size(a.size * (x.size + xp.size), "the work len(a) * (len(x) + len(xp))",
+                 limit=MAX_STEPS, what="feature evaluations", hint="use fewer particles or points")
+
+
+def _finite_kernel(out: np.ndarray, name: str) -> np.ndarray:
+    return require_finite_result(out, name, "products of features or weights beyond 1.8e308; "
+                                 "rescale a, b, x or the weights")
+
+
 def empirical_rf_kernel(a: Any, b: Any, x: Any, xp: Any, weights: Any = None) -> np.ndarray:
     """sum_i w_i phi_i(x) phi_i(x') for all pairs: an (n_x, n_x') matrix (w_i = 1/m by
     default).  Chunked over particles."""
@@ -281,14 +349,16 @@ def empirical_rf_kernel(a: Any, b: Any, x: Any, xp: Any, weights: Any = None) ->
     w = _weights(a, weights)
     x = as_float_array(x, "x", ndim=1)
     xp = as_float_array(xp, "xp", ndim=1)
+    _pair_work(a, x, xp)
     out = np.zeros((x.size, xp.size))
     step = max(1, _CHUNK // max(1, x.size + xp.size))
-    for i in range(0, a.size, step):
-        sl = slice(i, i + step)
-        fx = _features(a[sl], b[sl], x)
-        fxp = _features(a[sl], b[sl], xp)
-        out += (fx * w[sl]) @ fxp.T
-    return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(0, a.size, step):
+            sl = slice(i, i + step)
+            fx = _features(a[sl], b[sl], x)
+            fxp = _features(a[sl], b[sl], xp)
+            out += (fx * w[sl]) @ fxp.T
+    return _finite_kernel(out, "the empirical RF kernel")
 
 
 def empirical_ntk_kernel(a: Any, b: Any, x: Any, xp: Any, c2: Any = 1.0,
@@ -298,18 +368,26 @@ def empirical_ntk_kernel(a: Any, b: Any, x: Any, xp: Any, c2: Any = 1.0,
     w_i = 1/m it is the finite-width NTK; ``c2`` a scalar (E c^2 = sigma_c^2) or per particle)."""
     a, b = _ab(a, b)
     w = _weights(a, weights)
-    c2 = np.broadcast_to(as_float_array(c2, "c2"), a.shape)
+    c2v = as_float_array(c2, "c2 (squared output weights)")
+    if c2v.ndim > 1 or (c2v.ndim == 1 and c2v.shape != a.shape):
+        raise ValueError(f"c2 must be a scalar or a 1-D array of the shape of a {a.shape}; "
+                         f"got shape {c2v.shape}")
+    if np.any(c2v < 0):
+        raise ValueError("c2 (squared output weights) must be >= 0")
+    c2 = np.broadcast_to(c2v, a.shape)
     x = as_float_array(x, "x", ndim=1)
     xp = as_float_array(xp, "xp", ndim=1)
     out = empirical_rf_kernel(a, b, x, xp, w)
     step = max(1, _CHUNK // max(1, x.size + xp.size))
     P = np.zeros_like(out)
-    for i in range(0, a.size, step):
-        sl = slice(i, i + step)
-        ix = (np.multiply.outer(x, a[sl]) - b[sl] > 0).astype(np.float64)
-        ixp = (np.multiply.outer(xp, a[sl]) - b[sl] > 0).astype(np.float64)
-        P += (ix * (w[sl] * c2[sl])) @ ixp.T
-    return out + (1.0 + np.multiply.outer(x, xp)) * P
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(0, a.size, step):
+            sl = slice(i, i + step)
+            ix = (np.multiply.outer(x, a[sl]) - b[sl] > 0).astype(np.float64)
+            ixp = (np.multiply.outer(xp, a[sl]) - b[sl] > 0).astype(np.float64)
+            P += (ix * (w[sl] * c2[sl])) @ ixp.T
+        out = out + (1.0 + np.multiply.outer(x, xp)) * P
+    return _finite_kernel(out, "the empirical NTK")
 
 
 # ================================================================= output-layer training
@@ -319,8 +397,13 @@ def min_norm_output_layer(a: Any, b: Any, x: Any, y: Any) -> np.ndarray:
     x = as_float_array(x, "x", ndim=1)
     y = as_float_array(y, "y", ndim=1)
     require_same_shape(x=x, y=y)
+    require_size(x.size * a.size, "the feature matrix (len(x) * len(a))")
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        c = np.linalg.lstsq(_features(a, b, x), y, rcond=None)[0]
+        try:
+            c = np.linalg.lstsq(_features(a, b, x), y, rcond=None)[0]
+        except np.linalg.LinAlgError as exc:  # SVD did not converge (extreme scales)
+            raise ValueError(f"the least-squares problem Phi c = y has no accurate solution "
+                             f"({exc}); rescale a, b, x or y") from None
     return require_finite_result(c, "the min-norm output layer c",
                                  "features phi_i(x_j) so small that |c| = |Phi^+ y| exceeds "
                                  "float64; rescale a, b or y")
@@ -334,10 +417,15 @@ def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> n
     require_same_shape(x=x, y=y)
     eta = as_float_scalar(eta, "eta", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
+    require_size(x.size * a.size, "the feature matrix (len(x) * len(a))")
+    require_size(steps * max(1, x.size * a.size), "steps * len(x) * len(a)", limit=MAX_STEPS,
+                 what="multiply-adds", hint="use fewer steps (or fit_output_layer, which "
+                 "evaluates converged GD in closed form)")
     Phi = _features(a, b, x)
     c = np.zeros(a.size)
     for k in range(steps):
-        c -= eta * (Phi.T @ (Phi @ c - y))
+        with np.errstate(over="ignore", invalid="ignore"):
+            c -= eta * (Phi.T @ (Phi @ c - y))
         if k % 256 == 0 and not np.all(np.isfinite(c)):
             raise FloatingPointError(f"output-layer GD diverged at step {k} with step size eta={eta:g}")
     if not np.all(np.isfinite(c)):
@@ -345,15 +433,15 @@ def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> n
     return c
 
 
-def output_layer_gd_closed_form(Phi: np.ndarray, y: np.ndarray, eta: float, steps: float
+def _output_layer_gd_closed_form(Phi: np.ndarray, y: np.ndarray, eta: float, steps: float
                                 ) -> np.ndarray:
     """The GD iterate c_T of :func:`output_layer_gd` without iterating: from c(0) = 0 every
     iterate is c_t = Phi^T beta_t with beta_{t+1} = beta_t + eta (y - G beta_t),
     G = Phi Phi^T (s x s), so beta_T = V diag((1 - (1 - eta l)^T) / l) V^T y."""
-    return Phi.T @ kernel_gd_coefficients(Phi @ Phi.T, y, eta, steps)
+    return Phi.T @ _kernel_gd_coefficients(Phi @ Phi.T, y, eta, steps)
 
 
-def kernel_gd_coefficients(G: np.ndarray, y: np.ndarray, eta: float, steps: float) -> np.ndarray:
+def _kernel_gd_coefficients(G: np.ndarray, y: np.ndarray, eta: float, steps: float) -> np.ndarray:
     """beta_T of kernel GD beta_{t+1} = beta_t + eta (y - G beta_t), beta_0 = 0, in closed
     form: beta_T = V diag((1 - (1 - eta l)^T) / l) V^T y (G = V diag(l) V^T, symmetric PSD).
     Requires 0 < eta l <= 1 for the top eigenvalue (monotone, non-oscillating GD)."""
@@ -382,23 +470,42 @@ class OutputLayerFit:
 
 def fit_output_layer(a: Any, b: Any, x: Any, y: Any, tol: float = 1e-12) -> OutputLayerFit:
     """GD on c only (alpha(m) = 1, c(0) = 0, eta = 1/lambda_max(Phi Phi^T)) run until every
-    eigen-component of the residual has shrunk by ``tol``; evaluated exactly through
-    :func:`output_layer_gd_closed_form` (the number of steps T is returned)."""
+    eigen-component of the residual has shrunk by ``tol`` in (0, 1); evaluated exactly
+    through the s x s kernel form of the iteration (the number of steps T is returned).
+    Eigen-directions of Phi Phi^T below 1e-15 of the largest are treated as null."""
     a, b = _ab(a, b)
-    x = as_float_array(x, "x", ndim=1)
+    x = as_float_array(x, "x", ndim=1, allow_empty=False)
     y = as_float_array(y, "y", ndim=1)
+    require_same_shape(x=x, y=y)
+    tol = as_float_scalar(tol, "tol", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    require_size(x.size * a.size, "the feature matrix (len(x) * len(a))")
+    require_size(x.size ** 3, "len(x)^3 (eigen-decomposition of Phi Phi^T)", limit=MAX_STEPS)
     Phi = _features(a, b, x)
-    lam = np.linalg.eigvalsh(Phi @ Phi.T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = Phi @ Phi.T
+    if not np.all(np.isfinite(G)):
+        raise ValueError("Phi Phi^T overflows float64 (features beyond ~1e154); rescale a, b or x")
+    lam = np.linalg.eigvalsh(G)
+    if not lam.max() > 0:
+        raise ValueError("every feature phi_i(x_j) = (a_i x_j - b_i)_+ vanishes at the data x: "
+                         "the output layer cannot fit y (f = 0 for every c); use more "
+                         "particles (a, b) or data inside their active region")
     eta = 1.0 / lam.max()
+    if not np.isfinite(eta):
+        raise ValueError(f"features too small: lambda_max(Phi Phi^T) = {lam.max():.3g} makes the "
+                         "GD step 1/lambda_max overflow; rescale a, b or x")
     lmin = max(lam.min(), lam.max() * 1e-15)
     steps = float(np.ceil(np.log(tol) / np.log1p(-eta * lmin)))
-    c = output_layer_gd_closed_form(Phi, y, eta, steps)
-    res = float(np.max(np.abs(Phi @ c - y)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = _output_layer_gd_closed_form(Phi, y, eta, steps)
+        res = float(np.max(np.abs(Phi @ c - y)))
+    require_finite_result(c, "the fitted output layer c", "y too large for these features; "
+                          "rescale y")
     return OutputLayerFit(c, steps, eta, res, float(lam.max() / lmin))
 
 
 # ==================================================================== all-layer training
-def symmetric_init(rng: np.random.Generator, m: int, init: str = "uniform", sigma_c: float = 1.0
+def _symmetric_init(rng: np.random.Generator, m: int, init: str = "uniform", sigma_c: float = 1.0
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """m (even) neurons in m/2 mirrored pairs (a_i, b_i, c_i), (a_i, b_i, -c_i) with
     c ~ N(0, sigma_c^2): f_z = 0 at init exactly, so the NTK limit is the NTK interpolant
@@ -412,7 +519,7 @@ def symmetric_init(rng: np.random.Generator, m: int, init: str = "uniform", sigm
 
 
 @dataclass
-class AllLayerFit:
+class _AllLayerFit:
     a: np.ndarray
     b: np.ndarray
     c: np.ndarray
@@ -421,8 +528,8 @@ class AllLayerFit:
     eta: float
 
 
-def train_all_layers(a: Any, b: Any, c: Any, x: Any, y: Any, eta: float, *, max_steps: int,
-                     loss_tol: float = 1e-12, alpha: str | float = "sqrt") -> AllLayerFit:
+def _train_all_layers(a: Any, b: Any, c: Any, x: Any, y: Any, eta: float, *, max_steps: int,
+                     loss_tol: float = 1e-12, alpha: str | float = "sqrt") -> _AllLayerFit:
     """GD on all layers, f = (1/alpha) sum c_i (a_i x - b_i)_+ (default alpha = sqrt(m)),
     until L < ``loss_tol`` or ``max_steps``.  Gradients from ``numerics.relu1d``.
     Raises ``FloatingPointError`` naming ``eta`` on divergence."""
@@ -445,10 +552,10 @@ def train_all_layers(a: Any, b: Any, c: Any, x: Any, y: Any, eta: float, *, max_
         a -= eta * ga
         b -= eta * gb
         c -= eta * gc
-    return AllLayerFit(a, b, c, k, float(loss), eta)
+    return _AllLayerFit(a, b, c, k, float(loss), eta)
 
 
-def trained_output_layer_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_eval: Any,
+def _trained_output_layer_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_eval: Any,
                                 replicates: int, init: str = "uniform") -> np.ndarray:
     """f_m(x_eval) for ``replicates`` independent draws of m i.i.d. features, each trained
     by GD on c only (alpha(m) = 1, c(0) = 0) to convergence (:func:`fit_output_layer`):
@@ -464,16 +571,23 @@ def trained_output_layer_values(rng: np.random.Generator, m: int, x: Any, y: Any
     return out
 
 
-def feature_product_moments(a: np.ndarray, b: np.ndarray, w: np.ndarray, xs: Any
-                            ) -> tuple[np.ndarray, np.ndarray]:
+def feature_product_moments(a: Any, b: Any, w: Any, xs: Any) -> tuple[np.ndarray, np.ndarray]:
     """Mean and covariance of the products phi(x_i) phi(x_j) (all pairs, flattened) under
     the weighted particles (a, b, w): the exact law of one random feature's contribution
     to the empirical kernel (claims W3a, W3c: E m |K_m - K|_F^2 = trace of the covariance)."""
+    a, b = _ab(a, b)
+    w = _weights(a, w)
     xs = as_float_array(xs, "xs", ndim=1)
-    F = features(a, b, xs)                       # (n, M)
-    P = (F[:, None, :] * F[None, :, :]).reshape(xs.size ** 2, -1)
-    mu = P @ w
-    cov = (P * w) @ P.T - np.outer(mu, mu)
+    require_size(xs.size ** 2 * a.size, "the products (len(xs)^2 * len(a))",
+                 hint="use fewer points xs or particles")
+    require_size(xs.size ** 4, "the covariance (len(xs)^4 entries)", hint="use fewer points xs")
+    F = _features(a, b, xs)                      # (n, M)
+    with np.errstate(over="ignore", invalid="ignore"):
+        P = (F[:, None, :] * F[None, :, :]).reshape(xs.size ** 2, -1)
+        mu = P @ w
+        cov = (P * w) @ P.T - np.outer(mu, mu)
+    require_finite_result((mu, cov), "the feature-product moments",
+                          "features beyond ~1e77; rescale a, b or xs")
     return mu, cov
 
 
@@ -483,24 +597,40 @@ def min_norm_output_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_e
     f_m(x) = Phi(x) Phi_X^T (Phi_X Phi_X^T)^{-1} y, at ``x_eval`` for ``replicates``
     independent draws of m i.i.d. features: an (replicates, n_eval) array.  Per draw only
     the (s + n_eval) x s block of the feature Gram matrix is formed (O((s + n_eval) s m)
-    flops), draws batched so that a batch holds <= 2^22 feature entries; equal to
-    :func:`trained_output_layer_values` up to the GD tolerance (claim W3f)."""
-    m = require_positive_int(m, "m")
-    replicates = require_positive_int(replicates, "replicates")
+    flops), draws batched so that a batch holds <= 2^22 feature entries; equal to GD on c
+    to convergence up to its tolerance (claim W3f).  A draw whose Gram block is singular
+    (e.g. no feature active at some x_j) gets the least-squares min-norm fit
+    Phi(x) Phi_X^+ y instead."""
+    rng = require_generator(rng)
+    m = require_positive_int(m, "m", maximum=MAX_PARTICLES)
+    replicates = require_positive_int(replicates, "replicates", maximum=MAX_PARTICLES)
+    init = _init(init)
     x = as_float_array(x, "x", ndim=1, allow_empty=False)
     y = as_float_array(y, "y", ndim=1)
     require_same_shape(x=x, y=y)
     x_eval = as_float_array(x_eval, "x_eval", ndim=1)
     pts = np.concatenate([x, x_eval])
     s = x.size
+    require_size(pts.size * m, "one draw's feature matrix ((len(x) + len(x_eval)) * m)",
+                 hint="use fewer features m or points")
+    require_size(replicates * pts.size * s * m, "replicates * (len(x) + len(x_eval)) * len(x) * m",
+                 limit=MAX_STEPS, what="multiply-adds", hint="use fewer replicates, features or points")
+    require_size(replicates * x_eval.size, "the output (replicates * len(x_eval))")
     out = np.empty((replicates, x_eval.size))
     batch = max(1, _CHUNK // (pts.size * m))
     for r0 in range(0, replicates, batch):
         nb = min(batch, replicates - r0)
         ab = sample_init(rng, nb * m, init)
         a, b = ab[0].reshape(nb, m), ab[1].reshape(nb, m)
-        Phi = np.maximum(pts[None, :, None] * a[:, None, :] - b[:, None, :], 0.0)   # (nb, n, m)
-        G = np.matmul(Phi, Phi[:, :s, :].transpose(0, 2, 1))                        # (nb, n, s)
-        beta = np.linalg.solve(G[:, :s, :], np.broadcast_to(y, (nb, s))[..., None])
-        out[r0:r0 + nb] = (G[:, s:, :] @ beta)[..., 0]
-    return out
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            Phi = np.maximum(pts[None, :, None] * a[:, None, :] - b[:, None, :], 0.0)   # (nb, n, m)
+            G = np.matmul(Phi, Phi[:, :s, :].transpose(0, 2, 1))                        # (nb, n, s)
+            try:
+                beta = np.linalg.solve(G[:, :s, :], np.broadcast_to(y, (nb, s))[..., None])
+                out[r0:r0 + nb] = (G[:, s:, :] @ beta)[..., 0]
+            except np.linalg.LinAlgError:   # a singular draw: min-norm least squares per draw
+                for k in range(nb):
+                    c = np.linalg.lstsq(Phi[k, :s, :], y, rcond=None)[0]
+                    out[r0 + k] = Phi[k, s:, :] @ c
+    return require_finite_result(out, "the min-norm fits f_m(x_eval)", "y too large for these "
+                                 "features; rescale y")

@@ -3,21 +3,21 @@ claims W3a-W3e): ``rf_kernel``, ``ntk_kernel``, ``active_probability``, ``rkhs_w
 ``kernel_interpolant``.
 
 Initializations (docs/conventions.md, section 1): ``"uniform"``: (a, b) ~ U([-1, 1]^2); ``"gaussian"``:
-(a, b) ~ N(0, I_2).  Every expression is read at call time from :mod:`verify.derived`
-(the derived results of W3a, W3c, W3d, W3e; a perturbed derivation reaches the formulas):
+(a, b) ~ N(0, I_2).  Every value is the evaluation of a derived result, read at call time
+from :mod:`verify.derived` (a perturbed derivation reaches the formulas):
 
-* uniform kernels: the three derived branches G(x, x'; s) of W3a (K_RF) / W3d (P),
-  lambdified and evaluated branch by branch (no division by s in the wrong branch),
-  assembled by the derived sign split K = (G(x, x'; min) + G(-x, -x'; -max)) / 4;
-* gaussian K_RF and P: a numerically careful float64 rewrite of the derived arc-cosine
-  form (atan2, and |c| (t - atan t) / (2 pi) with a series where 1 + x x' < 0 cancels);
-  claims W3c / W3d compare it with the derived expression on a grid covering both
-  branches with a rounding-analysis tolerance;
+* uniform K_RF, P and K_NTK: the derived Piecewise expressions for all real x, x' (W3a
+  ``K_RF``, W3d ``P_uniform``, ``ntk_uniform``: the sign split assembled in the derivation);
+* gaussian float64 values: the derived stable rewrite (W3c ``rf_stable``, W3d
+  ``P_gaussian_stable``, ``ntk_gaussian_stable``: atan2(|x - x'|, -(1 + x x')) for
+  pi - phi and a derived Taylor polynomial where 1 + x x' < 0 cancels), proven equal to the
+  primary arc-cosine form at 50 digits in the derivation; ``.mpmath`` evaluates the
+  primary form with guarded precision;
 * ``rkhs_weight``: the lambdified derived omega (W3e).
 
-Outside |x|, |x'| <= 1e4 (where the float64 rewrites are verified) every value is taken
-from the derived expression in mpmath and rounded; a result beyond the float64 range
-raises ``ValueError`` naming the overflow.  Each formula has ``.mpmath(..., dps=30)``.
+Outside |x|, |x'| <= 1e4 every value is taken from the derived expression in mpmath and
+rounded; a result beyond the float64 range raises ``ValueError`` naming the overflow.
+Each formula has ``.mpmath(..., dps=30)``.
 
 >>> from verify import formulas
 >>> round(float(formulas.rf_kernel(0.5, 1/3, init="gaussian")), 10)
@@ -46,9 +46,7 @@ __all__ = ["rf_kernel", "ntk_kernel", "active_probability", "rkhs_weight",
 INITS = dk.INITS
 KERNELS = ("rf", "ntk")
 FLOAT_RANGE = 1e4      # |x|, |x'| up to which the float64 evaluators are used (verified)
-_SERIES_T = 0.25       # below this t = |x - x'| / |1 + x x'| use the series of t - atan(t)
 MAX_CONDITION = 1e12   # Gram condition number above which an interpolant is refused
-_BRANCH_KEYS = {"rf": ("W3a", ("G_lo", "G_mid", "G_hi")), "prob": ("W3d", ("P_lo", "P_mid", "P_hi"))}
 
 
 # ------------------------------------------------------------------------ validation
@@ -105,93 +103,39 @@ def _to_float(values: np.ndarray, name: str, points: Callable[[int], str]) -> np
     return out
 
 
-# ------------------------------------------------------------------- uniform evaluators
-def _branch_fns(which: str, module: str) -> tuple[Callable, ...]:
-    cid, keys = _BRANCH_KEYS[which]
-    return tuple(derived.lambdified(cid, k, (dk.x, dk.xp, dk.s), modules=module) for k in keys)
+# ------------------------------------------------------------- derived evaluators
+#: (claim, result key) of the expression each formula evaluates: "float" the float64 form
+#: (uniform: the derived Piecewise for all real x, x'; gaussian: the derived stable rewrite),
+#: "mp" the primary closed form (evaluated in mpmath with guarded precision)
+_SOURCES = {
+    ("rf", "uniform"): {"float": ("W3a", "K_RF"), "mp": ("W3a", "K_RF")},
+    ("rf", "gaussian"): {"float": ("W3c", "rf_stable"), "mp": ("W3c", "rf")},
+    ("prob", "uniform"): {"float": ("W3d", "P_uniform"), "mp": ("W3d", "P_uniform")},
+    ("prob", "gaussian"): {"float": ("W3d", "P_gaussian_stable"), "mp": ("W3d", "P_gaussian")},
+    ("ntk", "uniform"): {"float": ("W3d", "ntk_uniform"), "mp": ("W3d", "ntk_uniform")},
+    ("ntk", "gaussian"): {"float": ("W3d", "ntk_gaussian_stable"), "mp": ("W3d", "ntk_gaussian")},
+}
 
 
-def _uniform_G(which: str, X: np.ndarray, XP: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """G(X, X'; S) evaluated branch by branch (each branch only where it applies)."""
-    out = np.empty(S.shape)
-    for fn, mask in zip(_branch_fns(which, "numpy"), (S < -1, (S >= -1) & (S <= 1), S > 1)):
-        if np.any(mask):
-            out[mask] = np.broadcast_to(fn(X[mask], XP[mask], S[mask]), (int(mask.sum()),))
-    return out
+def _derived_fn(which: str, init: str, kind: str) -> Callable[..., Any]:
+    """The lambdified derived expression (arguments x, x' and, for the NTK, sigma_c)."""
+    cid, key = _SOURCES[(which, init)][kind]
+    args = (dk.x, dk.xp, dk.sigma_c) if which == "ntk" else (dk.x, dk.xp)
+    return derived.lambdified(cid, key, args, modules="numpy" if kind == "float" else "mpmath")
 
 
-def _uniform_eval(which: str, x: np.ndarray, xp: np.ndarray) -> np.ndarray:
-    smin, smax = np.minimum(x, xp), np.maximum(x, xp)
-    return 0.25 * (_uniform_G(which, x, xp, smin) + _uniform_G(which, -x, -xp, -smax))
+def _float_value(which: str, init: str, *extra: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """float64 evaluator of the derived expression on broadcast arrays."""
+    def fn(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        out = _derived_fn(which, init, "float")(p, q, *extra)
+        return np.broadcast_to(np.asarray(out, dtype=np.float64), np.broadcast_shapes(p.shape, q.shape))
+    return fn
 
 
-def _uniform_mp(which: str, x: Any, xp: Any) -> Any:
-    """The derived sign split in mpmath: (G(x, x'; min) + G(-x, -x'; -max)) / 4."""
-    fns = _branch_fns(which, "mpmath")
-
-    def G(X: Any, XP: Any, S: Any) -> Any:
-        return fns[0](X, XP, S) if S < -1 else (fns[1](X, XP, S) if S <= 1 else fns[2](X, XP, S))
-    return (G(x, xp, min(x, xp)) + G(-x, -xp, -max(x, xp))) / 4
-
-
-# ------------------------------------------------------------------ gaussian evaluators
-def _t_minus_atan(t: np.ndarray) -> np.ndarray:
-    """t - atan(t) for t >= 0 without cancellation (series t^3/3 - t^5/5 + ... for small t)."""
-    out = t - np.arctan(t)
-    small = t < _SERIES_T
-    if np.any(small):
-        ts = t[small]
-        t2, term, acc = ts * ts, ts.copy(), np.zeros_like(ts)
-        for k in range(1, 16):           # |t|^2 < 1/16: 15 terms reach 1e-19 relative
-            term = term * t2
-            acc += (-1) ** (k + 1) * term / (2 * k + 1)
-        out[small] = acc
-    return out
-
-
-def _gaussian_rf(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
-    """(|x - x'| + (pi - phi)(1 + x x')) / (2 pi), phi = atan2(|x - x'|, 1 + x x') (W3c).
-
-    For 1 + x x' < 0 the two terms cancel; there pi - phi = atan(t), t = |d| / |c|, and
-    K = |c| (t - atan t) / (2 pi) is evaluated without cancellation."""
-    d = np.abs(x - xp)
-    c = 1.0 + x * xp
-    out = np.empty(c.shape)
-    pos = c >= 0
-    out[pos] = (d[pos] + (np.pi - np.arctan2(d[pos], c[pos])) * c[pos]) / (2 * np.pi)
-    neg = ~pos
-    if np.any(neg):
-        cn = -c[neg]
-        out[neg] = cn * _t_minus_atan(d[neg] / cn) / (2 * np.pi)
-    return out
-
-
-def _gaussian_prob(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
-    """(pi - phi) / (2 pi) = atan2(|x - x'|, -(1 + x x')) / (2 pi) (no cancellation near phi = pi)."""
-    return np.arctan2(np.abs(x - xp), -(1.0 + x * xp)) / (2 * np.pi)
-
-
-def _gaussian_expr(which: str) -> sp.Expr:
-    return derived.results("W3c")["rf"] if which == "rf" else derived.results("W3d")["P_gaussian"]
-
-
-def _gaussian_mp(which: str, x: Any, xp: Any) -> Any:
-    key = ("W3c", "rf") if which == "rf" else ("W3d", "P_gaussian")
-    return derived.lambdified(key[0], key[1], (dk.x, dk.xp), modules="mpmath")(x, xp)
-
-
-_FLOAT = {("rf", "uniform"): lambda x, xp: _uniform_eval("rf", x, xp),
-          ("prob", "uniform"): lambda x, xp: _uniform_eval("prob", x, xp),
-          ("rf", "gaussian"): _gaussian_rf, ("prob", "gaussian"): _gaussian_prob}
-
-
-def _mp_value(which: str, init: str, x: Any, xp: Any) -> Any:
-    """One value of K_RF ("rf") or P ("prob") from the derived expression in mpmath."""
-    return _uniform_mp(which, x, xp) if init == "uniform" else _gaussian_mp(which, x, xp)
-
-
-def _mp_ntk(init: str, x: Any, xp: Any, sigma_c: Any) -> Any:
-    return _mp_value("rf", init, x, xp) + sigma_c**2 * (1 + x * xp) * _mp_value("prob", init, x, xp)
+def _mp_value(which: str, init: str, x: Any, xp: Any, *extra: Any) -> Any:
+    """One value of K_RF ("rf"), P ("prob") or K_NTK ("ntk", extra = (sigma_c,)) from the
+    derived primary expression in mpmath."""
+    return _derived_fn(which, init, "mp")(x, xp, *extra)
 
 
 def _evaluate(name: str, init: str, x: np.ndarray, xp: np.ndarray,
@@ -259,7 +203,7 @@ def _mp_grid(fn: Callable[..., Any], args: tuple, dps: int) -> Any:
 def _rf_kernel(x: Any, xp: Any, init: str = "uniform") -> np.ndarray | float:
     x, xp = _pair(x, xp)
     init = _init(init)
-    return _evaluate("rf_kernel", init, x, xp, _FLOAT[("rf", init)],
+    return _evaluate("rf_kernel", init, x, xp, _float_value("rf", init),
                      lambda p, q: _mp_value("rf", init, p, q))
 
 
@@ -272,7 +216,7 @@ def _rf_kernel_mp(x: Any, xp: Any, init: str = "uniform", dps: int = 30) -> Any:
 def _active_probability(x: Any, xp: Any, init: str = "uniform") -> np.ndarray | float:
     x, xp = _pair(x, xp)
     init = _init(init)
-    return _evaluate("active_probability", init, x, xp, _FLOAT[("prob", init)],
+    return _evaluate("active_probability", init, x, xp, _float_value("prob", init),
                      lambda p, q: _mp_value("prob", init, p, q))
 
 
@@ -287,25 +231,24 @@ def _ntk_kernel(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0) ->
     init = _init(init)
     sc = _sigma(sigma_c)
 
-    with np.errstate(over="ignore"):
-        sc2 = np.float64(sc) ** 2   # inf when it overflows: then the mpmath path decides
-
-    def fl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-        return _FLOAT[("rf", init)](p, q) + sc2 * (1.0 + p * q) * _FLOAT[("prob", init)](p, q)
-    return _evaluate("ntk_kernel", init, x, xp, fl, lambda p, q: _mp_ntk(init, p, q, mpmath.mpf(sc)))
+    return _evaluate("ntk_kernel", init, x, xp, _float_value("ntk", init, np.float64(sc)),
+                     lambda p, q: _mp_value("ntk", init, p, q, mpmath.mpf(sc)))
 
 
 def _ntk_kernel_mp(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0, dps: int = 30) -> Any:
     x, xp = _mp_pair(x, xp)
     init = _init(init)
     sc = _sigma(sigma_c)
-    return _mp_grid(lambda p, q: _mp_ntk(init, p, q, mpmath.mpf(sc)), (x, xp), dps)
+    return _mp_grid(lambda p, q: _mp_value("ntk", init, p, q, mpmath.mpf(sc)), (x, xp), dps)
 
 
 def _kernel_exprs(which: str) -> dict[str, sp.Expr]:
-    cid, keys = _BRANCH_KEYS[which]
-    r = derived.results(cid)
-    return {"uniform": dk.assemble_uniform(*(r[k] for k in keys)), "gaussian": _gaussian_expr(which)}
+    """The derived primary closed forms, by init."""
+    out = {}
+    for init in INITS:
+        cid, key = _SOURCES[(which, init)]["mp"]
+        out[init] = derived.results(cid)[key]
+    return out
 
 
 rf_kernel = DerivedFunction(
@@ -337,7 +280,7 @@ P(a x > b, a x' > b) (alpha(m) = sqrt(m), all layers trained, E c^2 = sigma_c^2;
 
 >>> round(float(ntk_kernel(0.0, 0.0, init="uniform", sigma_c=1.0)), 12)  # 1/6 + 1/2
 0.666666666667
-""", lambda: {i: derived.results("W3d")[f"ntk_{i}"] for i in INITS}, _ntk_kernel, _ntk_kernel_mp)
+""", lambda: _kernel_exprs("ntk"), _ntk_kernel, _ntk_kernel_mp)
 
 
 def _rkhs_weight(x: Any, init: str = "uniform") -> np.ndarray | float:
@@ -413,10 +356,12 @@ class KernelInterpolant:
                 f"matrix has condition number {self.condition:.3g} > {MAX_CONDITION:.0e}, so the "
                 "coefficients would carry no accurate digits; merge or drop points closer than "
                 "about 1e-3 of the data range")
-        self.coefficients = scipy.linalg.solve(gram, yd, assume_a="pos")
-        if not np.all(np.isfinite(self.coefficients)):
+        with np.errstate(all="ignore"):
+            self.coefficients = scipy.linalg.solve(gram, yd, assume_a="pos")
+            fitted = gram @ self.coefficients
+        if not (np.all(np.isfinite(self.coefficients)) and np.all(np.isfinite(fitted))):
             raise ValueError("y_data is too large: the interpolation coefficients K^-1 y_data "
-                             "overflow float64; rescale y_data")
+                             "or the sums K alpha overflow float64; rescale y_data")
         self._factor = 1.0
 
     def kernel_matrix(self, x: np.ndarray, xp: np.ndarray) -> np.ndarray:
@@ -427,7 +372,12 @@ class KernelInterpolant:
     def __call__(self, x: Any) -> np.ndarray | float:
         xv = as_float_array(x, "x")
         flat = xv.reshape(-1)
-        out = self.kernel_matrix(flat[:, None], self.x_data[None, :]) @ self.coefficients
+        with np.errstate(all="ignore"):
+            out = self.kernel_matrix(flat[:, None], self.x_data[None, :]) @ self.coefficients
+        if not np.all(np.isfinite(out)):
+            raise ValueError("the interpolant's value sum_j alpha_j K(x, x_j) overflows float64 "
+                             "at some x (x too far from the data for these coefficients); "
+                             "evaluate closer to x_data or rescale y_data")
         out = out.reshape(xv.shape)
         return float(out) if out.ndim == 0 else out
 
@@ -465,7 +415,7 @@ class MpKernelInterpolant:
     def _k(self, p: Any, q: Any) -> Any:
         if self.kernel == "rf":
             return _mp_value("rf", self.init, p, q)
-        return _mp_ntk(self.init, p, q, mpmath.mpf(self.sigma_c))
+        return _mp_value("ntk", self.init, p, q, mpmath.mpf(self.sigma_c))
 
     def __call__(self, x: Any) -> Any:
         xv = as_float_array(x, "x")
