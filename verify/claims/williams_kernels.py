@@ -307,6 +307,49 @@ def _piecewise_fit_stats(f: Callable, xd: np.ndarray, deg: int = 3) -> tuple[flo
 _W3B_DATA = _datasets(min_points=3, max_points=9, min_gap=0.12, x_range=(-0.95, 0.95), y_range=(-2.0, 2.0))
 
 
+_JUMP_H = 0.05   # node spacing of the one-sided cubic pieces
+
+
+@lru_cache(maxsize=256)
+def _section_quadrature(xp: float) -> tuple[tuple[mpmath.mpf, ...], tuple[mpmath.mpf, ...]]:
+    """K_RF(x' + k h, x') for k = -3..0 and 0..3 (uniform init) by 2-D quadrature of the
+    definition at 40 digits: the nodes of the cubic pieces left and right of x'."""
+    with mpmath.workdps(45):
+        X0 = mpmath.mpf(xp)
+        val = {k: nk.rf_kernel_quad_mp(X0 + k * mpmath.mpf(_JUMP_H), X0, "uniform", dps=40)
+               for k in range(-3, 4)}
+    return tuple(val[k] for k in (-3, -2, -1, 0)), tuple(val[k] for k in (0, 1, 2, 3))
+
+
+def _jumps_vs_quadrature(xp: float, jumps: Any) -> SubCheck:
+    """On [-1, 1] each side of the section K_RF(., x') is a cubic (W3b): the cubic through
+    4 quadrature values on each side gives its derivatives at x' exactly (up to the 40-digit
+    quadrature); their jumps against the derived jumps J_k(x'), k = 0..3."""
+    left, right = _section_quadrature(xp)
+    with mpmath.workdps(40):
+        X0, h = mpmath.mpf(xp), mpmath.mpf(_JUMP_H)
+
+        def derivs(vals: tuple, ks: tuple[int, ...]) -> list:
+            # Newton form in t = (x - x') / h through the nodes t = ks; derivatives at t = 0
+            pts = [mpmath.mpf(k) for k in ks]
+            coef = list(vals)
+            for lev in range(1, 4):
+                for i in range(3, lev - 1, -1):
+                    coef[i] = (coef[i] - coef[i - 1]) / (pts[i] - pts[i - lev])
+            t = mpmath.mpf(0)
+            p = lambda t: coef[0] + (t - pts[0]) * (coef[1] + (t - pts[1]) * (coef[2] + (t - pts[2]) * coef[3]))  # noqa: E731
+            return [mpmath.diff(p, t, k) / h**k for k in range(4)]
+        dl = derivs(left, (-3, -2, -1, 0))
+        dr = derivs(right, (0, 1, 2, 3))
+        J = sp.lambdify(XP, sp.Matrix(list(jumps)), modules="mpmath")(X0)
+        errs = [abs((dr[k] - dl[k]) - J[k]) for k in range(4)]
+        err = float(max(errs))
+    return SubCheck("", err, 1e-25, f"at x' = {xp:.6g}: measured jumps "
+                    f"{[mpmath.nstr(dr[k] - dl[k], 8) for k in range(4)]}; cubic through 4 nodes "
+                    f"h = {_JUMP_H} apart on each side from 40-digit quadrature: k-th derivative "
+                    "error <= 1e-40 (2/h)^k k! 10 < 1e-33; tolerance 1e-25 absolute (K = O(1))")
+
+
 def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
     """``matrix_perturbation``: negative control, the derived relation f''_L = -f''_R used
     as f''_L = -(1 + perturbation) f''_R (one matrix entry)."""
@@ -359,6 +402,10 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
                             "derivative jumps at the data = alpha_j x derived jumps (k = 0..3)")):
         subs.append(for_all_instances(ctx, nm, _W3B_DATA, lambda d, i=i: measure(d)[i],
                                       quick=4, full=25, pinned=[(FIG4_X, FIG4_Y)]))
+    subs.append(for_all_instances(ctx, "derived jumps [d^k K_RF] at x = x' vs cubic pieces of quadrature values",
+                                  st.floats(-0.75, 0.75, allow_nan=False, allow_subnormal=False),
+                                  lambda v: _jumps_vs_quadrature(float(v), res["jumps"]),
+                                  quick=1, full=8, pinned=[-0.6, 0.1, 0.7]))
     g = np.linspace(-1, 1, 801)
     return combine("uniform-init RF kernel interpolant vs cubic spline with the derived end "
                    "conditions; piecewise cubic, C^2, third-derivative jumps alpha_j/8 (data "
@@ -661,16 +708,21 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcom
             omega_f = lambda v, i=init: float(F.rkhs_weight(v, init=i))
         omegas[init] = omega_f
         om_mp = sp.lambdify(X, res[f"omega_{init}"], modules="mpmath")
-        rows, w = [], 0.0
-        for xv in (0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0):
-            ref = nk.rkhs_weight_quad_mp(xv, init, exponent=3)
-            val = omega_f(xv)
+        rows: list[list[Any]] = []
+
+        def weight(xv: float, i: str = init, om: Callable = omega_f, rows: list = rows) -> SubCheck:
+            xv = float(xv)
+            ref = nk.rkhs_weight_quad_mp(xv, i, exponent=3)
+            val = om(xv)
             err = _rel_err(val, ref)
-            w = max(w, err)
-            rows.append([init, fmt(xv), mpmath.nstr(ref, 16), f"{val:.16g}", fmt(err)])
-        subs.append(SubCheck(f"{init}: omega(x) vs mpmath quadrature", w, REL_TOL,
-                             "float64 closed form (a rational function) vs 30-digit quadrature of "
-                             "int |a|^3 p_0(a, ax) da"))
+            rows.append([i, fmt(xv), mpmath.nstr(ref, 16), f"{val:.16g}", fmt(err)])
+            return SubCheck("", err, REL_TOL, f"at x = {xv:.6g}")
+        found = for_all_instances(ctx, f"{init}: omega(x) vs mpmath quadrature",
+                                  st.floats(-20, 20, allow_nan=False, allow_subnormal=False), weight,
+                                  quick=3, full=20, pinned=[0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0])
+        found.reason = (f"{found.reason}; float64 closed form (a rational function) vs 30-digit "
+                        "quadrature of int |a|^3 p_0(a, ax) da")
+        subs.append(found)
         tables.append(Table(f"{init}: omega", ["init", "x", "quadrature", "closed form", "rel. error"], rows))
         s2 = res[f"sigma2_{init}"]
         bps = (-1.0, 1.0) if init == "uniform" else ()
