@@ -438,11 +438,17 @@ def _h1c_run(ctx: RunContext, eta: float):
 
 
 def _h1c_simulate(ctx: RunContext, eta: float):
-    """Pair-closed particles and a whitened symmetric sample; GD with step eta recording the
-    moments z = (w, M, A) and the second-order terms of every step."""
-    d = dh.H1C_DIM
+    """The claim's reference run (widths by profile)."""
     m0, n0, T = (50, 300, 30.0) if ctx.quick else (250, 5000, 40.0)
-    rng_p = ctx.rng("particles")
+    return _h1c_system(ctx.rng("particles"), ctx.rng("data"), m0, n0, T, eta)
+
+
+def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int, n0: int,
+                T: float, eta: float):
+    """Pair-closed particles (4 m0 of them) and a whitened symmetric sample (2 n0 points);
+    GD with step eta recording the moments z = (w, M, A) and the second-order terms of
+    every step."""
+    d = dh.H1C_DIM
     # base input weights: rows of m0/d random orthogonal matrices, so that
     # sum_j b_j b_j^T = (m0/d) I exactly (second moment of Unif(S^{d-1}), v_b = 1/d)
     Qs = [np.linalg.qr(rng_p.standard_normal((d, d)))[0] for _ in range(m0 // d)]
@@ -452,7 +458,7 @@ def _h1c_simulate(ctx: RunContext, eta: float):
     a = np.concatenate([a0, -a0, a0, -a0])
     B = np.concatenate([B0, -B0, -B0, B0])
     # symmetric (x, -x) and whitened sample: E_n[x x^T] = I/d exactly, E_n[f* x] random
-    X0 = ctx.rng("data").standard_normal((n0, d))
+    X0 = rng_d.standard_normal((n0, d))
     X = np.concatenate([X0, -X0])
     L = np.linalg.cholesky(X.T @ X / X.shape[0])
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
@@ -504,6 +510,28 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     scale = float(np.abs(Z).max())
     step_err = float(np.abs(incr - pred).max())
     step_tol = 64 * np.finfo(float).eps * scale * (1 + d)
+
+    # (1') the same two exact identities over drawn widths, samples and step sizes
+    def measure_identities(inst) -> SubCheck:
+        k0, n_i, eta_i, s = inst
+        _, _, _, Xi, Yi, Zi, S2i, snaps_i, _ = _h1c_system(
+            ctx.rng("instance", "particles", k0, n_i, s), ctx.rng("instance", "data", k0, n_i, s),
+            k0 * d, n_i, 20 * eta_i, eta_i)
+        ci, Sigi = Xi.T @ Yi / Xi.shape[0], Xi.T @ Xi / Xi.shape[0]
+        pred_i = np.array([eta_i * F(z, ci, Sigi) for z in Zi[:-1]]) + eta_i ** 2 * S2i[:-1]
+        sc = float(np.abs(Zi).max())
+        e_step = float(np.abs(Zi[1:] - Zi[:-1] - pred_i).max()) / (64 * _U * sc * (1 + d))
+        e_lin = max(float(np.abs(tl.forward(aa, BB, Xt) - Xt @ (0.5 * (aa @ BB) / aa.size)).max())
+                    for aa, BB in snaps_i) / 1e-12
+        return SubCheck("identities", max(e_step, e_lin), 1.0,
+                        "both errors in units of their tolerances (64 (1 + d) u of the "
+                        "moments; 1e-12 for linearity)")
+    from hypothesis import strategies as st
+    s_ident = for_all_instances(
+        ctx, "drawn widths 4 d k0, samples 2 n, steps eta: every GD step |Delta z - eta F(z) "
+        "- eta^2 S2| and the predictor's linearity, in units of their tolerances",
+        st.tuples(st.integers(1, 6), st.integers(10, 200), st.sampled_from([0.02, 0.1, 0.3]),
+                  st.integers(0, 2 ** 32 - 1)), measure_identities, quick=3, full=20)
     # (3) the derived ODE integrated (DOP853) from the sample's exactly isotropic moments
     #     M0 = I/d, A0 = 1 and E_n[x x^T] = I/d is the derived ray s(t) w*
     z0 = np.concatenate([np.zeros(d), (B.T @ B / m).ravel(), [a @ a / m]])
@@ -574,6 +602,7 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
                  "derived moment ODE, z = (w, M, A))", step_err, step_tol,
                  "exact identity for pair-closed particles (the moments are quadratic); "
                  f"rounding of sums of O({fmt(scale)}) moments over m = {m} particles"),
+        s_ident,
         SubCheck("derived ODE (DOP853, rtol 1e-12) from the isotropic sample moments vs the "
                  "derived ray s(t) w*, s from the closed-form inverse (w* of the formula)",
                  ray_err, 1e-9 + 10 * iso,
