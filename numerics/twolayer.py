@@ -10,8 +10,10 @@ Loss on a weighted sample (x_i, y_i, w_i) (weights default 1/n, i.e. the empiric
 :func:`loss_and_grad` returns the exact gradient of L (with the 1/m of the model); the
 mean-field particle velocity is ``-m * grad`` (docs/conventions.md, section 2), so gradient descent with
 learning rate ``m * eta`` is the forward-Euler scheme of the mean-field flow with time
-step ``eta``.  All m x n products are chunked over samples (bounded memory, BLAS-bound):
-with the default chunk, d = 30, m = 1e4, n = 1e5 needs about 0.5 GiB of buffers (2 x 2^25 float64).
+step ``eta``.  The step is fused and blocked over samples: per block of rows one GEMM for
+the pre-activations, one pass for the activation mask, one for the ReLU, one GEMV for the
+outputs and one GEMM for the gradient; the blocks stay in cache and their buffers are reused
+across calls (no n x m array is ever formed).
 
 Population expectations for Gaussian data rho = N(0, s2 I_d) are available in closed form
 (arc-cosine kernel of degree 1): :func:`gaussian_relu_kernel`,
@@ -20,24 +22,34 @@ Gauss-Gegenbauer quadrature for the target term).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
-from numerics.validation import (ArgumentTypeError, as_float_array, as_float_scalar,
-                                 require_choice, require_positive_int, require_time_grid,
-                                 require_tolerance)
+from numerics.validation import (POW2_ZERO_EXPONENT, ArgumentTypeError,
+                                 as_float_array, as_float_scalar, ldexp_clipped, merge_pow2,
+                                 require_choice, require_finite_result, require_positive_int,
+                                 require_size, require_time_grid, require_tolerance, row_pow2_scale, sum_pow2)
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
            "orbit_samples", "gaussian_relu_kernel", "gaussian_relu_kernel_grad",
-           "population_loss_and_grad_norm_target", "DEFAULT_CHUNK_ELEMENTS",
-           "loss_and_grad_dense_reference"]
+           "population_loss_and_grad_norm_target", "loss_and_grad_dense_reference"]
 
-#: max entries of one (chunk x m) buffer; two such float64 buffers live at once (512 MiB)
-DEFAULT_CHUNK_ELEMENTS = 2 ** 25
+#: max entries of one (rows x m) block buffer (memory bound for a huge m: 2 x 256 MiB)
+_MAX_BLOCK_ELEMENTS = 2 ** 25
+#: target entries of one (rows x m) block: the pre-activations and their mask (2 x 1 MiB)
+#: stay in the cache of one core between the passes over them
+_BLOCK_ELEMENTS = 2 ** 17
+#: fewest rows of a block (when m allows): the inner dimension of the gradient GEMM, which
+#: is accumulated once per block
+_MIN_BLOCK_ROWS = 128
+#: largest total work of one gradient_descent call, in multiply-adds (~1 h of one core):
+#: beyond it the call is refused at once
+_MAX_GD_WORK = 2 ** 46
 
 
 class DivergenceError(FloatingPointError):
@@ -72,19 +84,52 @@ def _validate(a, B, X, Y=None, weights=None, *, need_y: bool = False):
     return out
 
 
+def _require_work(n: int, m: int, d: int, steps: int = 1) -> None:
+    """Refuse at once a call whose multiply-adds (about steps x n x m x d per GEMM) would
+    take hours."""
+    require_size(steps * n * m * d, "the work steps x n x m x d", limit=_MAX_GD_WORK,
+                 what="multiply-adds", hint="use fewer samples, particles or steps")
+
+
 def _chunk_rows(m: int, n: int, chunk: int | None) -> int:
+    """Rows per block: ``chunk`` if given, else about _BLOCK_ELEMENTS / m (at least
+    _MIN_BLOCK_ROWS, at most _MAX_BLOCK_ELEMENTS / m and n)."""
     if chunk is not None:
-        return require_positive_int(chunk, "chunk")
-    return int(max(1, min(n, DEFAULT_CHUNK_ELEMENTS // max(m, 1))))
+        return min(require_positive_int(chunk, "chunk"), max(n, 1))
+    rows = min(max(_MIN_BLOCK_ROWS, _BLOCK_ELEMENTS // max(m, 1)),
+               _MAX_BLOCK_ELEMENTS // max(m, 1))
+    return int(max(1, min(n, rows)))
+
+
+_WORKSPACE = threading.local()
+#: block buffers up to this many entries are kept between calls (per thread)
+_KEEP_ELEMENTS = 2 ** 20
+
+
+def _workspace(rows: int, m: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray]:
+    """Block buffers Z, M (rows, m), RX (rows, d), T (m, d), reused across calls of the
+    same thread (fresh pages cost a page fault each; GD calls the step thousands of times)."""
+    key = (rows, m, d)
+    if rows * m > _KEEP_ELEMENTS:
+        return (np.empty((rows, m)), np.empty((rows, m)), np.empty((rows, d)),
+                np.empty((m, d)))
+    cached = getattr(_WORKSPACE, "buffers", None)
+    if cached is None or cached[0] != key:
+        cached = (key, (np.empty((rows, m)), np.empty((rows, m)), np.empty((rows, d)),
+                        np.empty((m, d))))
+        _WORKSPACE.buffers = cached
+    return cached[1]
 
 
 def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.ndarray:
     m, n = a.shape[0], X.shape[0]
     out = np.empty(n)
-    buf = np.empty((min(c, n), m))
+    Z = _workspace(min(c, n), m, B.shape[1])[0]
     for s in range(0, n, c):
         e = min(n, s + c)
-        Z = buf[: e - s]
+        if e - s < Z.shape[0]:
+            Z = Z[: e - s]
         np.dot(X[s:e], B.T, out=Z)
         np.maximum(Z, 0.0, out=Z)
         np.dot(Z, a, out=out[s:e])
@@ -99,6 +144,7 @@ def forward(a, B, X, *, chunk: int | None = None) -> np.ndarray:
     (an overflow, or an underflow to 0) are handled in the power-of-two rescaled form
     (exact, :func:`_loss_and_grad_scaled`); a result beyond float64 raises a ValueError."""
     a, B, X = _validate(a, B, X)
+    _require_work(*X.shape[:1], *B.shape)
     c = _chunk_rows(a.shape[0], X.shape[0], chunk)
     if _tiny_factors(a, B, X):
         return _forward_scaled(a, B, X, c)
@@ -117,7 +163,11 @@ _TINY = 2.0 ** -140
 def _tiny_factors(*parts: np.ndarray) -> bool:
     """True if some non-zero scale of a, the rows of B and X, Y or w is below _TINY."""
     for p in parts:
-        mags = np.abs(p) if p.ndim == 1 else np.max(np.abs(p), axis=1)
+        mags = np.abs(p)
+        if mags.size == 0 or mags.min() >= _TINY:
+            continue                         # no entry at all below _TINY (the usual case)
+        if p.ndim == 2:
+            mags = np.max(mags, axis=1)
         if np.any((mags > 0) & (mags < _TINY)):
             return True
     return False
@@ -125,34 +175,43 @@ def _tiny_factors(*parts: np.ndarray) -> bool:
 
 def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
                         w: np.ndarray, c: int) -> tuple[float, np.ndarray, np.ndarray]:
-    """The chunked float64 step on validated arrays (no checks: the hot loop of GD)."""
+    """The blocked float64 step on validated arrays (no checks: the hot loop of GD).
+
+    Per block of c samples: Z = X_s B^T (GEMM), M = 1{Z > 0}, Z <- M Z = relu(Z),
+    m f_s = Z a (GEMV), weighted residuals r_s = w_s (f_s - y_s), then
+    G += M^T (r_s x_s) (GEMM); no other pass over the block.  Afterwards
+    dL/dB_j = (a_j / m) G_j and, by the positive homogeneity relu(z) = 1{z > 0} z,
+    dL/da_j = (1/m) sum_i w_i r_i relu(b_j . x_i) = (1/m) G_j . b_j, an O(m d) row dot."""
     m, d = B.shape
     n = X.shape[0]
-    rows = min(c, n)
-    Zbuf = np.empty((rows, m))
-    Mbuf = np.empty((rows, m))
-    RX = np.empty((rows, d))
-    ga = np.zeros(m)
-    gB = np.zeros((m, d))
-    loss = 0.0
+    Z, M, RX, T = _workspace(min(c, n), m, d)
+    G = np.zeros((m, d))
+    f = np.empty(n)
+    r = np.empty(n)
+    w_m = w / m
+    wy = w * Y
+    BT = B.T
     for s in range(0, n, c):
         e = min(n, s + c)
-        k = e - s
-        Z, M = Zbuf[:k], Mbuf[:k]
-        np.dot(X[s:e], B.T, out=Z)
-        np.greater(Z, 0.0, out=M)           # indicator 1{b_j . x_i > 0} as float64
-        np.maximum(Z, 0.0, out=Z)           # relu
-        r = Z @ a
-        r /= m
-        r -= Y[s:e]                          # residual f - y
-        loss += 0.5 * float(np.dot(w[s:e], r * r))
-        r *= w[s:e]                          # weighted residual
-        ga += Z.T @ r
-        np.multiply(X[s:e], r[:, None], out=RX[:k])
-        gB += M.T @ RX[:k]
+        if e - s < Z.shape[0]:
+            Z, M, RX = Z[: e - s], M[: e - s], RX[: e - s]
+        Xs, fs, rs = X[s:e], f[s:e], r[s:e]
+        np.dot(Xs, BT, out=Z)                # pre-activations b_j . x_i
+        np.greater(Z, 0.0, out=M)            # the mask 1{b_j . x_i > 0} as 0.0 / 1.0
+        np.multiply(Z, M, out=Z)             # relu (a -inf times 0 gives nan: rescaled path)
+        np.dot(Z, a, out=fs)                 # m f(x_i)
+        np.multiply(fs, w_m[s:e], out=rs)
+        rs -= wy[s:e]                        # w_i (f(x_i) - y_i)
+        np.multiply(Xs, rs[:, None], out=RX)
+        np.dot(M.T, RX, out=T)
+        G += T
+    f /= m
+    f -= Y                                   # residuals f - y
+    loss = 0.5 * float(np.dot(w * f, f))
+    ga = np.einsum("ij,ij->i", G, B)
     ga /= m
-    gB *= (a / m)[:, None]
-    return loss, ga, gB
+    G *= (a / m)[:, None]
+    return loss, ga, G
 
 
 def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
@@ -184,6 +243,7 @@ def loss_and_grad(a, B, X, Y, *, weights=None, chunk: int | None = None
     vals = _validate(a, B, X, Y, weights, need_y=True)
     a, B, X, Y = vals[:4]
     n = X.shape[0]
+    _require_work(n, *B.shape)
     w = vals[4] if weights is not None else np.full(n, 1.0 / n)
     c = _chunk_rows(a.shape[0], n, chunk)
     if _tiny_factors(a, B, X, Y, w):
@@ -194,39 +254,10 @@ def loss_and_grad(a, B, X, Y, *, weights=None, chunk: int | None = None
 
 
 # ------------------------------------------------ exactly rescaled (overflow-safe) path
-# A value is held as (mantissa, exponent) = mant * 2**exp.  Scaling by powers of two is
-# exact, so the only rounding is that of the float64 sums themselves (terms below 2^-1074
-# of the largest term of a sum are lost, as in any float64 sum).
-_NO_EXP = -(1 << 40)     # exponent of an exact zero (below every real exponent)
-
-
-def _ldexp(mant: np.ndarray, exp: np.ndarray) -> np.ndarray:
-    """mant * 2**exp (exponents clipped to where float64 is already 0 or inf)."""
-    with np.errstate(over="ignore", under="ignore"):
-        return np.ldexp(mant, np.clip(exp, -4000, 4000).astype(np.int64))
-
-
-def _row_scale(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """M = diag(2**e) Mh with max |row of Mh| in [0.5, 1) (zero rows: e = 0)."""
-    top = np.max(np.abs(M), axis=1)
-    e = np.frexp(top)[1].astype(np.int64)
-    return _ldexp(M, -e[:, None]), e
-
-
-def _sum_pow2(P: np.ndarray, E: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """sum over ``axis`` of P * 2**E as (mantissa, exponent), exponent = the largest
-    exponent of a non-zero term (``_NO_EXP`` for an all-zero sum)."""
-    E = np.broadcast_to(E, P.shape)
-    top = np.max(np.where(P != 0, E, _NO_EXP), axis=axis)
-    mant = np.sum(_ldexp(P, E - np.expand_dims(top, axis)), axis=axis)
-    return mant, top
-
-
-def _merge(acc: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """Sum of two (mantissa, exponent) values."""
-    top = np.maximum(acc[1], new[1])
-    return _ldexp(acc[0], acc[1] - top) + _ldexp(new[0], new[1] - top), top
+# A value is held as (mantissa, exponent) = mant * 2**exp (numerics.validation's exact
+# power-of-two helpers).  Scaling by powers of two is exact, so the only rounding is that
+# of the float64 sums themselves (terms below 2^-1074 of the largest term of a sum are
+# lost, as in any float64 sum).
 
 
 def _overflow(what: str, a, B, X) -> ValueError:
@@ -236,14 +267,15 @@ def _overflow(what: str, a, B, X) -> ValueError:
 
 
 def _finish(val: tuple[np.ndarray, np.ndarray], what: str, a, B, X) -> np.ndarray:
-    out = _ldexp(*val)
-    if not np.all(np.isfinite(out)):
-        raise _overflow(what, a, B, X)
-    return out
+    try:
+        return ldexp_clipped(np.asarray(val[0], dtype=np.float64),
+                             np.asarray(val[1], dtype=np.int64), what)
+    except ValueError:
+        raise _overflow(what, a, B, X) from None
 
 
 def _scaled_parts(a, B, X):
-    Bh, eB = _row_scale(B)
+    Bh, eB = row_pow2_scale(B)
     ah, ea = np.frexp(a)
     return Bh, eB, ah, ea.astype(np.int64) + eB
 
@@ -251,9 +283,9 @@ def _scaled_parts(a, B, X):
 def _forward_rows_scaled(ah, eaB, Bh, m, Xc) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                        np.ndarray]:
     """For a chunk of rows: Xh, eX, Zh = Xh Bh^T and f as (mantissa, exponent)."""
-    Xh, eX = _row_scale(Xc)
+    Xh, eX = row_pow2_scale(Xc)
     Zh = Xh @ Bh.T                                    # Z_ij = Zh_ij 2^(eX_i + eB_j)
-    fm, fe = _sum_pow2(np.maximum(Zh, 0.0) * ah, eaB[None, :] + eX[:, None], axis=1)
+    fm, fe = sum_pow2(np.maximum(Zh, 0.0) * ah, eaB[None, :] + eX[:, None], axis=1)
     return Xh, eX, Zh, (fm / m, fe)
 
 
@@ -274,24 +306,26 @@ def _loss_and_grad_scaled(a, B, X, Y, w, c: int) -> tuple[float, np.ndarray, np.
     Bh, eB, ah, eaB = _scaled_parts(a, B, X)
     m, d = B.shape
     n = X.shape[0]
-    loss_acc = (np.zeros(()), np.array(_NO_EXP))
-    ga_acc = (np.zeros(m), np.full(m, _NO_EXP))
-    gB_acc = (np.zeros((m, d)), np.full((m, d), _NO_EXP))
+    loss_acc = (np.zeros(()), np.array(POW2_ZERO_EXPONENT))
+    ga_acc = (np.zeros(m), np.full(m, POW2_ZERO_EXPONENT))
+    gB_acc = (np.zeros((m, d)), np.full((m, d), POW2_ZERO_EXPONENT))
     for s in range(0, n, c):
         e = min(n, s + c)
         Xh, eX, Zh, (fm, fe) = _forward_rows_scaled(ah, eaB, Bh, m, X[s:e])
         yh, ey = np.frexp(Y[s:e])
-        rm, re = _sum_pow2(np.stack([fm, -yh], 1), np.stack([fe, ey.astype(np.int64)], 1), 1)
+        rm, re = sum_pow2(np.stack([fm, -yh], 1), np.stack([fe, ey.astype(np.int64)], 1), 1)
         wh, ew = np.frexp(w[s:e])
         ew = ew.astype(np.int64)
-        loss_acc = _merge(loss_acc, _sum_pow2(0.5 * wh * rm * rm, ew + 2 * re, axis=0))
+        loss_acc = merge_pow2(loss_acc, sum_pow2(0.5 * wh * rm * rm, ew + 2 * re, axis=0))
         qm, qe = wh * rm, ew + re + eX                # w_i r_i = qm_i 2^(qe_i - eX_i)
         H = np.maximum(Zh, 0.0)
-        ga_acc = _merge(ga_acc, _sum_pow2(H * qm[:, None], qe[:, None] + eB[None, :], axis=0))
+        ga_acc = merge_pow2(ga_acc, sum_pow2(H * qm[:, None], qe[:, None] + eB[None, :], axis=0))
         act = (Zh > 0) & (qm != 0)[:, None]           # (k, m)
-        top = np.max(np.where(act, qe[:, None], _NO_EXP), axis=0)     # per neuron j
-        W = np.where(act, _ldexp(qm[:, None], qe[:, None] - top[None, :]), 0.0)
-        gB_acc = _merge(gB_acc, (W.T @ Xh, np.broadcast_to(top[:, None], (m, d))))
+        top = np.max(np.where(act, qe[:, None], POW2_ZERO_EXPONENT), axis=0)  # per neuron j
+        # exponents <= 0 where active (top is their maximum); inactive entries are dropped
+        W = np.where(act, ldexp_clipped(np.broadcast_to(qm[:, None], act.shape).copy(),
+                                        np.minimum(qe[:, None] - top[None, :], 0)), 0.0)
+        gB_acc = merge_pow2(gB_acc, (W.T @ Xh, np.broadcast_to(top[:, None], (m, d)).copy()))
     loss = float(_finish(loss_acc, "loss_and_grad: the loss", a, B, X))
     ga = _finish((ga_acc[0] / m, ga_acc[1]), "loss_and_grad: dL/da", a, B, X)
     gB = _finish((gB_acc[0] * (ah / m)[:, None], gB_acc[1] + (eaB - eB)[:, None]),
@@ -304,10 +338,22 @@ def loss_and_grad_dense_reference(a, B, X, Y, *, chunk_elements: int = 2 ** 22
     """The textbook NumPy step (benchmark/test reference for :func:`loss_and_grad`,
     w_i = 1/n): per chunk of samples Z = X B^T, H = relu(Z), r = H a / m - y,
     dL/da = H^T r / (m n), dL/dB = ((1{Z > 0} * r) * a / m)^T X / n, with fresh
-    temporaries.  Chunking over samples (sums split exactly) only bounds memory."""
-    a, B, X, Y = _validate(a, B, X, Y)
+    temporaries.  Chunking over samples (sums split exactly) only bounds memory.  No
+    rescaling: a loss or gradient beyond float64 raises a ValueError."""
+    a, B, X, Y = _validate(a, B, X, Y, need_y=True)
     m, n = a.shape[0], X.shape[0]
-    rows = int(max(1, min(n, require_positive_int(chunk_elements, "chunk_elements") // m)))
+    _require_work(n, m, B.shape[1])
+    chunk_elements = require_positive_int(chunk_elements, "chunk_elements")
+    rows = int(max(1, min(n, chunk_elements // m)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss, ga, gB = _dense_reference_sums(a, B, X, Y, rows)
+    require_finite_result((loss, ga, gB), "loss_and_grad_dense_reference",
+                          "a, B, X or Y too large for the unscaled reference")
+    return loss, (ga, gB)
+
+
+def _dense_reference_sums(a, B, X, Y, rows):
+    m, n = a.shape[0], X.shape[0]
     loss, ga, gB = 0.0, np.zeros(m), np.zeros(B.shape)
     for s in range(0, n, rows):
         Z = X[s:s + rows] @ B.T
@@ -316,14 +362,16 @@ def loss_and_grad_dense_reference(a, B, X, Y, *, chunk_elements: int = 2 ** 22
         loss += 0.5 * float(r @ r) / n
         ga += H.T @ r / (m * n)
         gB += ((Z > 0) * r[:, None] * (a / (m * n))[None, :]).T @ X[s:s + rows]
-    return loss, (ga, gB)
+    return loss, ga, gB
 
 
 def balance_gap(a, B) -> np.ndarray:
-    """a_j^2 - |b_j|^2 per particle (conserved by the flow: claim H1a)."""
-    a = np.asarray(a, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
-    return a * a - np.einsum("ij,ij->i", B, B)
+    """a_j^2 - |b_j|^2 per particle (conserved by the flow: claim H1a); a ValueError if
+    it exceeds float64."""
+    a, B = _validate_params(a, B)
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = a * a - np.einsum("ij,ij->i", B, B)
+    return require_finite_result(gap, "balance_gap", "|a| or |b| above 1e154")
 
 
 @dataclass
@@ -334,6 +382,15 @@ class GDResult:
     times: np.ndarray
     losses: np.ndarray
     snapshots: list[tuple[np.ndarray, np.ndarray]]
+
+    def __post_init__(self) -> None:
+        self.a, self.B = _validate_params(self.a, self.B)
+        self.times = as_float_array(self.times, "GDResult.times", ndim=1)
+        self.losses = as_float_array(self.losses, "GDResult.losses", ndim=1)
+        if self.losses.shape != self.times.shape:
+            raise ValueError("GDResult.losses must have one entry per recorded time")
+        if not isinstance(self.snapshots, list) or len(self.snapshots) != self.times.size:
+            raise ValueError("GDResult.snapshots must be a list with one (a, B) per recorded time")
 
 
 def _require_grad_fn(grad_fn: Callable | None) -> Callable | None:
@@ -377,7 +434,10 @@ def gradient_descent(a, B, X, Y, eta: float, steps: int, *, weights=None,
     m = a.shape[0]
     sample = _require_grad_fn(grad_fn) is None
     if sample:
-        grad_fn = _sample_grad(a, B, X, Y, weights, chunk)[0]
+        grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
+        _require_work(Xv.shape[0], *B.shape, steps=steps + 1)
+    else:
+        _require_work(1, *B.shape, steps=steps + 1)
     times, losses, snaps = [], [], []
     loss0 = None
     for k in range(steps + 1):
@@ -412,6 +472,17 @@ class FlowResult:
     nfev: int
     rtol: float
     atol: float
+
+    def __post_init__(self) -> None:
+        self.times = require_time_grid(self.times, "FlowResult.times", start=0.0)
+        self.a = as_float_array(self.a, "FlowResult.a (shape (T, m))", ndim=2)
+        self.B = as_float_array(self.B, "FlowResult.B (shape (T, m, d))", ndim=3)
+        if self.a.shape[0] != self.times.size or self.B.shape[:2] != self.a.shape:
+            raise ValueError(f"FlowResult: a {self.a.shape} and B {self.B.shape} must hold one "
+                             f"state per time ({self.times.size})")
+        self.nfev = require_positive_int(self.nfev, "FlowResult.nfev", minimum=0)
+        self.rtol = require_tolerance(self.rtol, "FlowResult.rtol")
+        self.atol = require_tolerance(self.atol, "FlowResult.atol")
 
 
 _METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF,
@@ -512,31 +583,63 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
 
 
 # ---------------------------------------------------------------- symmetrized systems
+#: tolerances of cyclic_group: the closure test |T^k - I| <= tol needs tol above the
+#: rounding of k products (a few eps per product), and below any real distance from I
+_TOL_RANGE = (1e-15, 1e-2)
+_MAX_GROUP_ORDER = 4096
+
+
+def _require_bool(v, name: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False; got {type(v).__name__} {v!r:.40}")
+    return bool(v)
+
+
 def cyclic_group(T, max_order: int = 64, tol: float = 1e-12) -> np.ndarray:
     """The cyclic group {I, T, T^2, ...} generated by an orthogonal matrix of finite
-    order, as a (|G|, d, d) stack (raise if the order exceeds ``max_order``)."""
-    T = as_float_array(T, "T", ndim=2)
+    order, as a (|G|, d, d) stack (claims H1b, H1d); a ValueError if the order exceeds
+    ``max_order`` (at most 4096), i.e. if no power up to it is within ``tol`` (in
+    [1e-15, 1e-2]) of the identity entrywise."""
+    T = as_float_array(T, "T (orthogonal generator, shape (d, d))", ndim=2, allow_empty=False)
     d = T.shape[0]
-    if T.shape != (d, d) or np.abs(T.T @ T - np.eye(d)).max() > 1e-10:
-        raise ValueError("T must be a square orthogonal matrix")
+    if T.shape != (d, d):
+        raise ValueError(f"T must be a square orthogonal matrix; got shape {T.shape}")
+    max_order = require_positive_int(max_order, "max_order", maximum=_MAX_GROUP_ORDER)
+    tol = as_float_scalar(tol, "tol (closure tolerance)", lo=_TOL_RANGE[0], hi=_TOL_RANGE[1])
+    require_size(max_order * d * d, "the group (max_order x d x d entries)")
+    require_size(max_order * d ** 3, "the powers of T (max_order x d^3 multiply-adds)",
+                 limit=_MAX_GD_WORK >> 10, what="multiply-adds", hint="use a smaller max_order or d")
+    if np.abs(T.T @ T - np.eye(d)).max() > 1e-10:
+        raise ValueError("T must be a square orthogonal matrix (T^T T = I to 1e-10)")
     mats = [np.eye(d)]
     P = T.copy()
     while np.abs(P - np.eye(d)).max() > tol:
         mats.append(P)
         if len(mats) > max_order:
-            raise ValueError(f"T has order > {max_order}; use a rotation by 2 pi / q")
+            raise ValueError(f"T has order > {max_order} (no power within tol = {tol:g} of I); "
+                             "use a rotation by 2 pi / q, or raise max_order or tol")
         P = P @ T
     return np.array(mats)
+
+
+def _group_stack(group, d: int) -> np.ndarray:
+    G = as_float_array(group, "group (stack of |G| orthogonal (d, d) matrices)", ndim=3,
+                       allow_empty=False)
+    if G.shape[1:] != (d, d):
+        raise ValueError(f"group must have shape (|G|, {d}, {d}) to act on R^{d}; got {G.shape}")
+    return G
 
 
 def orbit_particles(a, B, group, *, negate_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The particle set closed under b -> g b for every g of the (finite) ``group``:
     (a_j, g b_j) for all g and j (size |G| m).  ``negate_a=True`` pairs g with a sign
     flip of a (the map (a, b) -> (-a, -b) for g = -I, claim H1c)."""
-    a = np.asarray(a, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
+    a, B = _validate_params(a, B)
+    G = _group_stack(group, B.shape[1])
+    negate_a = _require_bool(negate_a, "negate_a")
+    require_size(G.shape[0] * B.size, "the orbit particles (|G| x m x d entries)")
     A, Bs = [], []
-    for i, g in enumerate(np.asarray(group)):
+    for i, g in enumerate(G):
         sign = -1.0 if (negate_a and i % 2 == 1) else 1.0
         A.append(sign * a)
         Bs.append(B @ g.T)
@@ -545,38 +648,71 @@ def orbit_particles(a, B, group, *, negate_a: bool = False) -> tuple[np.ndarray,
 
 def orbit_samples(X, group) -> np.ndarray:
     """The sample {g x_i} (size |G| n): its empirical measure is exactly G-invariant."""
-    X = np.asarray(X, dtype=np.float64)
-    return np.concatenate([X @ g.T for g in np.asarray(group)])
+    X = as_float_array(X, "X (inputs, shape (n, d))", ndim=2, allow_empty=False)
+    G = _group_stack(group, X.shape[1])
+    require_size(G.shape[0] * X.size, "the orbit sample (|G| x n x d entries)")
+    return np.concatenate([X @ g.T for g in G])
 
 
 # ---------------------------------------------------------------- Gaussian population
+def _unit_rows(U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(U_i / |U_i|, |U_i| as mantissa and power-of-two exponent), without overflow or
+    underflow: rows are scaled exactly by powers of two first; zero rows give 0."""
+    Uh, e = row_pow2_scale(U)
+    n = np.linalg.norm(Uh, axis=1)
+    unit = np.divide(Uh, n[:, None], out=np.zeros_like(Uh), where=n[:, None] > 0)
+    return unit, n, e
+
+
 def _angles(U: np.ndarray, V: np.ndarray):
-    nu = np.linalg.norm(U, axis=1)
-    nv = np.linalg.norm(V, axis=1)
-    G = U @ V.T
-    cos = np.clip(G / np.outer(nu, nv), -1.0, 1.0)
+    """cos, angle and sin between the rows of U and V (0, pi/2, 1 where a row is 0) and
+    the norms |u_i| |v_j| as (mantissa, exponent)."""
+    uu, nu, eu = _unit_rows(U)
+    vv, nv, ev = _unit_rows(V)
+    cos = np.clip(uu @ vv.T, -1.0, 1.0)
     gam = np.arccos(cos)
     sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
-    return nu, nv, cos, gam, sin
+    return (np.outer(nu, nv), eu[:, None] + ev[None, :]), cos, gam, sin, uu
+
+
+def _validate_pair(U, V, s2) -> tuple[np.ndarray, np.ndarray, float]:
+    U = as_float_array(U, "U (shape (k, d))", ndim=2, allow_empty=False)
+    V = as_float_array(V, "V (shape (l, d))", ndim=2, allow_empty=False)
+    if U.shape[1] != V.shape[1]:
+        raise ValueError(f"U has {U.shape[1]} columns but V has {V.shape[1]}; both must be d")
+    s2 = as_float_scalar(s2, "s2 (data variance)", lo=0.0, lo_open=True)
+    require_size(U.shape[0] * V.shape[0], "the kernel matrix (len(U) x len(V))")
+    return U, V, s2
 
 
 def gaussian_relu_kernel(U, V, s2: float) -> np.ndarray:
     """K_ij = E[relu(u_i . x) relu(v_j . x)], x ~ N(0, s2 I) (Cho & Saul arc-cosine kernel):
-    s2 |u||v| (sin g + (pi - g) cos g) / (2 pi), g the angle between u_i and v_j."""
-    nu, nv, cos, gam, sin = _angles(np.asarray(U, float), np.asarray(V, float))
-    return s2 * np.outer(nu, nv) * (sin + (np.pi - gam) * cos) / (2 * np.pi)
+    s2 |u||v| (sin g + (pi - g) cos g) / (2 pi), g the angle between u_i and v_j
+    (claims H1e, H1h); K = 0 for a zero row; a ValueError if K exceeds float64."""
+    U, V, s2 = _validate_pair(U, V, s2)
+    (nm, ne), cos, gam, sin, _ = _angles(U, V)
+    ms, es = np.frexp(s2)
+    mant = (ms / (2 * np.pi)) * nm * (sin + (np.pi - gam) * cos)
+    return ldexp_clipped(mant, ne + int(es), "gaussian_relu_kernel: K",
+                         "|u| |v| s2 beyond float64")
 
 
 def gaussian_relu_kernel_grad(U, V, s2: float, coef) -> np.ndarray:
     """sum_j coef_ij E[1{u_i . x > 0} x relu(v_j . x)] for x ~ N(0, s2 I), i.e. the
-    gradient in u_i of sum_j coef_ij K(u_i, v_j):  s2/(2 pi) [(pi - g) v_j + sin g |v_j| u_i/|u_i|]."""
-    U = np.asarray(U, float)
-    V = np.asarray(V, float)
-    nu, nv, cos, gam, sin = _angles(U, V)
-    c = np.asarray(coef, float)
-    out = (c * (np.pi - gam)) @ V
-    out += ((c * sin) @ nv)[:, None] * (U / nu[:, None])
-    return out * (s2 / (2 * np.pi))
+    gradient in u_i of sum_j coef_ij K(u_i, v_j):  s2/(2 pi) [(pi - g) v_j + sin g |v_j| u_i/|u_i|]
+    (0 for u_i = 0, where the indicator vanishes); a ValueError if it exceeds float64."""
+    U, V, s2 = _validate_pair(U, V, s2)
+    c = as_float_array(coef, "coef (shape (len(U), len(V)))", ndim=2)
+    if c.shape != (U.shape[0], V.shape[0]):
+        raise ValueError(f"coef must have shape {(U.shape[0], V.shape[0])}; got {c.shape}")
+    _, cos, gam, sin, uu = _angles(U, V)
+    zero_u = ~np.any(U != 0, axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (c * (np.pi - gam)) @ V
+        out += ((c * sin) @ np.linalg.norm(V, axis=1))[:, None] * uu
+        out *= s2 / (2 * np.pi)
+    out[zero_u] = 0.0
+    return require_finite_result(out, "gaussian_relu_kernel_grad", "coef, V or s2 too large")
 
 
 def population_loss_and_grad_norm_target(a, B, d_H: int, s2: float, r_nodes, r_weights
@@ -586,32 +722,47 @@ def population_loss_and_grad_norm_target(a, B, d_H: int, s2: float, r_nodes, r_w
 
     The target term uses |x_H| = alpha E_w relu(w . x_H), w ~ Unif(S^{d_H-1}): by rotation
     invariance E[|x_H| relu(b . x)] = alpha E_R k(R |b_H|, |b|) with R the first coordinate
-    of w; ``(r_nodes, r_weights)`` is a quadrature rule for the law of R (normalized,
-    alpha included in the weights: sum(weights) = alpha)."""
-    a = np.asarray(a, float)
-    B = np.asarray(B, float)
+    of w; ``(r_nodes, r_weights)`` is a quadrature rule for the law of R (nodes in [-1, 1],
+    normalized, alpha included in the weights: sum(weights) = alpha)."""
+    a, B = _validate_params(a, B)
     m, d = B.shape
-    K = gaussian_relu_kernel(B, B, s2)                          # (m, m)
-    Ka = K @ a / m                                              # E[f relu(b_j x)]
-    bH = B[:, :d_H]
-    nb = np.linalg.norm(B, axis=1)
-    nbH = np.linalg.norm(bH, axis=1)
-    rho = np.divide(nbH, nb, out=np.zeros_like(nb), where=nb > 0)
-    cos = np.clip(rho[:, None] * np.asarray(r_nodes)[None, :], -1.0, 1.0)   # (m, q)
-    gam = np.arccos(cos)
-    sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
-    wts = np.asarray(r_weights)
-    pref = s2 / (2 * np.pi)
-    T = pref * nb * ((sin + (np.pi - gam) * cos) @ wts)        # E[|x_H| relu(b_j x)]
-    f_ff = float(a @ K @ a) / m ** 2
-    f_fs = float(a @ T) / m
-    loss = 0.5 * (f_ff - 2 * f_fs + s2 * d_H)
-    ga = (Ka - T) / m
-    # E[f 1{b_j x>0} x] and E[|x_H| 1{b_j x>0} x]
-    gf = gaussian_relu_kernel_grad(B, B, s2, np.broadcast_to(a / m, (m, m)))
-    e_bH = np.divide(bH, nbH[:, None], out=np.zeros_like(bH), where=nbH[:, None] > 0)
-    gs = pref * (((np.pi - gam) * np.asarray(r_nodes)[None, :]) @ wts)[:, None] * \
-        np.pad(e_bH, ((0, 0), (0, d - d_H)))
-    gs += pref * (sin @ wts)[:, None] * (B / nb[:, None])
-    gB = (a / m)[:, None] * (gf - gs)
+    d_H = require_positive_int(d_H, "d_H (dimension of the subspace H)", maximum=d)
+    s2 = as_float_scalar(s2, "s2 (data variance)", lo=0.0, lo_open=True)
+    r_nodes = as_float_array(r_nodes, "r_nodes (quadrature nodes in [-1, 1])", ndim=1,
+                             allow_empty=False)
+    r_weights = as_float_array(r_weights, "r_weights (quadrature weights)", ndim=1)
+    if r_weights.shape != r_nodes.shape:
+        raise ValueError(f"r_weights must have one entry per node ({r_nodes.size}); got "
+                         f"{r_weights.size}")
+    if np.any(np.abs(r_nodes) > 1.0):
+        raise ValueError("r_nodes must lie in [-1, 1] (a coordinate of a unit vector)")
+    require_size(m * m, "the kernel matrix (m x m)")
+    require_size(m * r_nodes.size, "the quadrature table (m x len(r_nodes))")
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = gaussian_relu_kernel(B, B, s2)                      # (m, m)
+        Ka = K @ a / m                                          # E[f relu(b_j x)]
+        bH = B[:, :d_H]
+        _, nbh, eb = _unit_rows(B)
+        nb = np.ldexp(nbh, eb)
+        nbH = np.linalg.norm(bH, axis=1)
+        rho = np.divide(nbH, nb, out=np.zeros_like(nb), where=nb > 0)
+        cos = np.clip(rho[:, None] * r_nodes[None, :], -1.0, 1.0)   # (m, q)
+        gam = np.arccos(cos)
+        sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
+        pref = s2 / (2 * np.pi)
+        T = pref * nb * ((sin + (np.pi - gam) * cos) @ r_weights)   # E[|x_H| relu(b_j x)]
+        f_ff = float(a @ K @ a) / m ** 2
+        f_fs = float(a @ T) / m
+        loss = 0.5 * (f_ff - 2 * f_fs + s2 * d_H)
+        ga = (Ka - T) / m
+        # E[f 1{b_j x>0} x] and E[|x_H| 1{b_j x>0} x]
+        gf = gaussian_relu_kernel_grad(B, B, s2, np.broadcast_to(a / m, (m, m)))
+        e_bH = np.divide(bH, nbH[:, None], out=np.zeros_like(bH), where=nbH[:, None] > 0)
+        gs = pref * (((np.pi - gam) * r_nodes[None, :]) @ r_weights)[:, None] * \
+            np.pad(e_bH, ((0, 0), (0, d - d_H)))
+        gs += pref * (sin @ r_weights)[:, None] * np.divide(
+            B, nb[:, None], out=np.zeros_like(B), where=nb[:, None] > 0)
+        gB = (a / m)[:, None] * (gf - gs)
+    require_finite_result((loss, ga, gB), "population_loss_and_grad_norm_target",
+                          "a, B or s2 too large")
     return loss, (ga, gB)

@@ -209,3 +209,98 @@ def test_gradient_flow_stops_on_nan_field_and_budget():
                          grad_fn=lambda aa, BB: (0.0, (np.sin(50 * aa), np.cos(BB))))
     with pytest.raises(ValueError, match="rtol"):
         tl.gradient_flow(a, B, None, None, [1.0], rtol=float("nan"), grad_fn=lambda aa, BB: (0.0, (aa, BB)))
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 8), st.integers(1, 700),
+       st.sampled_from([None, 1, 7, 128, 10 ** 9]))
+def test_blocked_step_equals_the_dense_reference(seed, m, d, n, chunk):
+    """The fused, blocked step (mask, ReLU, GEMV and the dL/da = G_j . b_j / m identity)
+    computes the textbook step to rounding: 1e-13 relative (max-norm, loss and both
+    gradients), for every block size, including blocks of one sample and one block."""
+    rng = np.random.default_rng(seed)
+    a, B = rng.standard_normal(m), rng.standard_normal((m, d))
+    X, Y = rng.standard_normal((n, d)), rng.standard_normal(n)
+    L1, g1 = tl.loss_and_grad(a, B, X, Y, chunk=chunk)
+    L2, g2 = tl.loss_and_grad_dense_reference(a, B, X, Y)
+    assert abs(L1 - L2) <= 1e-13 * abs(L2)
+    for u, v in zip(g1, g2):
+        assert np.abs(u - v).max() <= 1e-13 * np.abs(v).max() + 1e-300
+
+
+def test_reused_buffers_never_alias_results():
+    """The block buffers are reused across calls: results of one call stay intact."""
+    a, B, X, Y = _problem(4, 40, 3, 300)
+    L1, (ga1, gB1) = tl.loss_and_grad(a, B, X, Y)
+    keep = (ga1.copy(), gB1.copy())
+    f1 = tl.forward(a, B, X)
+    f_keep = f1.copy()
+    tl.loss_and_grad(2 * a, B[::-1].copy(), X, Y)
+    tl.forward(a, -B, X)
+    assert np.array_equal(ga1, keep[0]) and np.array_equal(gB1, keep[1])
+    assert np.array_equal(f1, f_keep)
+
+
+def test_exactly_zero_preactivations_and_neurons():
+    """ReLU'(0) = 0: a neuron b = 0 (or a sample x = 0) is inactive, as in the reference;
+    a = 0 keeps dL/da (which needs the mask, not a)."""
+    a = np.array([1.0, 0.0, -2.0])
+    B = np.array([[0.0, 0.0], [1.0, 0.5], [-1.0, 2.0]])
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, -1.0], [-1.0, 0.5]])
+    Y = np.array([0.3, -0.2, 1.0, 0.0])
+    L1, (ga1, gB1) = tl.loss_and_grad(a, B, X, Y)
+    L2, (ga2, gB2) = tl.loss_and_grad_dense_reference(a, B, X, Y)
+    assert math.isclose(L1, L2, rel_tol=1e-15)
+    assert np.allclose(ga1, ga2, rtol=1e-15, atol=0) and np.allclose(gB1, gB2, rtol=1e-15, atol=0)
+    assert ga1[1] != 0.0 and np.all(gB1[0] == 0.0)
+
+
+def test_overflowing_negative_preactivation_is_rescaled():
+    """b . x = -inf in float64 for a dead neuron: its relu is exactly 0; the step is
+    recomputed exactly rescaled and stays finite and correct."""
+    a = np.array([1.0, 1.0])
+    B = np.array([[-1e200, 0.0], [0.0, 1.0]])
+    X = np.array([[1e200, 0.0], [0.0, 2.0]])
+    Y = np.array([0.5, 0.0])
+    L, (ga, gB) = tl.loss_and_grad(a, B, X, Y)
+    # f = (0, 1): L = 1/2 mean((f - y)^2), dL/da_2 = 1/2 mean((f - y) relu(b_2 . x)), ...
+    assert L == 0.3125 and ga.tolist() == [0.0, 0.5]
+    assert gB.tolist() == [[0.0, 0.0], [0.0, 0.5]]
+
+
+def test_public_surface_validates():
+    """Named errors, no nan, no hang (the public-surface census)."""
+    import time
+    assert tl.gaussian_relu_kernel([[0, 0]], [[1, 0]], 1.0).tolist() == [[0.0]]
+    assert np.all(tl.gaussian_relu_kernel_grad([[0.0, 0.0]], [[1.0, 0.0]], 1.0, [[1.0]]) == 0)
+    K = tl.gaussian_relu_kernel([[1e200, 0.0]], [[1e-200, 1e-200]], 2.0)
+    th = np.pi / 4
+    assert math.isclose(K[0, 0], 2.0 * math.sqrt(2) * (math.sin(th) + (math.pi - th) * math.cos(th))
+                        / (2 * math.pi), rel_tol=1e-14)
+    with pytest.raises(ValueError, match="not representable"):
+        tl.gaussian_relu_kernel([[1e200, 0.0]], [[1e200, 1.0]], 1.0)
+    rot = np.array([[np.cos(2 * np.pi), -np.sin(2 * np.pi)], [np.sin(2 * np.pi), np.cos(2 * np.pi)]])
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="max_order"):
+        tl.cyclic_group(rot, 10 ** 12, 5e-324)
+    with pytest.raises(ValueError, match="tol"):
+        tl.cyclic_group(rot, 10, 5e-324)
+    assert tl.cyclic_group(rot).shape == (1, 2, 2)
+    with pytest.raises(ValueError, match="work"):
+        tl.gradient_descent(np.ones(100), np.ones((100, 10)), np.ones((100, 10)), np.ones(100),
+                            0.1, 2 ** 62)
+    assert time.perf_counter() - t0 < 1.0
+    with pytest.raises(ValueError, match="group"):
+        tl.orbit_samples(np.ones((3, 2)), np.ones((2, 3, 3)))
+    with pytest.raises(TypeError, match="negate_a"):
+        tl.orbit_particles(np.ones(2), np.ones((2, 2)), [np.eye(2)], negate_a="yes")
+    with pytest.raises(ValueError, match="d_H"):
+        tl.population_loss_and_grad_norm_target(np.ones(2), np.ones((2, 3)), 4, 1.0, [0.0], [1.0])
+    with pytest.raises(ValueError, match="Y"):
+        tl.loss_and_grad_dense_reference(np.ones(2), np.ones((2, 3)), np.ones((4, 3)), None)
+    with pytest.raises(ValueError, match="overflow|not representable"):
+        tl.balance_gap([1e200], [[1.0]])
+    # a zero neuron in the population loss: finite, no nan
+    L, (ga, gB) = tl.population_loss_and_grad_norm_target(
+        np.array([1.0, 0.5]), np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 1.0]]), 2, 0.5,
+        [-0.5, 0.5], [1.0, 1.0])
+    assert np.isfinite(L) and np.all(np.isfinite(ga)) and np.all(np.isfinite(gB))
