@@ -34,7 +34,8 @@ __all__ = ["logistic", "swap_group", "cyclic_group", "matrix_symbols", "vector_s
            "derive_feature_averaging", "M1bDerivation", "derive_projection_vs_symmetrization",
            "eps", "DERIVATIONS", "PINNED_Z", "PINNED_X", "m1a_symbols", "m1c_symbols",
            "m1d_symbols", "fixed_space_basis", "derive_risk_gap", "derive_projected_drift",
-           "uv_group_matrices", "matrix_action_matrices", "rmd_symbols", "translate_symbols"]
+           "uv_group_matrices", "matrix_action_matrices", "rmd_symbols", "translate_symbols",
+           "TranslateDerivation", "derive_translate_moments", "TRANSLATE_N", "TRANSLATE_D"]
 
 eps = sp.Symbol("epsilon", positive=True)
 
@@ -348,11 +349,10 @@ def derive_m1c() -> Derivation:
     G2, G3 = swap_group(), cyclic_group(3)
     gap2, var2, id2, wi2 = derive_risk_gap(G2)
     gap3, var3, id3, wi3 = derive_risk_gap(G3)
-    c2, m2 = sp.symbols("c2 m2", nonnegative=True)
-    mc = sp.Symbol("mc", real=True)
-    rmd_sq = c2 / (2 * (2 * m2 + 2 * mc + c2))
     w2sq, ma, mb = rmd_symbols()
     rmd_def = sp.sqrt(w2sq / (2 * (ma + mb)))
+    tr = derive_translate_moments()
+    rmd_sq = tr.rmd_sq
     steps = [
         Step("Quadratic loss $\\ell(y, \\hat y) = \\frac12|y - \\hat y|^2$, orthogonal "
              "$\\hat\\rho$.  Pointwise in $(x, y)$ write $a_g = \\Phi_\\mu(\\rho_g x)$ and "
@@ -381,6 +381,13 @@ def derive_m1c() -> Derivation:
              "by Brenier), $m_2$ of the translate is $m_2 + 2\\bar z\\cdot c + |c|^2$; with "
              "$c_2 = |c|^2$, $m_c = \\bar z\\cdot c$:",
              _Eq(sp.Symbol("RMD^2"), rmd_sq)),
+        Step("These moments are computed, not typed: for a symbolic measure of "
+             f"{TRANSLATE_N} atoms $z_i \\in \\mathbb{{R}}^{TRANSLATE_D}$ and a symbolic "
+             "$c$, the cost of the coupling $z_i \\mapsto z_i + c$ minus $|c|^2$, and "
+             "$m_2$ of the translate minus $(m_2 + 2 m_c + c_2)$, expand to",
+             _Eq(sp.Symbol("Delta"), sp.Tuple(tr.cost_residual, tr.moment_residual))),
+        Step("and $\\mathrm{RMD}^2$ of the translate is the definition at "
+             "$W_2^2 = c_2$, $m_2(\\mu) = m_2$, $m_2(\\nu) = m_2 + 2 m_c + c_2$."),
     ]
     steps.insert(0, Step("Distance between particle measures (docs/conventions.md, section 3): "
                          "$\\mathrm{RMD} = \\sqrt{W_2^2 / (2(m_2(\\mu) + m_2(\\nu)))}$ "
@@ -389,6 +396,46 @@ def derive_m1c() -> Derivation:
     return Derivation(steps, {"orbit_variance_c2": var2, "orbit_variance_c3": var3,
                               "risk_gap_c2": gap2, "rmd_sq_translate": rmd_sq,
                               "rmd": rmd_def})
+
+
+#: size of the symbolic measure on which the moments of a translate are computed
+TRANSLATE_N, TRANSLATE_D = 3, 2
+
+
+@dataclass(frozen=True)
+class TranslateDerivation:
+    """RMD of a measure and its translate, from the definitions: ``cost_residual`` (the
+    translation coupling's cost minus |c|^2) and ``moment_residual`` (m_2 of the
+    translate minus (m_2 + 2 m_c + c_2)) expand to zero; ``rmd_sq`` is the RMD definition
+    squared at those moments, in the :func:`translate_symbols`."""
+    cost_residual: sp.Expr
+    moment_residual: sp.Expr
+    rmd_sq: sp.Expr
+
+
+def derive_translate_moments(n: int = TRANSLATE_N, dim: int = TRANSLATE_D
+                             ) -> TranslateDerivation:
+    """W_2^2(mu, (. + c)#mu) through the translation coupling and m_2((. + c)#mu) for the
+    uniform measure on n symbolic atoms in R^dim, as functions of c_2 = |c|^2,
+    m_2 = m_2(mu) and m_c = mean(z) . c; then RMD^2 from its definition."""
+    z = [vector_symbols(f"z{i}", dim) for i in range(n)]
+    c = vector_symbols("c", dim)
+    mean = sum(z, sp.zeros(dim, 1)) / n
+    m2_mu = sum(((zi.T * zi)[0] for zi in z), sp.Integer(0)) / n
+    cost = sum((((zi + c - zi).T * (zi + c - zi))[0] for zi in z), sp.Integer(0)) / n
+    m2_nu = sum((((zi + c).T * (zi + c))[0] for zi in z), sp.Integer(0)) / n
+    c2_val, mc_val = (c.T * c)[0], (mean.T * c)[0]
+    c2, m2, mc = translate_symbols()
+    cost_residual = sp.expand(cost - c2_val)
+    moment_residual = sp.expand(m2_nu - (m2_mu + 2 * mc_val + c2_val))
+    if cost_residual != 0 or moment_residual != 0:
+        raise ArithmeticError("the moments of a translate did not reduce to c_2, m_2, m_c")
+    # W2^2 = |c|^2 (cost of the translation map, optimal by Brenier); m_2(nu) as above
+    w2sq, ma, mb = rmd_symbols()
+    rmd_def_sq = (sp.sqrt(w2sq / (2 * (ma + mb)))) ** 2
+    rmd_sq = sp.simplify(rmd_def_sq.subs({w2sq: c2, ma: m2, mb: m2 + 2 * mc + c2},
+                                         simultaneous=True))
+    return TranslateDerivation(cost_residual, moment_residual, rmd_sq)
 
 
 def rmd_symbols() -> tuple[sp.Symbol, sp.Symbol, sp.Symbol]:

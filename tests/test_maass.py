@@ -335,3 +335,41 @@ def test_uv_unit_validation():
         UVUnit(2, 2, activation="relu")
     with pytest.raises(ValueError, match="dim_x"):
         UVUnit(0, 2)
+
+
+def test_rmd_of_a_translate_is_derived_from_the_definition() -> None:
+    """M1c's RMD^2 of a translate comes out of the RMD definition at the moments computed
+    symbolically (not typed): it equals c_2 / (2 (c_2 + 2 m_2 + 2 m_c)) and the mpmath
+    RMD of an explicit measure and its translate."""
+    import mpmath
+    tr = dm.derive_translate_moments()
+    assert tr.cost_residual == 0 and tr.moment_residual == 0
+    c2, m2, mc = dm.translate_symbols()
+    assert sp.simplify(tr.rmd_sq - c2 / (2 * (c2 + 2 * m2 + 2 * mc))) == 0
+    assert dm.derive_m1c().results["rmd_sq_translate"] == tr.rmd_sq
+    z = [[mpmath.mpf(1) / 3, mpmath.mpf(-2)], [mpmath.mpf(5) / 7, mpmath.mpf(1) / 11]]
+    c = [mpmath.mpf(3) / 13, mpmath.mpf(-1) / 17]
+    with mpmath.workdps(40):
+        w2 = sum((c[0] ** 2 + c[1] ** 2) for _ in z) / 2
+        m2a = sum(p[0] ** 2 + p[1] ** 2 for p in z) / 2
+        m2b = sum((p[0] + c[0]) ** 2 + (p[1] + c[1]) ** 2 for p in z) / 2
+        mean_c = sum(p[0] * c[0] + p[1] * c[1] for p in z) / 2
+        ref = w2 / (2 * (m2a + m2b))
+        got = sp.lambdify((c2, m2, mc), tr.rmd_sq, "mpmath")(c[0] ** 2 + c[1] ** 2, m2a, mean_c)
+        assert abs(got - ref) < mpmath.mpf(10) ** -35
+
+
+def test_maass_algorithms_say_so() -> None:
+    from verify import formulas
+    for f, claim in ((formulas.symmetrize, "M1a"), (formulas.project_to_fixed_space, "M1b"),
+                     (formulas.rmd, "M1c")):
+        assert f.algorithm is True and f.claim == claim
+        assert "An algorithm, not a closed form" in f.__doc__ and f"claim {claim}" in f.__doc__
+
+
+def test_maass_claims_draw_through_the_context() -> None:
+    """No generator in the M1 claims bypasses the run context (``ctx.rng``)."""
+    import inspect
+    from verify.claims import maass, maass_dynamics
+    for mod in (maass, maass_dynamics):
+        assert "default_rng" not in inspect.getsource(mod), mod.__name__

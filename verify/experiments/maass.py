@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from verify.claims.maass import (HeuristicSettings, TrendSettings, _slope, heuristic_examples,
-                                 heuristic_run, scheme_trend)
+from verify.claims.maass import TrendSettings, _slope
+from verify.claims.maass_dynamics import (HeuristicSettings, heuristic_examples, heuristic_run,
+                                          scheme_trend)
 from verify.experiments import Experiment, Setting
 
 __all__ = ["EXPERIMENTS", "FIXED_TEACHERS", "SCHEME_NAMES", "fixed_teacher", "setup",

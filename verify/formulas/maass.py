@@ -128,6 +128,11 @@ symmetrize = DerivedFunction(
     impl=symmetrize_impl, mpmath=symmetrize_mpmath,
     doc="""symmetrize(particles, group, weights=None) -> (particles_G, weights_G)
 
+An algorithm, not a closed form: the push-forward of the particle measure by every group
+element.  Verified against claim M1a's property Q_G Phi_mu = Phi_{mu^G} (the feature
+average computed on the function side equals the model of this measure, to 1e-12, on
+drawn groups, units and measures) and M1a's derived residuals.
+
 The symmetrized measure mu^G = (1/|G|) sum_g M_g # mu of mu = sum_i w_i delta_{z_i}
 (particles (N, D), weights (N,) summing to 1, default uniform): |G| N particles M_g z_i
 (g-major) with weights w_i / |G|.  By claim M1a, Phi_{mu^G} = Q_G Phi_mu (the feature
@@ -140,6 +145,11 @@ project_to_fixed_space = DerivedFunction(
     impl=project_impl, mpmath=project_mpmath,
     doc="""project_to_fixed_space(particles, group, weights=None) -> (P z_i, w_i)
 
+An algorithm, not a closed form: the group average of the parameter matrices applied to
+each particle.  Verified against claim M1b's property Phi_{mu^{E^G}} = Phi_{mu^G} for
+linear units (to 1e-12 on drawn groups and measures; it must differ for the logistic
+unit) and M1b's derived projector.
+
 The projected measure mu^{E^G} = P_{E^G} # mu, with P_{E^G} = (1/|G|) sum_g M_g the
 orthogonal projection onto the fixed space E^G.  Equal to ``symmetrize`` at the level of
 models only for linear units (claim M1b); ``.expr`` is the derived P_{E^G} z of the
@@ -150,8 +160,17 @@ rmd = DerivedFunction(
     impl=rmd_impl, mpmath=rmd_mpmath,
     doc="""rmd(a, b) -> float in [0, 1]
 
+An algorithm, not a closed form: an exact assignment problem for W_2 and the second
+moments.  Verified against claim M1c's properties: RMD(mu, mu + c) equals the derived
+RMD of a translate (c_2 / (2 (c_2 + 2 m_2 + 2 m_c)))^(1/2) (W_2 = |c| by Brenier, the
+moments from the particles), to 1e-12 relative.
+
 RMD(mu, nu) = sqrt(W_2^2(mu, nu) / (2 (m_2(mu) + m_2(nu)))) between the uniform measures
 on the rows of ``a`` (N, D) and ``b`` (M, D); W_2 is exact (assignment problem, sizes
 equalized to lcm(N, M)).  0 for two copies of delta_0.  ValueError for empty measures or
-different dimensions D.  ``.expr`` is the definition as used by claim M1c (which checks it
-against the exact RMD of a measure and its translate).""")
+different dimensions D.  ``.expr`` is the derived definition of claim M1c.""")
+
+#: algorithms: their mutants are listed under the algorithm by the mutation harness,
+#: not credited to the claim whose properties they are verified against
+for _algorithm in (symmetrize, project_to_fixed_space, rmd):
+    _algorithm.algorithm = True
