@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -224,3 +225,43 @@ def test_closed_pipe_in_shell_head() -> None:
     proc = subprocess.run(f"{sys.executable} -m verify list | head -1", shell=True,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.count("\n") == 1 and proc.stderr == ""
+
+
+def _targeted_claim():
+    """A claim whose negative control breaks its second sub-check (as W2b's does), and a
+    signed "at most" bound (a fitted rate) that the check keeps."""
+    from tests._fake_claim import _derive
+    from verify.claims import Claim
+    from verify.claims._helpers import SubCheck, combine
+
+    def run(ctx, broken: bool):
+        return combine("two sub-checks", [
+            SubCheck("headline closed form", 8.53e-11, 1e-7, "quadrature"),
+            SubCheck("delta drift", 7.98e-9 if broken else 1e-12, 1e-9, "ODE tolerance"),
+            SubCheck("fitted rate", -0.5, -0.25, "must be <= -1/4")])
+    return Claim(id="T0c", title="Targeted", source="tests", statement="$0$", derive=_derive,
+                 check=lambda ctx: run(ctx, False), negative_control=lambda ctx: run(ctx, True),
+                 negative_control_description="drift", negative_target="delta drift")
+
+
+def test_negative_controls_show_the_targeted_subcheck(fake_registry, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(fake_registry._REGISTRY, "T0c", _targeted_claim())
+    assert main(["check", "T0c", "--negative-controls"]) == 0
+    out = capsys.readouterr().out
+    header, row = out.splitlines()[:2]
+    assert header.split()[1] == "failed" and "passed" not in header
+    assert "7.98e-09" in row and "1.00e-09" in row and "x7.98" in row, row
+    assert "8.53e-11" not in row and "1.00e-07" not in row
+    assert "fails (as required)" in row
+
+
+def test_report_negative_control_line_is_the_targeted_subcheck(fake_registry, monkeypatch,
+                                                                tmp_path) -> None:
+    monkeypatch.setitem(fake_registry._REGISTRY, "T0c", _targeted_claim())
+    from verify.report import build_report
+    build_report(tmp_path / "r", only=["T0c"], progress=None)
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert ("drift: sub-check `delta drift`: measured error 7.98e-09 vs tolerance 1.00e-09: "
+            "**fails (x7.98)**.") in md
+    assert "| fails (x7.98) |" in md
+    assert not re.search(r"fails \(x0\.", md)

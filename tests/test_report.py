@@ -125,10 +125,14 @@ def _section(seed_evidence=None, sensitivity=None) -> SimpleNamespace:
     return sec
 
 
-def test_summary_columns_margin_sensitivity_and_seed_rate() -> None:
+def test_summary_columns_margin_sensitivity_and_seed_rate(monkeypatch) -> None:
+    from verify import sensitivity
+    monkeypatch.setattr(sensitivity, "describe", lambda cid: "1e-09" if cid == "T0a" else "-")
     evs = [SimpleNamespace(passed=p, error=e, tolerance=1.0, seed=i)
            for i, (p, e) in enumerate([(True, 0.5), (True, 0.7), (False, 1.3)])]
-    headers, rows = render._summary_columns([_section(evs, 1e-9), _section()])
+    other = _section()
+    other.claim.id = "T0b"
+    headers, rows = render._summary_columns([_section(evs), other])
     assert "sensitivity" in headers and headers[-1] == "seeds passed"
     assert rows[0][6] == "fails (x3)" and rows[0][7] == "1e-09" and rows[0][8] == "2/3"
     assert rows[1][7] == "-" and rows[1][8] == "-"
@@ -226,3 +230,105 @@ def test_negative_control_margin_is_the_targeted_subcheck() -> None:
         {"name": "closed form", "error": 1e-20, "tolerance": 1e-12, "passed": True},
         {"name": "rate vs N", "error": 0.5, "tolerance": 0.25, "passed": False}]}
     assert render._neg_verdict(sec) == "fails (x2)"
+
+
+def test_sensitivity_column_falls_back_without_the_module(monkeypatch) -> None:
+    import sys
+    monkeypatch.setitem(sys.modules, "verify.sensitivity", None)  # import fails
+    assert render._sensitivity(_section()) == "-"
+
+
+def _w2b_like() -> SimpleNamespace:
+    """A control whose headline sub-check passed and whose targeted one failed (as W2b)."""
+    sec = _section()
+    sec.claim.negative_target = "delta drift"
+    sec.claim.negative_control_description = "weights off by 1e-8"
+    sec.negative = SimpleNamespace(passed=False, error=8.53e-11, tolerance=1e-7, details={
+        "subchecks": [
+            {"name": "field vs finite differences", "error": 8.53e-11, "tolerance": 1e-7,
+             "passed": True},
+            {"name": "delta drift along the flow", "error": 7.98e-9, "tolerance": 1e-9,
+             "passed": False}]})
+    return sec
+
+
+def test_negative_control_line_shows_the_targeted_subcheck_numbers() -> None:
+    sec = _w2b_like()
+    m = render._neg_target(sec)
+    assert (m.name, m.error, m.tolerance) == ("delta drift along the flow", 7.98e-9, 1e-9)
+    assert render._neg_verdict(sec) == "fails (x7.98)"
+    line = "measured error 7.98e-09 vs tolerance 1.00e-09: **fails (x7.98)**"
+    assert line in "\n".join(render._md_claim_negative(sec))
+    assert "8.53e-11" not in "\n".join(render._md_claim_negative(sec))
+
+
+@pytest.mark.parametrize("error,tolerance,passed,text", [
+    (7.98e-9, 1e-9, False, "x7.98"),          # at most, broken
+    (0.5e-9, 1e-9, True, "x0.5"),             # at most, kept
+    (0.02, 1.0, False, "x50"),                # at least 1, broken: tolerance/error
+    (3.0, 1.0, True, "x0.333"),               # at least 1, kept
+    (-0.005, -0.25, False, "excess +0.245"),  # a rate that must be <= -1/4, broken
+    (-0.47, -0.25, True, "excess -0.22"),     # ... kept
+    (0.024, -0.25, False, "excess +0.274"),
+])
+def test_margin_direction_matches_the_legend(error, tolerance, passed, text) -> None:
+    """Above 1 (a factor) or above 0 (an excess) exactly when the bound is broken: no
+    "fails (x0.02)" for an "at least" or a signed bound."""
+    from verify.claims._helpers import margin
+    m = margin(error, tolerance, passed)
+    assert m.factor_text() == text
+    assert (m.severity() > 1) == (not passed)
+
+
+def test_no_failing_control_shows_a_factor_below_one() -> None:
+    from verify.claims._helpers import margin
+    for e, t in [(0.02, 1.0), (1e-16, 1e-12), (-0.005, -0.25), (0.0, 0.0), (5.0, 0.0)]:
+        for passed in (False,):
+            text = margin(e, t, passed).factor_text()
+            if text.startswith("x"):
+                assert float(text[1:]) > 1 or text == "xinf", (e, t, text)
+
+
+@pytest.mark.parametrize("name,needle,tex", [
+    ("nu'", "&#8242;", "\\nu'"), ("W2sq", "<msubsup>", "W_2^2"), ("m2mu", "&#956;", "m_2(\\mu)"),
+    ("m2nu", "&#957;", "m_2(\\nu)"), ("k_perp", "&#10178;", "k_{\\perp}")])
+def test_symbol_names_render_as_mathematics(name: str, needle: str, tex: str) -> None:
+    out = render.expression_mathml(sp.Symbol(name) ** 2 + sp.Symbol("x"))
+    assert needle in out and f">{name}<" not in out and "sq<" not in out
+    assert render.expression_latex(sp.Symbol(name)) == tex
+
+
+def test_no_sympy_identifier_as_text_in_any_derivation() -> None:
+    """Every symbol of every derivation step prints as mathematics: its base identifier is
+    one letter (Greek or Latin, with sub/superscripts) or a listed acronym, no primes as
+    text."""
+    from verify.claims import all_claims
+    allowed = {"RMD"}
+    found = set()
+    for c in all_claims():
+        for i, step in enumerate(c.derivation().steps, 1):
+            if step.expr is None or isinstance(step.expr, str) or not hasattr(step.expr, "atoms"):
+                continue
+            for s in step.expr.atoms(sp.Symbol):
+                out = render.expression_mathml(s)
+                base = re.search(r"<mi[^>]*>([^<]*)</mi>", out)
+                text = base.group(1) if base else ""
+                if "'" in out or (len(text) > 1 and not text.startswith("&")
+                                  and not text.isdigit() and text not in allowed):
+                    found.add(f"{c.id} step {i}: {s.name} -> {text}")
+    assert not found, "\n".join(sorted(found))
+
+
+def test_evidence_notes_are_not_repeated() -> None:
+    sec = _section()
+    sec.claim.notes = ("Source discrepancy: the sign.",)
+    sec.evidence.notes = ["Source discrepancy: the sign.", "other", "other"]
+    assert render._evidence_notes(sec) == ["other"]
+
+
+def test_quick_figures_state_their_reach() -> None:
+    sec = _section()
+    sec.evidence.profile = "quick"
+    assert "Quick profile" in render._profile_reach(sec)
+    sec.evidence.profile = "full"
+    assert render._profile_reach(sec) == ""

@@ -294,9 +294,29 @@ def _cmd_list() -> int:
 
 # ----------------------------------------------------------------------------- check
 
+def _shown(ev: Any, neg: bool) -> tuple[float, float, float, str]:
+    """(error, tolerance, severity, margin text) to show for an evidence: a check's
+    headline; for a negative control, the sub-check it targets (``Claim.negative_target``),
+    whose severity is above 1 exactly when it fails, and its margin (``x7.98``: error /
+    tolerance, tolerance / error for an "at least" bound; ``excess +0.25`` for a bound on
+    a signed quantity such as a fitted rate)."""
+    if not neg:
+        return float(ev.error), float(ev.tolerance), _ratio(ev), ""
+    from verify.claims._helpers import control_margin
+    m = control_margin(ev, getattr(_claim_of(ev.claim_id), "negative_target", "") or "")
+    return m.error, m.tolerance, m.severity(), m.factor_text()
+
+
+def _claim_of(claim_id: str) -> Any:
+    try:
+        return get(claim_id)
+    except UnknownClaimError:
+        return None
+
+
 def _claim_summary(results: list, neg: bool) -> dict[str, Any]:
     """Per claim over its seeds: passes, worst seed (an error first, then a wrong verdict,
-    then the largest error/tolerance of a check or the smallest of a control)."""
+    then the largest error/tolerance of a check or the smallest margin of a control)."""
     def ok_of(r):
         if r.error is not None:
             return False
@@ -305,7 +325,7 @@ def _claim_summary(results: list, neg: bool) -> dict[str, Any]:
     def badness(r):
         if r.error is not None:
             return (2, 0.0, -r.task.seed)
-        ratio = _ratio(r.evidence)
+        ratio = _shown(r.evidence, neg)[2]
         return (0 if ok_of(r) else 1, (-ratio if neg else ratio), -r.task.seed)
 
     worst = max(results, key=badness)
@@ -325,8 +345,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
                   timeout=args.timeout) for c in claims for s in seeds]
     ns = len(seeds)
     display = _Display()
-    header = (f"{'id':<5} {'passed':>7} {'worst seed':>10} {'measured error':>14} "
-              f"{'tolerance':>10}  {'verdict':<20} {'seconds':>7}")
+    header = (f"{'id':<5} {'failed' if neg else 'passed':>7} {'worst seed':>10} {'measured error':>14} "
+              f"{'tolerance':>10}  " + (f"{'margin':<14}  " if neg else "")
+              + f"{'verdict':<20} {'seconds':>7}")
     printed = [0]
     done = [0] * len(claims)
     results: list = [None] * len(tasks)
@@ -342,16 +363,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
             verdict = "fails (as required)" if all_ok else "DID NOT FAIL"
         else:
             verdict = "pass" if all_ok else "FAIL"
-        err = "-" if w.error is not None else fmt(w.evidence.error)
-        tol = "-" if w.error is not None else fmt(w.evidence.tolerance)
+        shown = None if w.error is not None else _shown(w.evidence, neg)
+        err = "-" if shown is None else fmt(shown[0])
+        tol = "-" if shown is None else fmt(shown[1])
+        margin = "" if not neg else f"{'-' if shown is None else shown[3]:<14}  "
         display.line(f"{claims[k].id:<5} {s['ok']:>3}/{s['n']:<3} {w.task.seed:>10} {err:>14} "
-                     f"{tol:>10}  ", (f"{verdict:<20}", _style(all_ok)), f" {s['seconds']:7.1f}",
+                     f"{tol:>10}  {margin}", (f"{verdict:<20}", _style(all_ok)), f" {s['seconds']:7.1f}",
                      f"  {w.error_line}" if w.error is not None and ns == 1 else "")
         if ns > 1:
             for r in s["bad"][:8]:
-                what = (f"ERROR {r.error_line}" if r.error is not None else
-                        f"{'passed' if neg else 'failed'}: error {fmt(r.evidence.error)}, "
-                        f"tolerance {fmt(r.evidence.tolerance)}")
+                e_t = None if r.error is not None else _shown(r.evidence, neg)
+                what = (f"ERROR {r.error_line}" if e_t is None else
+                        f"{'passed' if neg else 'failed'}: error {fmt(e_t[0])}, "
+                        f"tolerance {fmt(e_t[1])}" + (f" ({e_t[3]})" if neg else ""))
                 display.line(f"      seed {r.task.seed}: ", (what, _style(False)))
             if len(s["bad"]) > 8:
                 display.line(f"      ... and {len(s['bad']) - 8} more seed(s)")

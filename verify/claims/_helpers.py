@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -9,8 +10,8 @@ import numpy as np
 
 from verify.claims._core import Outcome, RunContext, Table
 
-__all__ = ["SubCheck", "combine", "fmt", "loglog_slope", "for_all_instances",
-           "no_shrinking", "without_local_constants"]
+__all__ = ["Margin", "SubCheck", "combine", "control_margin", "fmt", "loglog_slope",
+           "for_all_instances", "margin", "no_shrinking", "without_local_constants"]
 
 
 @dataclass
@@ -75,6 +76,98 @@ def fmt(x: Any, digits: int = 3) -> str:
     if 1e-3 <= abs(f) < 1e5:
         return f"{f:.{digits + 1}g}"
     return f"{f:.{digits - 1}e}"
+
+
+@dataclass(frozen=True)
+class Margin:
+    """Where a measured ``error`` lies against its ``tolerance``, in one direction for every
+    kind of bound: ``factor`` above 1 (or ``excess`` above 0) means the bound is broken.
+
+    ``sense`` is the bound the verdict implies: ``"at most"`` (passes iff error <=
+    tolerance), ``"at least"`` (passes iff error >= tolerance, e.g. a separation that must
+    be large enough) or ``"condition"`` (an explicit verdict neither reading explains).
+    For a positive bound ``factor`` is error/tolerance ("at most") or tolerance/error
+    ("at least"); for a signed one (a fitted rate that must stay below -1/4) ``excess`` is
+    error - tolerance ("at most") or tolerance - error ("at least")."""
+    name: str | None
+    error: float
+    tolerance: float
+    passed: bool
+    sense: str
+    factor: float | None = None
+    excess: float | None = None
+
+    def severity(self) -> float:
+        """A number above 1 exactly when the bound is broken (comparable across kinds)."""
+        if self.factor is not None:
+            return self.factor if self.factor == self.factor else math.inf
+        if self.excess is not None:
+            if self.excess != self.excess:
+                return math.inf
+            return 1.0 + self.excess / max(abs(self.tolerance), 1e-300)
+        return 0.0 if self.passed else math.inf
+
+    def factor_text(self) -> str:
+        """``x7.98`` (a factor), ``excess +0.245`` (a signed bound) or ``-``."""
+        if self.factor is not None:
+            return f"x{fmt(self.factor, 2)}"
+        if self.excess is not None:
+            return f"excess {'+' if self.excess >= 0 else ''}{fmt(self.excess, 2)}"
+        return "-"
+
+    def comparison(self) -> str:
+        """``measured error 7.98e-09 vs tolerance 1.00e-09``, or for other bounds
+        ``measured -0.00501, required at most -0.25``."""
+        if self.sense == "at most" and self.tolerance >= 0 and not self.error < 0:
+            return f"measured error {fmt(self.error)} vs tolerance {fmt(self.tolerance)}"
+        if self.sense == "condition":
+            return (f"measured {fmt(self.error)} (tolerance {fmt(self.tolerance)}), "
+                    f"condition {'met' if self.passed else 'not met'}")
+        return f"measured {fmt(self.error)}, required {self.sense} {fmt(self.tolerance)}"
+
+
+def margin(error: Any, tolerance: Any, passed: Any, name: str | None = None) -> Margin:
+    """The :class:`Margin` of one measured error against its bound and verdict.
+
+    >>> margin(7.98e-9, 1e-9, False).factor_text()
+    'x7.98'
+    >>> margin(-0.005, -0.25, False).factor_text()   # a rate that must be <= -0.25
+    'excess +0.245'
+    >>> margin(0.02, 1.0, False).factor_text()       # must be at least 1
+    'x50'
+    """
+    try:
+        e, t = float(error), float(tolerance)
+    except (TypeError, ValueError):
+        return Margin(name, math.nan, math.nan, bool(passed), "condition")
+    ok = bool(passed)
+    if ok == (e <= t) or (e != e and not ok):
+        sense = "at most"
+    elif ok == (e >= t):
+        sense = "at least"
+    else:
+        return Margin(name, e, t, ok, "condition")
+    if t >= 0 and not e < 0:  # a positive bound: a factor
+        num, den = (e, t) if sense == "at most" else (t, e)
+        factor = (0.0 if num == 0 else math.inf) if den == 0 else num / den
+        return Margin(name, e, t, ok, sense, factor=factor)
+    return Margin(name, e, t, ok, sense, excess=(e - t) if sense == "at most" else (t - e))
+
+
+def control_margin(evidence: Any, target: str = "") -> Margin:
+    """The margin of the sub-check a negative control targets: the sub-checks whose name
+    starts with ``target`` (a claim's ``negative_target``), else the failing ones, else
+    all; among them a failing one first, then the one furthest beyond its bound.  An
+    evidence without sub-checks gives its headline error and tolerance."""
+    details = getattr(evidence, "details", None) or {}
+    subs = [margin(d["error"], d["tolerance"], d.get("passed", True), str(d.get("name", "")))
+            for d in (details.get("subchecks") or [])
+            if isinstance(d, dict) and "error" in d and "tolerance" in d]
+    pool = ([m for m in subs if target and m.name.startswith(target)]
+            or [m for m in subs if not m.passed] or subs)
+    if not pool:
+        return margin(evidence.error, evidence.tolerance, evidence.passed)
+    return max(pool, key=lambda m: (not m.passed, m.severity()))
 
 
 def loglog_slope(x: Any, y: Any) -> float:

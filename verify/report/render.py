@@ -29,13 +29,13 @@ import sympy as sp
 from sympy.printing.mathml import MathMLPresentationPrinter
 
 import verify
-from verify.claims._helpers import fmt
+from verify.claims._helpers import Margin, control_margin, fmt
 
 if TYPE_CHECKING:
     from verify.report import ClaimSection
 
 __all__ = ["ReportRenderError", "render_html", "render_markdown", "expression_mathml",
-           "expression_latex", "raw_text_problems"]
+           "expression_latex", "raw_text_problems", "symbol_tex", "SYMBOL_TEX"]
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]+|\\[{}|,;!]")
@@ -95,9 +95,61 @@ def _check_control(text: str, where: str) -> None:
                                 "(an unescaped backslash in a Python string? use an r-string)")
 
 
+# ---------------------------------------------------------------------------- symbol names
+#: Symbol names of the derivations that SymPy would print as text ("W2sq"), with the
+#: mathematics they stand for (the derivations' docstrings say which).
+SYMBOL_TEX = {"W2sq": r"W_2^2", "m2mu": r"m_2(\mu)", "m2nu": r"m_2(\nu)", "mc": r"m_c",
+              "RMD": r"\mathrm{RMD}", "RMD^2": r"\mathrm{RMD}^2",
+              "dG_theta": r"\partial_\theta G"}
+
+
+def symbol_tex(name: str) -> str | None:
+    r"""LaTeX for a symbol name SymPy would print as text, else None: the names of
+    :data:`SYMBOL_TEX`, names that are LaTeX already (``n_{x'}``), indexed one-sided
+    values (``fL0`` -> ``f_{L,0}``), perturbations (``dk``), primes (``nu'`` ->
+    ``\nu'``) and ``_perp`` (``k_perp`` -> ``k_{\perp}``).
+
+    >>> symbol_tex("nu'"), symbol_tex("W2sq"), symbol_tex("theta")
+    ("\\nu'", 'W_2^2', None)
+    """
+    if name in SYMBOL_TEX:
+        return SYMBOL_TEX[name]
+    if "{" in name and "\\" not in name:  # already LaTeX: n_{x'}
+        return name
+    m = re.fullmatch(r"([A-Za-z])([A-Z])(\d+)", name)  # fL0 -> f_{L,0}
+    if m:
+        return f"{m.group(1)}_{{{m.group(2)},{m.group(3)}}}"
+    m = re.fullmatch(r"d([A-Za-z])", name)  # dk, dK: a perturbation, d times k
+    if m:
+        return f"d{m.group(1)}"
+    m = re.fullmatch(r"(.+?)('+)", name)
+    if m:
+        return sp.latex(sp.Symbol(m.group(1))) + m.group(2)
+    m = re.fullmatch(r"(.+?)_perp", name)
+    if m:
+        return sp.latex(sp.Symbol(m.group(1))) + r"_{\perp}"
+    return None
+
+
+def _tex(expr: Any) -> str:
+    """``sp.latex`` with the names of :func:`symbol_tex` as mathematics."""
+    names = {s: t for s in getattr(expr, "free_symbols", ()) if isinstance(s, sp.Symbol)
+             for t in [symbol_tex(s.name)] if t is not None}
+    return sp.latex(expr, symbol_names=names) if names else sp.latex(expr)
+
+
 # ---------------------------------------------------------------------------- SymPy -> MathML
 class _Printer(MathMLPresentationPrinter):
-    """SymPy's presentation printer with ``Piecewise`` as cases."""
+    """SymPy's presentation printer with ``Piecewise`` as cases and the symbol names of
+    :func:`symbol_tex` as mathematics."""
+
+    def _print_Symbol(self, sym: sp.Symbol, style: str = "plain") -> Any:
+        tex = symbol_tex(sym.name)
+        if tex is None:
+            return super()._print_Symbol(sym, style)
+        from xml.dom import minidom
+        body = _strip_math(_mathml_from_latex(tex, False, where=f"symbol {sym.name!r}"))
+        return minidom.parseString(body).documentElement
 
     def _print_Piecewise(self, expr: sp.Piecewise) -> Any:
         dom = self.dom
@@ -170,7 +222,7 @@ def expression_mathml(expr: Any) -> str:
 
 def expression_latex(expr: Any) -> str:
     """LaTeX of a SymPy object (Piecewise as ``cases``); strings are passed through."""
-    return expr if isinstance(expr, str) else sp.latex(expr)
+    return expr if isinstance(expr, str) else _tex(expr)
 
 
 # ---------------------------------------------------------------------------- widths
@@ -321,9 +373,9 @@ def _rows_latex(lhs_latex: str | None, rows: list[list[Any]], rel: str = "=") ->
         out = []
         for i, t in enumerate(row):
             if isinstance(t, sp.Expr) and t.could_extract_minus_sign():
-                out.append("- " + sp.latex(-t))
+                out.append("- " + _tex(-t))
             else:
-                out.append(("" if (first and i == 0) else "+ ") + sp.latex(t))
+                out.append(("" if (first and i == 0) else "+ ") + _tex(t))
         return " ".join(out)
     left = f"{lhs_latex} {rel} " if lhs_latex else ""
     if len(rows) == 1:
@@ -396,7 +448,7 @@ def display_latex(expr: Any, lhs: str | None = None) -> list[str]:
     if isinstance(expr, str):
         return [f"   $$ {(lhs + ' = ') if lhs else ''}{expr} $$"]
     lhs_tex, lhs_expr, rhs = _split_eq(expr, lhs)
-    left = sp.latex(lhs_expr) if lhs_expr is not None else lhs_tex
+    left = _tex(lhs_expr) if lhs_expr is not None else lhs_tex
     full = f"   $$ {(left + ' = ') if left else ''}{expression_latex(rhs)} $$"
     if not isinstance(rhs, sp.Basic) or not _is_long(lhs_tex, lhs_expr, rhs):
         return [full]
@@ -405,7 +457,7 @@ def display_latex(expr: Any, lhs: str | None = None) -> list[str]:
     out = [f"   $$ {_rows_latex(left, lay.rows, rel)} $$"]
     defs = _flatten_where(lay)
     if defs:
-        out += ["", "   where"] + [f"   - $$ {_rows_latex(sp.latex(sym), sub.rows)} $$" for sym, sub in defs]
+        out += ["", "   where"] + [f"   - $$ {_rows_latex(_tex(sym), sub.rows)} $$" for sym, sub in defs]
     return out + ["", "   <details><summary>full expression</summary>", "", full, "", "   </details>"]
 
 
@@ -469,25 +521,15 @@ def _margin(ev: Any) -> str:
     return f"x{fmt(r, 2)}" if r == r else "-"
 
 
-def _neg_margin(sec: "ClaimSection") -> str:
-    """error/tolerance of the sub-check the negative control targets (``negative_target``,
-    a name or name prefix), else of its worst sub-check, else of its headline."""
-    neg = sec.negative
-    subs = [d for d in ((getattr(neg, "details", None) or {}).get("subchecks") or [])
-            if isinstance(d, dict) and "error" in d and "tolerance" in d]
-    target = getattr(sec.claim, "negative_target", "") or ""
-    hit = [d for d in subs if target and str(d.get("name", "")).startswith(target)]
+def _neg_target(sec: "ClaimSection") -> Margin:
+    """The sub-check the negative control targets (the claim's ``negative_target``), with
+    its own numbers (:func:`verify.claims._helpers.control_margin`)."""
+    return control_margin(sec.negative, getattr(sec.claim, "negative_target", "") or "")
 
-    def ratio(d: dict) -> float:
-        try:
-            r = float(d["error"]) / float(d["tolerance"])
-        except (TypeError, ValueError, ZeroDivisionError):
-            return float("inf")
-        return r if r == r else float("inf")
-    pick = max(hit or subs, key=ratio, default=None)
-    if pick is None:
-        return _margin(neg)
-    return _margin(type("E", (), {"error": pick["error"], "tolerance": pick["tolerance"]})())
+
+def _neg_margin(sec: "ClaimSection") -> str:
+    """``x7.98``: how far the targeted sub-check lies beyond its bound (above 1 fails)."""
+    return _neg_target(sec).factor_text()
 
 
 def _neg_verdict(sec: "ClaimSection") -> str:
@@ -498,17 +540,14 @@ def _neg_verdict(sec: "ClaimSection") -> str:
 
 
 def _sensitivity(sec: "ClaimSection") -> str:
-    """Smallest relative perturbation of the derived results the check detects (from the
-    mutation harness), when the section carries it."""
-    s = getattr(sec, "sensitivity", None)
-    if s is None:
+    """Smallest relative perturbation of the derived results the check detects, from the
+    mutation harness's committed numbers (``verify.sensitivity.describe``); ``-`` when
+    that module is absent."""
+    try:
+        from verify import sensitivity
+    except ImportError:
         return "-"
-    if isinstance(s, dict):
-        nums = [v for v in s.values() if isinstance(v, (int, float))]
-        s = max(nums) if nums else None  # the least sensitive result bounds the claim
-        if s is None:
-            return "-"
-    return fmt(s, 1) if isinstance(s, (int, float)) else str(s)
+    return str(sensitivity.describe(sec.claim.id))
 
 
 def _seed_rate(sec: "ClaimSection") -> str:
@@ -536,7 +575,7 @@ def _md_table(headers: list[str], rows: list[list[Any]]) -> str:
 def _summary_columns(sections: list["ClaimSection"]) -> tuple[list[str], list[list[str]]]:
     seeds = any(getattr(s, "seed_evidence", None) for s in sections)
     headers = ["id", "claim", "kind", "verdict", "measured error", "tolerance",
-               "negative control (error/tolerance)", "sensitivity"] + (["seeds passed"] if seeds else [])
+               "negative control (margin)", "sensitivity"] + (["seeds passed"] if seeds else [])
     rows = []
     for s in sections:
         ev = s.evidence
@@ -548,7 +587,10 @@ def _summary_columns(sections: list["ClaimSection"]) -> tuple[list[str], list[li
 
 
 SUMMARY_NOTE = ("*negative control*: the same check on a deliberately wrong variant must fail; "
-                "the factor is error/tolerance of the sub-check it targets. *sensitivity*: "
+                "the margin is how far the sub-check it targets lies beyond its bound: "
+                "error/tolerance (tolerance/error for an \"at least\" bound), above 1 fails; "
+                "for a bound on a signed quantity (a fitted rate) the excess over the bound, "
+                "above 0 fails. *sensitivity*: "
                 "the smallest relative perturbation e -> e(1+eps)+eps of a derived result that the check detects "
                 "(`python -m verify mutate`).")
 
@@ -598,18 +640,47 @@ def _md_claim(s: "ClaimSection") -> list[str]:
                       "pass" if ev.passed else "FAIL"]]), ""]
     for t in ev.tables:
         L += [f"*{t.title}*", "", _md_table(t.headers, t.rows), ""]
-    for n in ev.notes:
-        L += [f"- {n}"]
-    if ev.notes:
+    notes = _evidence_notes(s)
+    L += [f"- {n}" for n in notes]
+    if notes:
         L.append("")
     L += _md_seeds(s)
-    neg = s.negative
-    L += ["#### Negative control", "", f"{c.negative_control_description}: measured error "
-          f"{fmt(neg.error)} vs tolerance {fmt(neg.tolerance)}: **{_neg_verdict(s)}**.", ""]
+    L += _md_claim_negative(s)
     if s.figures:
         L += ["#### Figures", ""]
+        reach = _profile_reach(s)
+        if reach:
+            L += [reach, ""]
         L += [f"![{cap}](figures/{name})\n\n*{cap}*\n" for name, cap in s.figures]
     return L
+
+
+def _md_claim_negative(s: "ClaimSection") -> list[str]:
+    """The negative control: the sub-check it targets, with that sub-check's numbers."""
+    m = _neg_target(s)
+    target = f"sub-check `{_code_text(m.name)}`: " if m.name else ""
+    return ["#### Negative control", "", f"{s.claim.negative_control_description}: {target}"
+            f"{m.comparison()}: **{_neg_verdict(s)}**.", ""]
+
+
+def _evidence_notes(s: "ClaimSection") -> list[str]:
+    """The evidence's notes without repeats and without those the claim already shows."""
+    shown = set(s.claim.notes)
+    return [n for n in dict.fromkeys(s.evidence.notes) if n not in shown]
+
+
+def _code_text(name: str) -> str:
+    """A sub-check name as a one-line code span (no backticks, no line breaks)."""
+    return " ".join(str(name).replace("`", "'").split())
+
+
+#: What the quick profile's figures reach, said beside them.
+QUICK_REACH = ("*Quick profile:* these figures use reduced sizes and time horizons; "
+               "`python -m verify report --profile full` runs the settings of the papers.")
+
+
+def _profile_reach(s: "ClaimSection") -> str:
+    return QUICK_REACH if getattr(s.evidence, "profile", "quick") == "quick" else ""
 
 
 def _seed_rows(s: "ClaimSection") -> list[list[Any]]:
@@ -775,18 +846,24 @@ def _html_claim(s: "ClaimSection", figdir: Path) -> str:
                       [[fmt(ev.error), fmt(ev.tolerance), ev.tolerance_reason,
                         "pass" if ev.passed else "FAIL"]], where=w + " evidence")]
     H += [_html_table(t.headers, t.rows, t.title, where=f"{w} table {t.title!r}") for t in ev.tables]
-    if ev.notes:
-        H.append("<ul>" + "".join(f"<li>{_text_html(n, w + ' evidence note')}</li>" for n in ev.notes)
+    notes = _evidence_notes(s)
+    if notes:
+        H.append("<ul>" + "".join(f"<li>{_text_html(n, w + ' evidence note')}</li>" for n in notes)
                  + "</ul>")
     seed_rows = _seed_rows(s)
     if seed_rows:
         H.append(_html_table(SEED_HEADERS, seed_rows, f"Seeds: {_seed_rate(s)} passed", where=w + " seeds"))
-    neg = s.negative
+    m = _neg_target(s)
+    _check_control(m.name or "", w + " negative control target")
+    target = f"sub-check <code>{html.escape(_code_text(m.name))}</code>: " if m.name else ""
     H += ["<h4>Negative control</h4>",
-          f"<p>{_text_html(c.negative_control_description, w + ' negative control')}: measured error "
-          f"{fmt(neg.error)} vs tolerance {fmt(neg.tolerance)}: <strong>{_neg_verdict(s)}</strong>.</p>"]
+          f"<p>{_text_html(c.negative_control_description, w + ' negative control')}: {target}"
+          f"{html.escape(m.comparison())}: <strong>{_neg_verdict(s)}</strong>.</p>"]
     if s.figures:
         H.append("<h4>Figures</h4>")
+        reach = _profile_reach(s)
+        if reach:
+            H.append(f"<p>{_text_html(reach, w + ' figures')}</p>")
         H += [_img(figdir, name, cap) for name, cap in s.figures]
     H.append("</section>")
     return "\n".join(H)
