@@ -12,14 +12,18 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import mpmath
+
 import sympy as sp
+from sympy.codegen.cfunctions import log1p
 
 from derivations.base import Derivation, Step
 from derivations.hajjar import phi, theta
 
 
 __all__ = ["DERIVATIONS", "reduced_velocity_field", "limit_mass", "phi_tilde_closed_forms",
-           "PhiTildeForms", "theta", "phi"]
+           "PhiTildeForms", "theta", "phi", "inner_expectation", "InnerExpectation",
+           "inner_float_forms", "INNER"]
 
 
 # ---------------------------------------------------------------------------- H1e
@@ -67,6 +71,101 @@ def _expect_relu_linear(cc: sp.Expr, ss: sp.Expr, kH: int, kP: int) -> sp.Expr:
         small = sp.integrate((p + qq * t) * dens, (t, -1, 1))
     val = sp.Piecewise((sp.simplify(small) / 2, qq <= p), (sp.simplify(big) / 2, True))
     return val.subs({cs: cc, ss_: ss})
+
+
+@dataclass(frozen=True)
+class InnerExpectation:
+    """E_R[(c R + y)_+] for R the first coordinate of Unif(S^{k-1}) (the inner expectation
+    of phi~ over R, given S), derived from the coordinate density; |y| < c, a = -y/c."""
+    k: sp.Symbol
+    a: sp.Symbol                # threshold in (0, 1) (the forms below extend by symmetry)
+    c: sp.Symbol
+    y: sp.Symbol
+    tail_ratio: sp.Expr         # E[R; R > a] / E[R_+] = (1 - a^2)^{(k-1)/2}
+    tail_ratio_stable: sp.Expr  # exp((k-1)/2 log1p(-a^2)), equal (symbolically)
+    tail_prob: sp.Expr          # P(R > a), a >= 0: (1/2) I_{1-a^2}((k-1)/2, 1/2)
+    tail_prob_small: sp.Expr    # the same for a^2 < 1/2: 1/2 - (1/2) I_{a^2}(1/2, (k-1)/2)
+    inner: sp.Expr              # c E[R; R > a] + y P(R > a), in (k, c, y, mean = E[R_+])
+    inner_dc: sp.Expr           # d inner / dc  (= E[R; R > a])
+    inner_dy: sp.Expr           # d inner / dy  (= P(R > a))
+    mean: sp.Symbol             # the symbol standing for E[R_+] = 1 / alpha(k) (H1f)
+    checks: dict                # residuals of the verifications (all 0, or < 1e-30)
+
+
+#: symbols of the inner expectation (k from derivations.sphere)
+INNER = {"a": sp.Symbol("a", positive=True), "c": sp.Symbol("c", positive=True),
+         "y": sp.Symbol("y", real=True), "mean": sp.Symbol("E_+", positive=True)}
+
+
+def inner_expectation() -> InnerExpectation:
+    """From the coordinate density p(t) = (1 - t^2)^{(k-3)/2} / Z (derivations.sphere):
+    E[R; R > a] = int_a^1 t p = (1 - a^2)^{(k-1)/2} E[R_+] (integrated by SymPy; the ratio
+    to a = 0 removes Z); P(R > a) = int_a^1 p, whose closed form (1/2) I_{1-a^2}((k-1)/2, 1/2)
+    is verified by differentiation (d/da = -p(a)) and its value 0 at a = 1; the small-a form
+    1/2 - (1/2) I_{a^2}(1/2, (k-1)/2) agrees with it at 40 digits on a grid; then
+    E[(cR + y)_+] = int_{-y/c}^1 (c t + y) p(t) dt = c E[R; R > a] + y P(R > a), a = -y/c,
+    and its partial derivatives are checked: d/dc = E[R; R > a], d/dy = P(R > a) (the
+    boundary terms cancel because the integrand vanishes at t = a)."""
+    from derivations.sphere import derive_alpha, k, t
+    al = derive_alpha()
+    dens, Z, E = al.density, al.normalizer, al.mean
+    a, c, y, mean = INNER["a"], INNER["c"], INNER["y"], INNER["mean"]
+    n = sp.Symbol("n", positive=True)                       # n = k - 1 > 0
+    num = sp.integrate(t * dens.subs(k, n + 1), (t, a, 1))  # int_a^1 t (1-t^2)^{(n-2)/2}
+    num0 = sp.integrate(t * dens.subs(k, n + 1), (t, 0, 1))
+    ratio = sp.powsimp(sp.factor(sp.simplify(num / num0)), force=True).subs(n, k - 1)
+    ratio_stable = sp.exp((k - 1) / 2 * log1p(-a ** 2))
+    as_log = ratio_stable.replace(log1p, lambda x: sp.log(1 + x))
+    prob = sp.betainc_regularized((k - 1) / 2, sp.S.Half, 0, 1 - a ** 2) / 2
+    chk_dprob = sp.simplify(sp.diff(prob, a) + dens.subs(t, a) / Z)
+    chk_prob1 = sp.simplify(prob.subs(a, 1).rewrite(sp.Integral).doit())
+    prob_small = sp.S.Half - sp.betainc_regularized(sp.S.Half, (k - 1) / 2, 0, a ** 2) / 2
+    # the inner expectation with a = -y/c (>= 0 when y <= 0; y > 0 by 1 - P(R > -a) below)
+    aa_ = -y / c
+    inner = c * ratio.subs(a, aa_) * mean + y * prob.subs(a, aa_)
+    d_c = sp.diff(inner, c)
+    d_y = sp.diff(inner, y)
+    want_dc, want_dy = ratio.subs(a, aa_) * mean, prob.subs(a, aa_)
+    worst = {"small_form": 0, "d_inner_dc": 0, "d_inner_dy": 0, "tail_ratio_stable": 0}
+    with mpmath.workdps(40):
+        for kk in (2, 3, 5, 8, 31):
+            for aa in ("0.05", "0.3", "0.6", "0.7", "0.95"):
+                sub = {k: kk, a: sp.Rational(aa)}
+                worst["small_form"] = max(worst["small_form"], abs(
+                    sp.N(prob.subs(sub), 40) - sp.N(prob_small.subs(sub), 40)))
+                worst["tail_ratio_stable"] = max(worst["tail_ratio_stable"], abs(
+                    sp.N((as_log - ratio).subs(sub), 40)))
+                sub = {k: kk, c: sp.Rational(7, 5), y: -sp.Rational(aa) * sp.Rational(7, 5),
+                       mean: E.subs(k, kk)}
+                for key, got, want in (("d_inner_dc", d_c, want_dc), ("d_inner_dy", d_y, want_dy)):
+                    worst[key] = max(worst[key], abs(sp.N((got - want).subs(sub), 40)))
+    checks = {"d_tail_prob": chk_dprob,
+              "tail_prob_at_1": chk_prob1, **worst}
+    bad = {key: v for key, v in checks.items()
+           if (key in worst and v > 1e-30) or (key not in worst and v != 0)}
+    if bad:
+        raise ArithmeticError(f"inner expectation of phi~: failed verifications {bad}")
+    return InnerExpectation(k, a, c, y, ratio, ratio_stable, prob, prob_small, inner,
+                            want_dc, want_dy, mean, checks)
+
+
+def inner_float_forms(ie: InnerExpectation) -> dict:
+    """The float64 forms of the inner expectation and its partial derivatives, in
+    (k, c, y, E_+) for -c < y <= 0 (a = -y/c in [0, 1)): the verified stable tail ratio
+    exp((k-1)/2 log1p(-a^2)) (no overflow for any k) and, for P(R > a), the incomplete Beta
+    whose argument is small: ``large`` for a^2 >= 1/2 (argument 1 - a^2), ``small`` for
+    a^2 < 1/2 (argument a^2).  Each is a substitution of verified-equal pieces into the
+    derived inner expectation.  For 0 < y < c, relu(z) = z + relu(-z) (sign cases) and
+    E[R] = 0 give E[(cR + y)_+] = y + E[(cR - y)_+]."""
+    a, c, y, mean = ie.a, ie.c, ie.y, ie.mean
+    aa_ = -y / c
+    M = ie.tail_ratio_stable.subs(a, aa_) * mean
+    out = {}
+    for name, P in (("large", ie.tail_prob), ("small", ie.tail_prob_small)):
+        Py = P.subs(a, aa_)
+        out[name] = {"inner": c * M + y * Py, "inner_dc": M, "inner_dy": Py}
+    return out
+
 
 
 def phi_tilde_closed_forms(positive_part_mean: sp.Expr, k: sp.Symbol) -> PhiTildeForms:
@@ -141,6 +240,11 @@ def limit_mass(positive_part_mean: sp.Expr, k: sp.Symbol) -> sp.Expr:
 
 
 @functools.lru_cache(maxsize=1)
+def _inner() -> InnerExpectation:
+    return inner_expectation()
+
+
+@functools.lru_cache(maxsize=1)
 def _phi_forms() -> PhiTildeForms:
     from derivations.sphere import derive_alpha, k
     return phi_tilde_closed_forms(derive_alpha().mean, k)
@@ -161,8 +265,32 @@ def derive_h1e() -> Derivation:
         Step(r"$\theta = \pi/2$:", f.at_half_pi, lhs=r"\tilde\phi(\pi/2;\varphi)"),
     ] + [Step(f"Closed form, $(d, d_H) = {key}$:", e, lhs=r"\tilde\phi(\theta;\varphi)")
          for key, e in f.exact.items()]
+    ie = _inner()
+    fl = inner_float_forms(ie)
+    a, c, y = ie.a, ie.c, ie.y
+    steps += [
+        Step(r"Given $S$, the inner expectation over $R$ (density $(1-t^2)^{(k-3)/2}/Z$, "
+             r"$k = d_H$): for $|y| < c$, with $a = -y/c$, $E[(cR + y)_+] = \int_a^1 (ct + y)"
+             r"\,p(t)\,dt = c\,E[R; R > a] + y\,P(R > a)$, where the tail mean (integrated, "
+             r"relative to $E[R_+] = 1/\alpha(k)$ of H1f) is", ie.tail_ratio,
+             lhs=r"E[R; R > a]/E[R_+]"),
+        Step(r"and the tail probability, verified by $\frac{d}{da} = -p(a)$ and its value 0 at "
+             r"$a = 1$, is", ie.tail_prob, lhs=r"P(R > a)"),
+        Step(r"hence ($E_+ = E[R_+]$)", ie.inner, lhs=r"E[(cR + y)_+]"),
+        Step(r"with partial derivatives (verified at 40 digits) $\partial_c$ = tail mean, "
+             r"$\partial_y$ = tail probability; $\partial_\theta\tilde\phi = E[\partial_c\,"
+             r"c_\theta + \partial_y\,y_\theta]$ ($c = \cos\theta\cos\varphi$, "
+             r"$y = \sin\theta\sin\varphi\,S$). For $y > 0$: $E[(cR + y)_+] = y + "
+             r"E[(cR - y)_+]$ ($\mathrm{relu}(z) = z + \mathrm{relu}(-z)$, $E[R] = 0$)."),
+        Step(r"Float64 forms (equal at 40 digits): the tail ratio", ie.tail_ratio_stable,
+             lhs=r"E[R; R > a]/E[R_+]"),
+        Step(r"and, for $a^2 < 1/2$, the tail probability", ie.tail_prob_small,
+             lhs=r"P(R > a)"),
+        Step(r"$\tilde\phi$ is the expectation over $S$ of $\mathrm{relu}(y)$ where "
+             r"$|y| \ge c$ and of the inner expectation where $|y| < c$."),
+    ]
     return Derivation(steps, {"at_zero": f.at_zero, "at_half_pi": f.at_half_pi,
-                              "exact": f.exact})
+                              "exact": f.exact, "inner": fl, "tail_ratio": ie.tail_ratio_stable})
 
 
 def _reduced_steps(field: dict) -> list[Step]:

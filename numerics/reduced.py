@@ -27,6 +27,7 @@ a GD step leaving [0, pi/2] is folded back by reflection (the quotient map of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -35,15 +36,16 @@ from functools import lru_cache
 
 from scipy.special import betainc, roots_jacobi
 
-from numerics.validation import (as_float_array, as_float_scalar, require_generator,
+from numerics.validation import (MAX_STEPS, as_float_array, as_float_scalar,
+                                 require_callable, require_finite_result, require_generator,
                                  require_in_range, require_positive_int, require_same_shape,
-                                 require_time_grid, require_tolerance)
+                                 require_size, require_time_grid, require_tolerance)
 
 __all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
-           "reduced_loss_and_field", "reduced_velocity", "simulate_gd", "simulate_flow", "masses",
-           "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature",
-           "ReducedRun", "validate_dims", "MAX_PARTICLES"]
+           "reduced_loss_and_field", "simulate_gd", "simulate_flow", "masses",
+           "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature", "phi_rule",
+           "ReducedRun", "validate_dims", "MAX_PARTICLES", "MAX_PHI_NODES"]
 
 HALF_PI = np.pi / 2
 
@@ -51,6 +53,11 @@ _INT64_MAX = 2 ** 63 - 1
 
 #: largest number of particles of :func:`initial_state` (a few arrays of m floats each)
 MAX_PARTICLES = 10 ** 7
+#: largest phi rule of :func:`phi_quadrature` / :class:`PhiTable` (scipy's Golub-Welsch
+#: eigensolver is O(n^2) memory and O(n^3) time: 4096 nodes take ~1 s)
+MAX_PHI_NODES = 4096
+#: largest precision of the mpmath reference :func:`phi_tilde_mp`
+_MAX_MP_DPS = 200
 
 
 def validate_dims(d, d_H) -> tuple[int, int]:
@@ -80,7 +87,8 @@ _PEAK_SD = 10.0
 
 def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
     """(P(R > a), E[R 1{R > a}]) for R the first coordinate of Unif(S^{k-1}), a in [-1, 1]."""
-    a = np.clip(np.asarray(a, dtype=np.float64), -1.0, 1.0)
+    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)", maximum=_INT64_MAX)
+    a = np.clip(as_float_array(a, "a (threshold)"), -1.0, 1.0)
     if k == 1:  # R = +-1
         P = np.where(a < 1, np.where(a < -1 + 0.0, 1.0, 0.5), 0.0)
         P = np.where(a <= -1, 1.0, P)
@@ -101,7 +109,15 @@ def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
 def expected_relu_affine(c, y, k: int) -> np.ndarray:
     """E[(c R + y)_+] for R the first coordinate of Unif(S^{k-1}) and c >= 0 (broadcast):
     relu(y) if |y| >= c, else c E[R; R > -y/c] + y P(R > -y/c) (closed form)."""
-    c, y = np.broadcast_arrays(np.asarray(c, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)", maximum=_INT64_MAX)
+    c = as_float_array(c, "c (coefficient of R, >= 0)")
+    y = as_float_array(y, "y (offset)")
+    if np.any(c < 0):
+        raise ValueError("c must be non-negative (E[(c R + y)_+] with c >= 0)")
+    try:
+        c, y = np.broadcast_arrays(c, y)
+    except ValueError:
+        raise ValueError(f"c and y must broadcast; got shapes {c.shape} and {y.shape}") from None
     out = np.array(np.maximum(y, 0.0), dtype=np.float64)
     inside = np.abs(y) < c
     if np.any(inside):
@@ -130,7 +146,20 @@ def _rule_for(kperp: int):
     return _TS[1 / 16 if kperp <= 12 else (1 / 32 if kperp <= 60 else 1 / 64)]
 
 
-def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
+def _require_kernel(kernel: Any) -> Any:
+    for name in ("inner", "inner_grad", "tail_mean"):
+        if not callable(getattr(kernel, name, None)):
+            raise TypeError(f"kernel must provide callables inner(k, c, y), inner_grad(k, c, y) "
+                            f"and tail_mean(k, a) (the derived inner expectation of phi~, "
+                            f"e.g. verify.formulas.hajjar.phi_kernel()); got {type(kernel).__name__} "
+                            f"without {name!r}")
+    return kernel
+
+
+def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool, kernel: Any):
+    """phi~ (or d phi~/d theta) as the expectation over S of E_R[relu(c R + y)], y = s S,
+    with the inner expectation and its partial derivatives from ``kernel`` (|y| < c) and
+    relu(y) where |y| >= c; S by the closed tail mean where s S >= c and tanh-sinh between."""
     th, ph = np.broadcast_arrays(np.asarray(theta, dtype=np.float64),
                                  np.asarray(phi, dtype=np.float64))
     shape = th.shape
@@ -142,14 +171,17 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
     st = np.cos(th) * np.sin(ph)    # ds/dtheta
 
     def g(y, S, cc, cth, sth):
-        """E_R[(c R + y)_+] (or its theta-derivative c_th E[R; .] + s_th S P(.)), any y."""
+        """E_R[(c R + y)_+] (or its theta-derivative d/dc c_th + d/dy s_th S), any y."""
         out = np.where(y >= cc, sth * S if derivative else y, 0.0)
         inside = np.abs(y) < cc
         if np.any(inside):
             c1 = np.where(inside, cc, 1.0)
             y1 = np.where(inside, y, 0.0)
-            P, M1 = coordinate_tail(kH, -y1 / c1)
-            val = cth * M1 + sth * S * P if derivative else c1 * M1 + y1 * P
+            if derivative:
+                gc, gy = kernel.inner_grad(kH, c1, y1)
+                val = np.asarray(gc, float) * cth + np.asarray(gy, float) * (sth * S)
+            else:
+                val = np.asarray(kernel.inner(kH, c1, y1), float)
             out = np.where(inside, val, out)
         return out
 
@@ -158,13 +190,11 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool):
         val = 0.5 * (g(s, one, c, ct, st) + g(-s, -one, c, ct, st))
         return val.reshape(shape)
     B = _beta_half(kP)
-    # closed part: S >= t0 = c/s (only when s > c), where cR + sS > 0 surely;
-    # E[S; S > t0] = (1 - t0^2)^{(kP-1)/2} / ((kP - 1) B), in log space (kP up to 1e18)
+    # closed part: S >= t0 = c/s (only when s > c), where cR + sS > 0 surely:
+    # s E[S; S > t0] from the kernel's tail mean of the S coordinate
     has_out = s > c
     t0 = np.divide(c, s, out=np.ones_like(c), where=has_out & (s > 0))
-    with np.errstate(divide="ignore"):
-        log_tail = (kP - 1) / 2 * np.log1p(-np.minimum(t0 * t0, 1.0))
-    tail_m1 = np.where(has_out, np.exp(log_tail) / ((kP - 1) * B), 0.0)
+    tail_m1 = np.where(has_out, np.asarray(kernel.tail_mean(kP, np.minimum(t0, 1.0)), float), 0.0)
     closed = (st if derivative else s) * tail_m1
     # middle part psi = pi/2 + x, |x| <= half = pi/2 - arccos(t0) = arcsin(t0); the
     # density cos^{kP-2}(x) / B concentrates in |x| ~ 1/sqrt(kP - 2): beyond _PEAK_SD
@@ -191,18 +221,21 @@ def _validate_angles(theta, phi):
     return th, ph
 
 
-def phi_tilde(theta, phi, d: int, d_H: int) -> np.ndarray:
-    """phi~(theta; phi) (Hajjar & Chizat 2023, Thm 4.3; claim H1e), vectorized."""
+def phi_tilde(theta, phi, d: int, d_H: int, kernel: Any) -> np.ndarray:
+    """phi~(theta; phi) (Hajjar & Chizat 2023, Thm 4.3; claim H1e), vectorized: the
+    expectation over S (tanh-sinh) of the inner expectation over R given by ``kernel``
+    (``inner(k, c, y)``, ``inner_grad(k, c, y)``, ``tail_mean(k, a)``: the derived forms,
+    see verify.formulas.hajjar.phi_kernel)."""
     d, d_H = validate_dims(d, d_H)
     th, ph = _validate_angles(theta, phi)
-    return _phi_parts(th, ph, d, d_H, derivative=False)
+    return _phi_parts(th, ph, d, d_H, False, _require_kernel(kernel))
 
 
-def phi_tilde_dtheta(theta, phi, d: int, d_H: int) -> np.ndarray:
-    """d phi~(theta; phi) / d theta, vectorized."""
+def phi_tilde_dtheta(theta, phi, d: int, d_H: int, kernel: Any) -> np.ndarray:
+    """d phi~(theta; phi) / d theta, vectorized (``kernel`` as in :func:`phi_tilde`)."""
     d, d_H = validate_dims(d, d_H)
     th, ph = _validate_angles(theta, phi)
-    return _phi_parts(th, ph, d, d_H, derivative=True)
+    return _phi_parts(th, ph, d, d_H, True, _require_kernel(kernel))
 
 
 def _peak_points(lo, hi, k: int) -> list:
@@ -226,6 +259,9 @@ def phi_tilde_mp(theta, phi, d: int, d_H: int, dps: int = 25) -> mpmath.mpf:
     region where it is positive (inner limit arccos(-s S / c) as a breakpoint), by
     mpmath.quad; the k = 1 marginals are two-point averages.  Inputs taken exactly."""
     d, d_H = validate_dims(d, d_H)
+    theta = as_float_scalar(theta, "theta (angle of the neuron to H)", lo=0.0, hi=HALF_PI)
+    phi = as_float_scalar(phi, "phi (angle of the input to H)", lo=0.0, hi=HALF_PI)
+    dps = require_positive_int(dps, "dps (decimal digits)", maximum=_MAX_MP_DPS)
     kH, kP = d_H, d - d_H
     with mpmath.workdps(dps + 10):
         th, ph = mpmath.mpf(float(theta)), mpmath.mpf(float(phi))
@@ -263,7 +299,12 @@ def phi_tilde_mc(rng: np.random.Generator, theta: float, phi: float, d: int, d_H
     """Monte Carlo on the actual sphere S^{d-1}: u = (cos th U_H, sin th U_perp) with U_H,
     U_perp uniform on their spheres (normalized Gaussians), x = (cos ph e_1, sin ph e'_1);
     returns (mean of relu(u . x), standard error)."""
+    rng = require_generator(rng, "rng")
     d, d_H = validate_dims(d, d_H)
+    theta = as_float_scalar(theta, "theta (angle of the neuron to H)", lo=0.0, hi=HALF_PI)
+    phi = as_float_scalar(phi, "phi (angle of the input to H)", lo=0.0, hi=HALF_PI)
+    n = require_positive_int(n, "n (Monte Carlo samples)", minimum=2, maximum=_INT64_MAX)
+    require_size(n * d, "n * d (Monte Carlo sample coordinates)")
     gH = rng.standard_normal((n, d_H))
     gP = rng.standard_normal((n, d - d_H))
     U = np.concatenate([np.cos(theta) * gH / np.linalg.norm(gH, axis=1, keepdims=True),
@@ -280,7 +321,8 @@ def phi_quadrature(d: int, d_H: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     cos^2 phi ~ Beta(d_H/2, (d-d_H)/2); Gauss-Jacobi in t = cos(2 phi) with weight
     (1 - t)^{(d-d_H)/2 - 1} (1 + t)^{d_H/2 - 1}."""
     d, d_H = validate_dims(d, d_H)
-    t, w = roots_jacobi(require_positive_int(n, "n_phi"), (d - d_H) / 2 - 1, d_H / 2 - 1)
+    n = require_positive_int(n, "n_phi (number of phi nodes)", maximum=MAX_PHI_NODES)
+    t, w = roots_jacobi(n, (d - d_H) / 2 - 1, d_H / 2 - 1)
     return np.arccos(t) / 2, w / w.sum()
 
 
@@ -318,11 +360,13 @@ def phi_rule(d: int, d_H: int, breakpoints=(), step: float = 1 / 32
 @dataclass
 class PhiTable:
     """phi~(theta; phi_k) and its theta-derivative on a uniform theta grid, for the
-    Gauss-Jacobi phi nodes; cubic Hermite interpolation in theta."""
+    Gauss-Jacobi phi nodes; cubic Hermite interpolation in theta.  ``kernel`` (required)
+    as in :func:`phi_tilde`."""
     d: int
     d_H: int
     n_theta: int = 513
     n_phi: int = 48
+    kernel: Any = None
     phi: np.ndarray = field(init=False)
     weights: np.ndarray = field(init=False)
     grid: np.ndarray = field(init=False)
@@ -331,12 +375,18 @@ class PhiTable:
 
     def __post_init__(self) -> None:
         self.d, self.d_H = validate_dims(self.d, self.d_H)
-        n = require_positive_int(self.n_theta, "n_theta", minimum=3)
+        n = require_positive_int(self.n_theta, "n_theta (theta grid size)", minimum=3,
+                                 maximum=_INT64_MAX)
+        n_phi = require_positive_int(self.n_phi, "n_phi (number of phi nodes)",
+                                     maximum=MAX_PHI_NODES)
+        require_size(n * n_phi * 200, "n_theta * n_phi * (S-quadrature nodes) (table work)",
+                     limit=MAX_STEPS // 64, what="evaluations")
         self.phi, self.weights = phi_quadrature(self.d, self.d_H, self.n_phi)
         self.grid = np.linspace(0.0, HALF_PI, n)
         TH, PH = np.meshgrid(self.grid, self.phi, indexing="ij")
-        self.values = _phi_parts(TH, PH, self.d, self.d_H, derivative=False)
-        self.slopes = _phi_parts(TH, PH, self.d, self.d_H, derivative=True)
+        kernel = _require_kernel(self.kernel)
+        self.values = _phi_parts(TH, PH, self.d, self.d_H, False, kernel)
+        self.slopes = _phi_parts(TH, PH, self.d, self.d_H, True, kernel)
         self.h = self.grid[1] - self.grid[0]
 
     def __call__(self, theta) -> tuple[np.ndarray, np.ndarray]:
@@ -368,6 +418,24 @@ class ReducedState:
         return ReducedState(self.c.copy(), self.theta.copy(), self.eps.copy())
 
 
+def _require_state(state: Any) -> ReducedState:
+    """A ReducedState with 1-D finite arrays of one length: c >= 0, theta in [0, pi/2]
+    (up to rounding), eps in {-1, +1}."""
+    if not isinstance(state, ReducedState):
+        raise TypeError(f"state must be a numerics.reduced.ReducedState (c, theta, eps); got "
+                        f"{type(state).__name__}")
+    c = as_float_array(state.c, "state.c (masses |a||b|)", ndim=1, allow_empty=False)
+    th = as_float_array(state.theta, "state.theta (angles to H)", ndim=1)
+    eps = as_float_array(state.eps, "state.eps (output-weight signs)", ndim=1)
+    require_same_shape(**{"state.c": c, "state.theta": th, "state.eps": eps})
+    if np.any(c < 0):
+        raise ValueError("state.c must be non-negative (c = |a||b|)")
+    require_in_range(th, "state.theta", 0.0, HALF_PI + 1e-12)
+    if not np.all(np.abs(eps) == 1):
+        raise ValueError("state.eps must contain only +1 and -1")
+    return state
+
+
 def initial_state(rng_plus: np.random.Generator, rng_minus: np.random.Generator, m: int,
                   d: int, d_H: int) -> ReducedState:
     """tau_0^{+-} of the default initialization a = +-1, b ~ Unif(S^{d-1}): m particles,
@@ -386,13 +454,20 @@ def initial_state(rng_plus: np.random.Generator, rng_minus: np.random.Generator,
 
 def fold_angle(theta: np.ndarray) -> np.ndarray:
     """Reflect angles into [0, pi/2] (phi~ is even about 0 and about pi/2)."""
-    t = np.mod(np.asarray(theta, dtype=np.float64), np.pi)
+    t = np.mod(as_float_array(theta, "theta (angles)"), np.pi)
     return np.where(t > HALF_PI, np.pi - t, t)
 
 
 def reduced_loss_and_field(state: ReducedState, table: PhiTable
                            ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """(loss, G(theta_j), G'(theta_j), f~(phi_k)) with loss = 1/2 E_phi[(cos phi - f~)^2]."""
+    state = _require_state(state)
+    if not isinstance(table, PhiTable):
+        raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
+    return _loss_and_field(state, table)
+
+
+def _loss_and_field(state: ReducedState, table: PhiTable):
     m = state.c.shape[0]
     P, dP = table(state.theta)
     f = (state.eps * state.c) @ P / m
@@ -403,13 +478,28 @@ def reduced_loss_and_field(state: ReducedState, table: PhiTable
 
 def masses(state: ReducedState) -> tuple[float, float]:
     """(tau^+([0, pi/2]), tau^-([0, pi/2]))."""
+    return _masses(_require_state(state))
+
+
+def _masses(state: ReducedState) -> tuple[float, float]:
     m = state.c.shape[0]
     return (float(state.c[state.eps > 0].sum() / m), float(state.c[state.eps < 0].sum() / m))
 
 
 def w2_to_dirac(state: ReducedState, sign: int, point: float) -> float:
-    """W_2 between the normalized tau^{sign} and delta_point: sqrt(sum c (theta - p)^2 / sum c)."""
+    """W_2 between the normalized tau^{sign} and delta_point: sqrt(sum c (theta - p)^2 / sum c)
+    (0 when tau^{sign} has no mass)."""
+    state = _require_state(state)
+    if sign not in (1, -1) or isinstance(sign, bool):
+        raise ValueError(f"sign must be +1 or -1; got {sign!r}")
+    point = as_float_scalar(point, "point", lo=0.0, hi=HALF_PI)
+    return _w2(state, sign, point)
+
+
+def _w2(state: ReducedState, sign: int, point: float) -> float:
     sel = state.eps == sign
+    if not np.any(state.c[sel] > 0):
+        return 0.0
     c = state.c[sel]
     return float(np.sqrt(np.sum(c * (state.theta[sel] - point) ** 2) / np.sum(c)))
 
@@ -449,13 +539,13 @@ class ReducedRun:
 
 
 def _record(run: dict, t: float, loss: float, st: ReducedState, keep: bool) -> None:
-    mp, mm = masses(st)
+    mp, mm = _masses(st)
     run["times"].append(t)
     run["losses"].append(loss)
     run["plus"].append(mp)
     run["minus"].append(mm)
-    run["w2p"].append(w2_to_dirac(st, 1, 0.0))
-    run["w2m"].append(w2_to_dirac(st, -1, HALF_PI))
+    run["w2p"].append(_w2(st, 1, 0.0))
+    run["w2m"].append(_w2(st, -1, HALF_PI))
     if keep:
         run["snaps"].append(st.copy())
 
@@ -466,30 +556,28 @@ def _finish(run: dict, final: ReducedState) -> ReducedRun:
                       run["snaps"], final, np.array(run["snap_times"]))
 
 
-def reduced_velocity(eps: np.ndarray, c: np.ndarray, G: np.ndarray, dG: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """(dc/dt, dtheta/dt) = (2 eps c G(theta), eps G'(theta)) (Hajjar & Chizat 2023, Sec. 4)."""
-    return 2 * eps * c * G, eps * dG
-
-
 def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *,
                 record_every: int = 100, snapshot_every: int = 0,
-                fisher_rao_sign: float = 1.0, velocity=None) -> ReducedRun:
+                fisher_rao_sign: float = 1.0, velocity: Any = None) -> ReducedRun:
     """Forward Euler with step ``step`` (claim H1g); angles folded into [0, pi/2].
     ``fisher_rao_sign = -1`` flips the mass update (a deliberately wrong variant for
-    negative controls).  ``velocity(eps, c, G, dG) -> (dc/dt, dtheta/dt)`` replaces
-    :func:`reduced_velocity` (e.g. a field lambdified from a derivation).  Raises
+    negative controls).  ``velocity(eps, c, G, dG) -> (dc/dt, dtheta/dt)`` is the reduced
+    field (required: the derived one, e.g. lambdified from the H1g derivation).  Raises
     FloatingPointError naming the step on divergence."""
     step = as_float_scalar(step, "step", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
     record_every = require_positive_int(record_every, "record_every", minimum=1)
     snapshot_every = require_positive_int(snapshot_every, "snapshot_every", minimum=0)
     fisher_rao_sign = as_float_scalar(fisher_rao_sign, "fisher_rao_sign")
-    velocity = velocity or reduced_velocity
-    st = state.copy()
+    velocity = require_callable(velocity, "velocity", "(eps, c, G, dG) -> (dc/dt, dtheta/dt)")
+    st = _require_state(state).copy()
+    if not isinstance(table, PhiTable):
+        raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
+    require_size((steps + 1) * st.c.size * table.n_phi, "steps * m * n_phi (work of the run)",
+                 limit=MAX_STEPS, what="elementary updates")
     run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
     for k in range(steps + 1):
-        loss, G, dG, _ = reduced_loss_and_field(st, table)
+        loss, G, dG, _ = _loss_and_field(st, table)
         if not np.isfinite(loss) or loss > 1e8:
             raise FloatingPointError(f"reduced GD diverged at step {k} with step size {step:g}")
         if k % record_every == 0 or k == steps:
@@ -506,7 +594,7 @@ def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *
 
 
 def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float = 1e-9,
-                  atol: float = 1e-12, velocity=None, max_evals: int = 200_000) -> ReducedRun:
+                  atol: float = 1e-12, velocity: Any = None, max_evals: int = 200_000) -> ReducedRun:
     """The same dynamics as an error-controlled ODE (DOP853); the field is evaluated at
     folded angles with the derivative's sign flipped on reflection (odd extension).
     ``velocity`` as in :func:`simulate_gd`.  Raises FloatingPointError when the field is
@@ -514,8 +602,11 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
     t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
     rtol = require_tolerance(rtol, "rtol")
     atol = require_tolerance(atol, "atol")
-    max_evals = require_positive_int(max_evals, "max_evals")
-    velocity = velocity or reduced_velocity
+    max_evals = require_positive_int(max_evals, "max_evals", maximum=10 ** 7)
+    velocity = require_callable(velocity, "velocity", "(eps, c, G, dG) -> (dc/dt, dtheta/dt)")
+    state = _require_state(state)
+    if not isinstance(table, PhiTable):
+        raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
     m = state.c.shape[0]
     eps = state.eps
     evals = [0]
@@ -528,7 +619,7 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
         c, th = z[:m], z[m:]
         tf = fold_angle(th)
         sgn = np.where(np.mod(th, np.pi) > HALF_PI, -1.0, 1.0)
-        _, G, dG, _ = reduced_loss_and_field(ReducedState(c, tf, eps), table)
+        _, G, dG, _ = _loss_and_field(ReducedState(c, tf, eps), table)
         dc, dth = velocity(eps, c, G, dG)
         out = np.concatenate([np.asarray(dc, dtype=np.float64), sgn * np.asarray(dth, dtype=np.float64)])
         if not np.all(np.isfinite(out)):
@@ -543,20 +634,29 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
     st = state
     for i, t in enumerate(sol.t):
         st = ReducedState(sol.y[:m, i].copy(), fold_angle(sol.y[m:, i]), eps.copy())
-        loss = reduced_loss_and_field(st, table)[0]
+        loss = _loss_and_field(st, table)[0]
         _record(run, float(t), loss, st, True)
         run["snap_times"].append(float(t))
     return _finish(run, st)
 
 
-def reduced_predictor(state: ReducedState, X: np.ndarray, d_H: int) -> np.ndarray:
+def reduced_predictor(state: ReducedState, X, d_H: int, kernel: Any) -> np.ndarray:
     """f(x) = |x| int phi~(theta; phi_x) d(tau^+ - tau^-)(theta), phi_x = arccos(|x_H|/|x|),
-    H = span(e_1..e_dH), for every row of X (exact phi~ quadrature, no table)."""
-    X = as_float_array(X, "X", ndim=2)
+    H = span(e_1..e_dH), for every row of X (phi~ by :func:`phi_tilde` with ``kernel``, no
+    table); f(0) = 0."""
+    state = _require_state(state)
+    X = as_float_array(X, "X (inputs, shape (n, d))", ndim=2, allow_empty=False)
     d = X.shape[1]
+    d, d_H = validate_dims(d, d_H)
+    kernel = _require_kernel(kernel)
+    require_size(state.c.shape[0] * X.shape[0], "m * n (particles x inputs)")
     nx = np.linalg.norm(X, axis=1)
-    phx = np.arccos(np.clip(np.linalg.norm(X[:, :d_H], axis=1) / nx, 0.0, 1.0))
+    if not np.all(np.isfinite(nx)):
+        raise ValueError("|x| overflows float64 for some rows of X; rescale X")
+    ratio = np.divide(np.linalg.norm(X[:, :d_H], axis=1), nx, out=np.ones_like(nx), where=nx > 0)
+    phx = np.arccos(np.clip(ratio, 0.0, 1.0))
     m = state.c.shape[0]
     TH, PH = np.meshgrid(np.clip(state.theta, 0, HALF_PI), phx, indexing="ij")
-    P = _phi_parts(TH, PH, d, d_H, derivative=False)          # (m, n)
-    return nx * ((state.eps * state.c) @ P) / m
+    P = _phi_parts(TH, PH, d, d_H, False, kernel)          # (m, n)
+    out = nx * ((state.eps * state.c) @ P) / m
+    return require_finite_result(out, "reduced_predictor", "rescale X or the masses c")

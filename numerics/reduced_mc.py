@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.reduced import (HALF_PI, ReducedRun, ReducedState, fold_angle, masses,
-                              validate_dims, w2_to_dirac)
-from numerics.validation import require_positive_int
+from numerics.reduced import (HALF_PI, ReducedRun, ReducedState, _masses, _require_state, _w2,
+                              fold_angle, validate_dims)
+from numerics.validation import (MAX_STEPS, as_float_array, as_float_scalar, require_generator,
+                                 require_positive_int, require_size)
 
 __all__ = ["sample_nodes", "field_estimate", "simulate_gd_mc"]
 
@@ -38,8 +39,10 @@ def _coordinate(rng: np.random.Generator, k: int, n: int) -> np.ndarray:
 
 def sample_nodes(rng: np.random.Generator, n: int, d: int, d_H: int) -> tuple[np.ndarray, ...]:
     """(phi, R, S, R', S'), n draws each (see the module docstring)."""
+    rng = require_generator(rng, "rng")
     d, d_H = validate_dims(d, d_H)
-    n = require_positive_int(n, "n (Monte Carlo samples per step)")
+    n = require_positive_int(n, "n (Monte Carlo samples per step)", maximum=2 ** 62)
+    require_size(5 * n, "5 n (Monte Carlo nodes)")
     phi = np.arccos(np.sqrt(rng.beta(d_H / 2, (d - d_H) / 2, size=n)))
     return (phi, _coordinate(rng, d_H, n), _coordinate(rng, d - d_H, n),
             _coordinate(rng, d_H, n), _coordinate(rng, d - d_H, n))
@@ -47,7 +50,23 @@ def sample_nodes(rng: np.random.Generator, n: int, d: int, d_H: int) -> tuple[np
 
 def field_estimate(state: ReducedState, nodes: tuple[np.ndarray, ...]
                    ) -> tuple[float, np.ndarray, np.ndarray]:
-    """(Monte Carlo loss estimate 1/2 mean res^2, G_j, G'_j) from the sample ``nodes``."""
+    """(Monte Carlo loss estimate 1/2 mean res^2, G_j, G'_j) from the sample ``nodes``
+    (the 5 arrays of :func:`sample_nodes`: phi in [0, pi/2], coordinates in [-1, 1])."""
+    state = _require_state(state)
+    if not isinstance(nodes, (tuple, list)) or len(nodes) != 5:
+        raise TypeError("nodes must be the tuple (phi, R, S, R', S') of sample_nodes")
+    names = ("phi", "R", "S", "R'", "S'")
+    arrs = [as_float_array(x, f"nodes[{i}] ({nm})", ndim=1, allow_empty=False)
+            for i, (x, nm) in enumerate(zip(nodes, names))]
+    if len({a.shape for a in arrs}) != 1:
+        raise ValueError(f"the 5 node arrays must have one length; got {[a.shape for a in arrs]}")
+    if np.any((arrs[0] < 0) | (arrs[0] > HALF_PI)) or any(np.any(np.abs(a) > 1) for a in arrs[1:]):
+        raise ValueError("nodes: phi must lie in [0, pi/2] and R, S, R', S' in [-1, 1]")
+    require_size(state.c.size * arrs[0].size, "m * n (particles x Monte Carlo nodes)")
+    return _field_estimate(state, tuple(arrs))
+
+
+def _field_estimate(state: ReducedState, nodes: tuple) -> tuple[float, np.ndarray, np.ndarray]:
     phi, R, S, R2, S2 = nodes
     m = state.c.shape[0]
     ct, st = np.cos(state.theta)[:, None], np.sin(state.theta)[:, None]
@@ -70,22 +89,25 @@ def simulate_gd_mc(state: ReducedState, d: int, d_H: int, step: float, steps: in
     numerics.reduced.simulate_gd; ``losses`` are the per-step Monte Carlo estimates.
     Raises FloatingPointError naming the step on divergence."""
     d, d_H = validate_dims(d, d_H)
-    if not (np.isfinite(step) and step > 0):
-        raise ValueError(f"step must be positive and finite; got {step!r}")
-    steps = require_positive_int(steps, "steps", minimum=0)
-    record_every = require_positive_int(record_every, "record_every")
-    st = state.copy()
+    step = as_float_scalar(step, "step", lo=0.0, lo_open=True)
+    steps = require_positive_int(steps, "steps", minimum=0, maximum=2 ** 62)
+    record_every = require_positive_int(record_every, "record_every", maximum=2 ** 62)
+    n_samples = require_positive_int(n_samples, "n_samples", maximum=2 ** 62)
+    rng = require_generator(rng, "rng")
+    st = _require_state(state).copy()
+    require_size((steps + 1) * st.c.size * n_samples, "steps * m * n_samples (work of the run)",
+                 limit=MAX_STEPS, what="elementary updates")
     rec = {k: [] for k in ("t", "loss", "p", "q", "w2p", "w2m")}
     for k in range(steps + 1):
-        loss, G, dG = field_estimate(st, sample_nodes(rng, n_samples, d, d_H))
+        loss, G, dG = _field_estimate(st, sample_nodes(rng, n_samples, d, d_H))
         if not np.isfinite(loss) or loss > 1e8:
             raise FloatingPointError(f"Monte Carlo reduced GD diverged at step {k} with step "
                                      f"size {step:g}")
         if k % record_every == 0 or k == steps:
-            p, q = masses(st)
+            p, q = _masses(st)
             for key, v in (("t", k * step), ("loss", loss), ("p", p), ("q", q),
-                           ("w2p", w2_to_dirac(st, 1, 0.0)),
-                           ("w2m", w2_to_dirac(st, -1, HALF_PI))):
+                           ("w2p", _w2(st, 1, 0.0)),
+                           ("w2m", _w2(st, -1, HALF_PI))):
                 rec[key].append(v)
         if k == steps:
             break

@@ -72,7 +72,8 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     from numerics import paper_units as pu
     from numerics import reduced as rd
     from numerics.rng import make_rng
-    from verify.claims.hajjar_reduced import _table
+    from verify import derived
+    from verify.claims.hajjar_reduced import _table, derived_velocity
     d, d_H, m = int(params["d"]), int(params["d_H"]), int(params["m"])
     steps = int(params["steps"])
     s2 = pu.hajjar_data_second_moment(d, str(params["time_unit"]))
@@ -93,7 +94,8 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     if snapshot_steps:
         snap_every = int(np.gcd.reduce([k for k in snapshot_steps if k > 0] or [steps]))
     run = rd.simulate_gd(st, tab, step_suite, steps, record_every=max(1, steps // n_records),
-                         snapshot_every=snap_every)
+                         snapshot_every=snap_every,
+                         velocity=derived_velocity(derived.derivation("H1g")))
     return run, s2, step_suite
 
 
@@ -222,7 +224,8 @@ def _fig2(params: dict[str, Any], profile: str, seed: int):
     X = np.zeros((r.size, d))
     X[:, 0] = 1.0                  # u_H = e_1 (|x_H| = 1: target f* = 1 for every r)
     X[:, d_H] = r                  # + r e_perp
-    curves = [rd.reduced_predictor(st, X, d_H) for st in run.snapshots]
+    from verify.formulas.hajjar import phi_kernel
+    curves = [rd.reduced_predictor(st, X, d_H, phi_kernel()) for st in run.snapshots]
     times = [float(t) / s2 for t in run.snapshot_times]
     fig, ax = new_figure()
     for t, c in zip(times, curves):

@@ -53,7 +53,11 @@ class _DerivedPhiKernel:
     def _m(self, k: int) -> float:
         if k not in self._mean:
             from verify.formulas.alpha import alpha_constant
-            self._mean[k] = float(1.0 / alpha_constant(k))
+            top = 2 ** 53                  # the domain of alpha_constant
+            if k <= top:
+                self._mean[k] = float(1.0 / alpha_constant(k))
+            else:  # alpha(k) / sqrt(2 pi k) = 1 + O(1/k) (H1f): below 1e-16 beyond 2^53
+                self._mean[k] = float(1.0 / (alpha_constant(top) * np.sqrt(k / top)))
         return self._mean[k]
 
     def _eval(self, key: str, k: int, c, y):
