@@ -184,7 +184,7 @@ class GroupAction:
         """(1/|G|) sum_g values[g] (the normalized Haar integral of a finite group)."""
         values = as_float_array(values, "values (one value per group element)")
         if values.ndim == 0 or values.shape[0] != self.order:
-            raise ValueError(f"haar_average expects one value per group element (leading axis "
+            raise ValueError(f"values must hold one value per group element (leading axis "
                              f"{self.order}); got shape {values.shape}")
         return values.mean(axis=0)
 
@@ -283,8 +283,8 @@ class GroupAction:
     def _check_z(self, z) -> np.ndarray:
         z = as_float_array(z, "z (parameters)")
         if z.ndim == 0 or z.shape[-1] != self.dim_z:
-            raise ValueError(f"{self.name}: parameters must have last axis D = {self.dim_z}; "
-                             f"got shape {z.shape}")
+            raise ValueError(f"z (parameters of {self.name}) must have last axis D = "
+                             f"{self.dim_z}; got shape {z.shape}")
         return z
 
 

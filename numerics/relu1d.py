@@ -82,8 +82,8 @@ from scipy.integrate import DOP853
 from scipy.optimize import brentq
 
 from numerics.fast1d import preactivation
-from numerics.validation import (MAX_STEPS, ArgumentTypeError, as_float_array, ldexp_clipped,
-                                 pow2_exponent, require_positive_int,
+from numerics.validation import (MAX_STEPS, ArgumentTypeError, as_float_array, as_float_scalar,
+                                 ldexp_clipped, pow2_exponent, require_positive_int,
                                  require_same_shape, require_size)
 
 __all__ = [
@@ -401,10 +401,7 @@ class FlowResult:
     def dense(self, t: float) -> np.ndarray:
         """The state at any time ``t`` in [0, t_eval[-1]] from the solver's dense output
         (only when the flow was run with ``dense=True``); flat vector (a, b, c) / (r, theta)."""
-        if not self.segments:
-            raise ValueError("no dense output stored: run the flow with dense=True")
-        starts = [s[0] for s in self.segments]
-        k = max(0, min(len(starts) - 1, int(np.searchsorted(starts, t, side="right")) - 1))
+        k = self._segment(t)
         t0, t1, interp = self.segments[k][:3]
         return interp(min(max(t, t0), t1))
 
@@ -412,11 +409,16 @@ class FlowResult:
         """``(P, S)`` used by the integrator on the segment containing ``t`` (``dense=True``
         runs only): P the (m, s) activation pattern (pair (i, j) active), S the sliding
         pairs (held on their sample line by the Filippov projection)."""
-        if not self.segments:
-            raise ValueError("no dense output stored: run the flow with dense=True")
-        starts = [s[0] for s in self.segments]
-        k = max(0, min(len(starts) - 1, int(np.searchsorted(starts, t, side="right")) - 1))
+        k = self._segment(t)
         return self.segments[k][3], self.segments[k][4]
+
+    def _segment(self, t: Any) -> int:
+        t = as_float_scalar(t, "t (a time of the run)")
+        if not self.segments:
+            raise ValueError("t: no dense output stored for this run; run the flow with "
+                             "dense=True")
+        starts = [s[0] for s in self.segments]
+        return max(0, min(len(starts) - 1, int(np.searchsorted(starts, t, side="right")) - 1))
 
     @property
     def event_times(self) -> np.ndarray:

@@ -493,7 +493,7 @@ def ldexp_clipped(mant: Any, exp: Any, name: str = "mant * 2^exp", cause: str = 
 def pow2_scale(x: Any) -> tuple[np.ndarray, int]:
     """``(x * 2^-e, e)`` with e = :func:`pow2_exponent` (x): an exact rescaling whose
     largest entry lies in [1/2, 1); ``x == ldexp_clipped(x_scaled, e)`` unless entries
-    smaller than 2^-1074 relative to the largest one underflowed."""
+    smaller than 2^-1022 relative to the largest one became subnormal (and lost bits)."""
     arr = _floats(x, "x")
     e = pow2_exponent(arr)
     return (ldexp_clipped(arr, -e) if e else arr.copy()), e

@@ -1121,7 +1121,9 @@ MODULE_BASE: dict[str, dict[str, Any]] = {
     "numerics.groups": {"rho": np.array([np.eye(2), np.eye(2)[::-1]]),
                         "rho_hat": np.array([np.eye(2), np.eye(2)[::-1]]),
                         "M": lambda: _c2().M, "n": 3, "dim": 4,
-                        "generators": [[1, 0, 2], [0, 2, 1]]},
+                        "generators": [[1, 0, 2], [0, 2, 1]],
+                        "z": np.array([1.0, 0.5, -0.2, 0.3]), "values": np.ones((2, 3)),
+                        "f": lambda: (lambda x: x), "tol": KEEP_DEFAULT},
     "numerics.kernels": {"a": np.array([1.0, -0.5, 0.3]), "b": np.array([0.2, 0.1, -0.4]),
                          "x": np.array([-0.5, 0.3, 0.9]), "y": np.array([0.1, 0.2, -0.3]),
                          "xp": np.array([0.5, -0.2, 0.1]), "m": 8, "n_angle": 4,
@@ -1185,10 +1187,13 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "numerics.reduced.phi_tilde_mc": {"n": 100},
     "numerics.reduced.w2_to_dirac": {"sign": 1},
     "numerics.rng.make_rng": {"seed": 3},
+    "numerics.relu1d.FlowResult": {"t": np.array([0.0, 0.1]), "state": np.zeros((2, 3, 1))},
+    "numerics.relu1d.FlowResult.dense": {"t": 0.05},
+    "numerics.relu1d.FlowResult.pattern": {"t": 0.05},
     # the flows stop after max_steps accepted steps (a named RuntimeError): a huge horizon
     # or time scale is a long run bounded by that budget, which the fuzz keeps small
-    "numerics.relu1d.gradient_flow": {"max_steps": 300, "max_events": 300},
-    "numerics.relu1d.reduced_flow": {"max_steps": 300, "max_events": 300},
+    "numerics.relu1d.gradient_flow": {"max_steps": 100, "max_events": 100},
+    "numerics.relu1d.reduced_flow": {"max_steps": 100, "max_events": 100},
     "numerics.equivariant.make_teacher": {"kind": "arbitrary"},
     "numerics.equivariant.HiddenLayerUnit": {"n": 2},
     "numerics.equivariant.discover_fixed_space": {"max_iter": 1},
@@ -1246,7 +1251,8 @@ class SurfaceTarget:
 
     @property
     def module(self) -> str:
-        return self.name.rsplit(".", 1)[0]
+        parts = self.name.split(".")
+        return ".".join(parts[:2])
 
     def base(self) -> tuple[list, dict]:
         """(positional args, keyword args) of the base call, by parameter name."""
@@ -1284,16 +1290,54 @@ class SurfaceTarget:
         return args, kwargs
 
 
+def _params_of(fn: Callable, drop_self: bool = False) -> list[inspect.Parameter] | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = [p for p in sig.parameters.values()
+              if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    return params[1:] if drop_self and params and params[0].name == "self" else params
+
+
+class _BoundMethod:
+    """A public method of a public class, called on the instance that the class's base
+    call builds (built once, on first use)."""
+
+    def __init__(self, owner: "SurfaceTarget", method: str):
+        self.owner, self.method, self._inst = owner, method, None
+        self.__name__ = method
+
+    def __call__(self, *args, **kwargs):
+        if self._inst is None:
+            a, k = self.owner.base()
+            with np.errstate(all="ignore"):
+                self._inst = self.owner.fn(*a, **k)
+        return getattr(self._inst, self.method)(*args, **kwargs)
+
+
+def _public_methods(cls: type) -> list[str]:
+    out = []
+    for name, member in inspect.getmembers(cls):
+        if (name == "__call__" and "__call__" in vars(cls)) or (
+                not name.startswith("_") and inspect.isfunction(member)):
+            out.append(name)
+    return out
+
+
 def _surface_targets() -> list[SurfaceTarget]:
     out = []
     for name, obj in surface_names():
-        try:
-            sig = inspect.signature(obj)
-        except (TypeError, ValueError):
+        params = _params_of(obj)
+        if params is None:
             continue
-        params = [p for p in sig.parameters.values()
-                  if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
-        out.append(SurfaceTarget(name, obj, params))
+        t = SurfaceTarget(name, obj, params)
+        out.append(t)
+        if inspect.isclass(obj) and name not in SURFACE_NO_BASE:
+            for meth in _public_methods(obj):
+                mparams = _params_of(getattr(obj, meth), drop_self=True)
+                if mparams is not None:
+                    out.append(SurfaceTarget(f"{name}.{meth}", _BoundMethod(t, meth), mparams))
     return out
 
 
@@ -1400,6 +1444,72 @@ def test_surface_enumerates_every_public_callable():
     """The surface fuzz covers every callable of every ``__all__`` (numerics, formulas);
     names without a signature would be silently skipped, so there must be none."""
     names = {n for n, _ in surface_names()}
-    covered = {t.name for t in SURFACE_TARGETS}
+    covered = {t.name for t in SURFACE_TARGETS if not isinstance(t.fn, _BoundMethod)}
     assert names == covered, sorted(names - covered)
     assert len(covered) > 100
+
+
+# ----------------------------------------------------------------------------- shared exact arithmetic
+
+def test_require_in_range_with_array_bounds():
+    """An array bound crashed the message formatting (TypeError from ndarray.__format__)."""
+    from numerics.validation import require_in_range
+    require_in_range(np.array([0.5, 1.5]), "x", np.array([0.0, 1.0]), np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"^x must lie in \[\[0.0, 0.0\] \(per entry\), 1\]; got \[5.0\]"):
+        require_in_range(np.array([5.0, 0.5]), "x", np.array([0.0, 0.0]), 1.0)
+
+
+@settings(max_examples=max(50, PER_TARGET * 10), deadline=None, database=None)
+@given(st.floats(-1e150, 1e150), st.floats(-1e150, 1e150), st.integers(-60, 0),
+       st.integers(-300, 300))
+def test_dot2_is_correctly_rounded_on_cancelling_invariants(a, b, k, e):
+    """delta = c^2 - a^2 - b^2 with c within a few ulps (2^k relative) of |(a, b)|:
+    dot2 equals the exact (rational) value rounded once, however deep the cancellation;
+    plain float64 loses all digits there."""
+    from fractions import Fraction
+
+    from numerics.validation import dot2
+    a, b = math.ldexp(a, e // 2), math.ldexp(b, e // 2)
+    if not (math.isfinite(a) and math.isfinite(b)) or (a == 0 and b == 0):
+        return
+    c = math.hypot(a, b) * (1.0 + math.ldexp(1.0, k))
+    if not math.isfinite(c * c) or c * c == 0:
+        return
+    small = min(abs(v) for v in (a, b, c) if v != 0)
+    if (small / c) ** 2 < 2.0 ** -960:  # documented: exact while products stay above
+        return                           # 2^-969 of the largest one after scaling
+    got = float(dot2([c, a, b], [c, -a, -b]))
+    want = float(Fraction(c) ** 2 - Fraction(a) ** 2 - Fraction(b) ** 2)  # exact, rounded once
+    assert got == want or abs(got - want) <= 2.0 ** -53 * abs(want), (a, b, c, got, want)
+
+
+def test_dot2_catches_a_one_ulp_error():
+    """Sensitivity: the canonical-map invariant at (0, 1, 1 + 1e-13) (plain float64: 1e-12
+    relative error) is exact to the last bit, and a one-ulp change of c is seen."""
+    import mpmath
+    from numerics.validation import dot2
+    c = 1.0000000000001
+    with mpmath.workdps(60):
+        exact = float(mpmath.mpf(c) ** 2 - 1)
+    assert float(dot2([c, 0.0, 1.0], [c, -0.0, -1.0])) == exact
+    assert abs((c * c - 1.0) - exact) > 1e-14 * abs(exact)  # what dot2 fixes
+    c2 = math.nextafter(c, 2.0)
+    assert float(dot2([c2, 0.0, 1.0], [c2, -0.0, -1.0])) != exact
+
+
+def test_pow2_helpers_are_exact_and_name_overflow():
+    from numerics.validation import (ldexp_clipped, merge_pow2, pow2_exponent, pow2_scale,
+                                     row_pow2_scale, sum_pow2)
+    x = np.array([3e300, -1e10, 0.0])
+    xs, e = pow2_scale(x)
+    assert 0.5 <= np.max(np.abs(xs)) < 1.0 and np.array_equal(ldexp_clipped(xs, e), x)
+    assert pow2_exponent(np.zeros(3)) == 0 and pow2_exponent([]) == 0
+    Mh, er = row_pow2_scale(np.array([[4.0, 1.0], [0.0, 0.0]]))
+    assert np.array_equal(Mh, [[0.5, 0.125], [0.0, 0.0]]) and er.tolist() == [3, 0]
+    # sum of 2^1000 + 2^1000 - 2^1000 in (mantissa, exponent) form: no overflow
+    mant, top = sum_pow2(np.array([[0.5, 0.5, -0.5]]), np.array([[1001, 1001, 1001]]), axis=1)
+    assert ldexp_clipped(mant, top)[0] == 2.0 ** 1000
+    m2, t2 = merge_pow2((mant, top), (np.array([0.5]), np.array([1001])))
+    assert ldexp_clipped(m2, t2 - 1)[0] == 2.0 ** 1000
+    with pytest.raises(ValueError, match="^the total is not representable"):
+        ldexp_clipped(m2, t2 + 30, "the total")
