@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from scipy.special import expit
 
 from numerics.groups import GroupAction
-from numerics.validation import (as_float_array, require_choice, require_positive_int)
+from numerics.validation import (MAX_ELEMENTS, ArgumentTypeError, as_float_array,
+                                 as_float_scalar, as_int_array, require_choice,
+                                 require_finite_result, require_generator, require_positive_int,
+                                 require_size)
 
 __all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "UVUnit",
            "UV_ACTIVATIONS", "SGDConfig",
@@ -45,11 +47,35 @@ X_STD = 4.0
 STUDENT_STD = 0.25
 
 
+#: largest dimension of X, Y (matrix units) or hidden width (HiddenLayerUnit)
+_MAX_DIM = 4096
+#: largest work of one train / discover_fixed_space call, steps x batch x N x D
+#: multiply-adds (~1 h of one core): beyond it the call is refused at once
+_MAX_WORK = 2 ** 46
+
+
 class DivergenceError(FloatingPointError):
     """Noisy SGD produced non-finite parameters (the step size is too large)."""
 
 
+def _logistic(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """logistic(a) = 1 / (1 + exp(-a)) through NumPy's vectorized float64 exp (about 4x
+    faster than ``scipy.special.expit``, whose scalar exp made the SGD step exp-bound).
+    Rounding: exp(-a) within a few ulp, then one addition and one reciprocal, each
+    correctly rounded: a relative error of a few ulp wherever the result is a normal
+    float (measured <= 2 ulp against 40-digit mpmath over |a| <= 745, like expit); for
+    a < -708.4 exp(-a) overflows to inf and the result is 0, within 1.6e-308 of the
+    true value.  ``out`` may be ``a`` itself (in place)."""
+    with np.errstate(over="ignore"):
+        t = np.negative(a, out=out)
+        np.exp(t, out=t)
+        t += 1.0
+        return np.reciprocal(t, out=t)
+
+
 class Unit(Protocol):
+    """What the SGD needs of a unit: dimensions and the unchecked ``_value``/``_vjp``
+    (the public ``value``/``vjp`` validate and call them)."""
     dim_x: int
     dim_y: int
     dim_z: int
@@ -60,11 +86,94 @@ class Unit(Protocol):
             value: np.ndarray | None = None) -> np.ndarray: ...
 
 
+_UNIT_TYPES: tuple[type, ...] = ()       # filled below the unit classes
+
+
+def _require_unit(unit, name: str = "unit"):
+    if not isinstance(unit, _UNIT_TYPES):
+        raise ArgumentTypeError(f"{name} must be one of LogisticUnit, TanhUnit, LinearUnit, "
+                                f"HiddenLayerUnit, UVUnit; got {type(unit).__name__} {unit!r:.40}")
+    return unit
+
+
+def _require_group(group, unit=None, name: str = "group") -> GroupAction:
+    if not isinstance(group, GroupAction):
+        raise ArgumentTypeError(f"{name} must be a numerics.groups.GroupAction; got "
+                                f"{type(group).__name__} {group!r:.40}")
+    if unit is not None and (group.dim_x, group.dim_y, group.dim_z) != (unit.dim_x, unit.dim_y,
+                                                                         unit.dim_z):
+        raise ValueError(f"dimension mismatch: the unit maps R^{unit.dim_x} -> R^{unit.dim_y} "
+                         f"with D = {unit.dim_z}; {name} acts on X = R^{group.dim_x}, "
+                         f"Y = R^{group.dim_y}, Z = R^{group.dim_z}")
+    return group
+
+
+def _unit_inputs(unit, x, theta) -> tuple[np.ndarray, np.ndarray]:
+    """x (B, dX) and theta (N, D) as finite float64 arrays fitting ``unit``."""
+    x = as_float_array(x, f"x (inputs, shape (B, {unit.dim_x}))", ndim=2, allow_empty=False)
+    theta = as_float_array(theta, f"theta (particles, shape (N, {unit.dim_z}))", ndim=2,
+                           allow_empty=False)
+    if x.shape[1] != unit.dim_x:
+        raise ValueError(f"shapes do not fit the unit: x must have {unit.dim_x} columns (dX "
+                         f"of the unit); got {x.shape}")
+    if theta.shape[1] != unit.dim_z:
+        raise ValueError(f"shapes do not fit the unit: theta must have {unit.dim_z} columns "
+                         f"(D of the unit); got {theta.shape}")
+    require_size(x.shape[0] * theta.shape[0] * max(unit.dim_y, unit.dim_z),
+                 "the unit values (B x N x max(dY, D) entries)")
+    return x, theta
+
+
+class _ValidatedUnit:
+    """Public ``value``/``vjp`` of every unit: validated, finite results or a named
+    ValueError; they call the unchecked ``_value``/``_vjp`` that the SGD loop uses."""
+
+    def value(self, x, theta) -> np.ndarray:
+        """sigma_*(x_b, theta_i): shape (B, N, dY)."""
+        _require_unit(self, "self")
+        x, theta = _unit_inputs(self, x, theta)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = self._value(x, theta)
+        return require_finite_result(out, f"{type(self).__name__}.value", "x or theta too large")
+
+    def vjp(self, x, theta, cot, value=None) -> np.ndarray:
+        """(1/B) sum_b grad_z sigma_*(x_b, theta_i)^T cot_b per particle: shape (N, D);
+        ``value`` (optional) is the unit's value at (x, theta)."""
+        _require_unit(self, "self")
+        x, theta = _unit_inputs(self, x, theta)
+        cot = as_float_array(cot, f"cot (cotangents, shape (B, {self.dim_y}))", ndim=2)
+        if cot.shape != (x.shape[0], self.dim_y):
+            raise ValueError(f"cot must have shape {(x.shape[0], self.dim_y)}; got {cot.shape}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = self._value(x, theta)
+            if value is not None:
+                value = as_float_array(value, "value (the unit's value at (x, theta))")
+                if value.shape != v.shape or not np.allclose(value, v, rtol=1e-12, atol=1e-300):
+                    raise ValueError(f"value must be the unit's value at (x, theta), shape "
+                                     f"{v.shape}; pass None to compute it")
+            out = self._vjp(x, theta, cot, v)
+        return require_finite_result(out, f"{type(self).__name__}.vjp", "x, theta or cot too large")
+
+
+def _require_dim(v, name: str) -> int:
+    return require_positive_int(v, name, maximum=_MAX_DIM)
+
+
+def _require_bool(v, name: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False; got {type(v).__name__} {v!r:.40}")
+    return bool(v)
+
+
 @dataclass(frozen=True)
-class _MatrixUnit:
+class _MatrixUnit(_ValidatedUnit):
     """Shared part of the units sigma_*(x, z) = s(z x), z in R^{dY x dX} flattened row-major."""
     dim_x: int = 2
     dim_y: int = 2
+
+    def __post_init__(self) -> None:
+        _require_dim(self.dim_x, f"{type(self).__name__}.dim_x")
+        _require_dim(self.dim_y, f"{type(self).__name__}.dim_y")
 
     @property
     def dim_z(self) -> int:
@@ -82,22 +191,23 @@ class _MatrixUnit:
     # Output-major layout for the SGD loop: (dY, B, N) keeps N innermost and contiguous, so
     # the activation, the cotangent product and both BLAS products run on contiguous rows
     # (the (B, N, dY) layout broadcasts over a last axis of length dY: about 2x slower).
-    def pre_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _pre_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """(z_i x_b)_k in the layout (dY, B, N)."""
         z = theta.reshape(theta.shape[0], self.dim_y, self.dim_x)
         return np.matmul(x, z.transpose(1, 2, 0))
 
-    def value_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _value_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """sigma_*(x_b, theta_i)_k in the layout (dY, B, N)."""
-        return self.activation(self.pre_t(x, theta))
+        return self._activation(self._pre_t(x, theta))
 
-    def vjp_t(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
-              value_t: np.ndarray) -> np.ndarray:
-        """:meth:`vjp` from the activations ``value_t`` (dY, B, N) of :meth:`value_t`."""
-        t = self.slope_from_value(value_t)
-        t *= cot.T[:, :, None]
-        g = np.matmul(t.transpose(0, 2, 1), x)                      # (dY, N, dX)
-        return g.transpose(1, 0, 2).reshape(theta.shape[0], -1) / x.shape[0]
+    def _vjp_t(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+               value_t: np.ndarray) -> np.ndarray:
+        """:meth:`vjp` from the activations ``value_t`` (dY, B, N) of :meth:`_value_t`:
+        per output k, s'_k^T (c_k x / B), the cotangent folded into the (B, dX) factor."""
+        t = self._slope_from_value(value_t)
+        xc = cot.T[:, :, None] * (x / x.shape[0])[None]             # (dY, B, dX)
+        g = np.matmul(t.transpose(0, 2, 1), xc)                     # (dY, N, dX)
+        return g.transpose(1, 0, 2).reshape(theta.shape[0], -1)
 
 
 @dataclass(frozen=True)
@@ -106,21 +216,30 @@ class LogisticUnit(_MatrixUnit):
     (the reference unit of the paper's experiment, dX = dY = 2).  Jointly equivariant for
     :func:`numerics.groups.matrix_action` with permutation representations on Y."""
 
-    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        return expit(self._pre(x, theta))
+    def _value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        return self._activation(self._pre(x, theta))
 
-    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
-            value: np.ndarray | None = None) -> np.ndarray:
-        s = self.value(x, theta) if value is None else value
+    def _vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+             value: np.ndarray | None = None) -> np.ndarray:
+        s = self._value(x, theta) if value is None else value
         return self._pullback(x, theta, s * (1.0 - s) * cot[:, None, :])
 
     @staticmethod
-    def activation(a: np.ndarray) -> np.ndarray:
+    def _activation(a: np.ndarray) -> np.ndarray:
         """logistic(a), in place (a is a fresh pre-activation array)."""
-        return expit(a, out=a)
+        return _logistic(a, out=a)
+
+    def _value_t(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """logistic(z_i x_b)_k in the layout (dY, B, N), from -(z_i x_b) = z_i (-x_b)
+        (the negation rides on the small (B, dX) factor: one pass fewer)."""
+        t = self._pre_t(-x, theta)
+        with np.errstate(over="ignore"):
+            np.exp(t, out=t)
+        t += 1.0
+        return np.reciprocal(t, out=t)
 
     @staticmethod
-    def slope_from_value(s: np.ndarray) -> np.ndarray:
+    def _slope_from_value(s: np.ndarray) -> np.ndarray:
         """logistic'(a) = s (1 - s) from s = logistic(a)."""
         t = 1.0 - s
         t *= s
@@ -132,21 +251,21 @@ class TanhUnit(_MatrixUnit):
     """sigma_*(x, z) = tanh(z x) elementwise, z in R^{dY x dX} flattened row-major.  The odd
     activation makes it jointly equivariant also for signed permutations (sign flips)."""
 
-    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         return np.tanh(self._pre(x, theta))
 
-    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
-            value: np.ndarray | None = None) -> np.ndarray:
-        a = self.value(x, theta) if value is None else value
+    def _vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+             value: np.ndarray | None = None) -> np.ndarray:
+        a = self._value(x, theta) if value is None else value
         return self._pullback(x, theta, (1.0 - a * a) * cot[:, None, :])
 
     @staticmethod
-    def activation(a: np.ndarray) -> np.ndarray:
+    def _activation(a: np.ndarray) -> np.ndarray:
         """tanh(a), in place (a is a fresh pre-activation array)."""
         return np.tanh(a, out=a)
 
     @staticmethod
-    def slope_from_value(s: np.ndarray) -> np.ndarray:
+    def _slope_from_value(s: np.ndarray) -> np.ndarray:
         """tanh'(a) = 1 - s^2 from s = tanh(a)."""
         t = s * s
         np.subtract(1.0, t, out=t)
@@ -158,22 +277,25 @@ class LinearUnit(_MatrixUnit):
     """sigma_*(x, z) = z x, z in R^{dY x dX} flattened row-major (linear in z: the case
     where projected and symmetrized models agree, claim M1b)."""
 
-    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         return self._pre(x, theta)
 
-    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
-            value: np.ndarray | None = None) -> np.ndarray:
+    def _vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+             value: np.ndarray | None = None) -> np.ndarray:
         g = np.einsum("bk,bj->kj", cot, x).ravel() / x.shape[0]
         return np.broadcast_to(g, theta.shape).copy()
 
 
 @dataclass(frozen=True)
-class HiddenLayerUnit:
+class HiddenLayerUnit(_ValidatedUnit):
     """sigma_*(x, (W, A, B)) = W tanh(A^T x + B), X = Y = R^n, hidden width n (a single-
     hidden-layer network as ONE unit).  Parameters [W, A (row-major), B], D = 2 n^2 + n;
     jointly equivariant for :func:`numerics.groups.cyclic_network_action` (C_n permutes
     inputs, hidden neurons and outputs; E^G = circulant W, A and constant B)."""
     n: int = 3
+
+    def __post_init__(self) -> None:
+        _require_dim(self.n, "HiddenLayerUnit.n (hidden width)")
 
     @property
     def dim_x(self) -> int:
@@ -197,12 +319,12 @@ class HiddenLayerUnit:
         W, A, B = self._split(theta)
         return W, np.tanh(np.einsum("bj,njk->bnk", x, A) + B[None])
 
-    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         W, a = self._hidden(x, theta)
         return np.einsum("nik,bnk->bni", W, a)
 
-    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
-            value: np.ndarray | None = None) -> np.ndarray:
+    def _vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+             value: np.ndarray | None = None) -> np.ndarray:
         W, a = self._hidden(x, theta)
         nb = x.shape[0]
         dW = np.einsum("bi,bnk->nik", cot, a) / nb
@@ -218,7 +340,7 @@ UV_ACTIVATIONS = ("logistic", "tanh")
 
 
 @dataclass(frozen=True)
-class UVUnit:
+class UVUnit(_ValidatedUnit):
     """The paper's (u, v) unit (Maass Martinez & Fontbona 2024, experiments appendix):
     sigma_*(x, (u, v)) = v * s(u . x / 2), u in X = R^dX, v in Y = R^dY, s the logistic
     function (``activation="logistic"``, default) or tanh.
@@ -234,8 +356,8 @@ class UVUnit:
     activation: str = "logistic"
 
     def __post_init__(self) -> None:
-        require_positive_int(self.dim_x, "UVUnit.dim_x")
-        require_positive_int(self.dim_y, "UVUnit.dim_y")
+        _require_dim(self.dim_x, "UVUnit.dim_x")
+        _require_dim(self.dim_y, "UVUnit.dim_y")
         require_choice(self.activation, "UVUnit.activation", UV_ACTIVATIONS)
 
     @property
@@ -245,14 +367,14 @@ class UVUnit:
     def _gate(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """s(u_i . x_b / 2): shape (B, N)."""
         a = 0.5 * (x @ theta[:, :self.dim_x].T)
-        return expit(a) if self.activation == "logistic" else np.tanh(a)
+        return _logistic(a, out=a) if self.activation == "logistic" else np.tanh(a, out=a)
 
-    def value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         s = self._gate(x, theta)
         return s[:, :, None] * theta[None, :, self.dim_x:]
 
-    def vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
-            value: np.ndarray | None = None) -> np.ndarray:
+    def _vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+             value: np.ndarray | None = None) -> np.ndarray:
         s = self._gate(x, theta)
         ds = s * (1.0 - s) if self.activation == "logistic" else 1.0 - s * s
         nb = x.shape[0]
@@ -262,17 +384,32 @@ class UVUnit:
         return np.concatenate([du, dv], axis=1)
 
 
+_UNIT_TYPES = (LogisticUnit, TanhUnit, LinearUnit, HiddenLayerUnit, UVUnit)
+
+
 def _require_positive_finite(v, name: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
-            or not np.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
-    return float(v)
+    return as_float_scalar(v, name, lo=0.0, lo_open=True)
+
+
+def _model_args(unit, x, theta, weights):
+    _require_unit(unit)
+    x, theta = _unit_inputs(unit, x, theta)
+    if weights is not None:
+        weights = as_float_array(weights, "weights (one per particle)", ndim=1)
+        if weights.shape[0] != theta.shape[0]:
+            raise ValueError(f"weights must have one entry per particle ({theta.shape[0]}); "
+                             f"got {weights.shape[0]}")
+    return x, theta, weights
 
 
 def model_output(unit: Unit, x: np.ndarray, theta: np.ndarray,
                  weights: np.ndarray | None = None) -> np.ndarray:
-    """Phi_mu(x) = sum_i w_i sigma_*(x, theta_i) (uniform weights by default): (B, dY)."""
-    return _average(unit.value(x, theta), weights)
+    """Phi_mu(x) = sum_i w_i sigma_*(x, theta_i) (uniform weights by default): (B, dY)
+    (claims M1a-M1e); a ValueError naming the argument for bad input or an overflow."""
+    x, theta, weights = _model_args(unit, x, theta, weights)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _average(unit._value(x, theta), weights)
+    return require_finite_result(out, "model_output", "x, theta or weights too large")
 
 
 def _average(v: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -298,8 +435,16 @@ def _uniform(n: int) -> np.ndarray:
 
 def symmetrized_output(unit: Unit, group: GroupAction, x: np.ndarray, theta: np.ndarray,
                        weights: np.ndarray | None = None) -> np.ndarray:
-    """(Q_G Phi_mu)(x) = (1/|G|) sum_g rho^_{g^-1} Phi_mu(rho_g x) (feature averaging)."""
-    return group.symmetrize_function(lambda xx: model_output(unit, xx, theta, weights))(x)
+    """(Q_G Phi_mu)(x) = (1/|G|) sum_g rho^_{g^-1} Phi_mu(rho_g x) (feature averaging,
+    claim M1a)."""
+    x, theta, weights = _model_args(unit, x, theta, weights)
+    _require_group(group, unit)
+    require_size(group.order * x.shape[0] * theta.shape[0] * unit.dim_y,
+                 "the orbit values (|G| x B x N x dY entries)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = group.symmetrize_function(
+            lambda xx: _average(unit._value(xx, theta), weights))(x)
+    return require_finite_result(out, "symmetrized_output", "x, theta or weights too large")
 
 
 # ----------------------------------------------------------------------------------------
@@ -310,9 +455,13 @@ def make_teacher(kind: str, unit: Unit, group: GroupAction, rng: np.random.Gener
     """Teacher particles (uniform weights): ``arbitrary`` = ``n_particles`` i.i.d.
     N(0, scale^2 I); ``WI`` = those plus all their images M_g theta (a union of orbits,
     |G| n_particles particles); ``SI`` = the arbitrary ones projected onto E^G."""
-    require_choice(kind, "teacher kind", TEACHERS)
+    require_choice(kind, "kind (teacher kind)", TEACHERS)
+    _require_unit(unit)
+    _require_group(group, unit)
+    rng = require_generator(rng)
     n_particles = require_positive_int(n_particles, "n_particles (teacher width)")
-    _require_positive_finite(scale, "scale (teacher entries' standard deviation)")
+    require_size(n_particles * group.order * unit.dim_z, "the teacher (n_particles x |G| x D)")
+    scale = _require_positive_finite(scale, "scale (teacher entries' standard deviation)")
     base = scale * rng.standard_normal((n_particles, unit.dim_z))
     if kind == "arbitrary":
         return base
@@ -327,9 +476,13 @@ def init_particles(kind: str, n: int, unit: Unit, group: GroupAction,
     under orthogonal M_g); ``orbit`` = n / |G| i.i.d. draws and all their images, stored
     g-major (a union of orbits: the empirical measure itself is WI; n must be a multiple of
     |G|); ``SI`` = i.i.d. draws projected onto E^G."""
-    require_choice(kind, "initialization", ("iid", "orbit", "SI"))
+    require_choice(kind, "kind (initialization)", ("iid", "orbit", "SI"))
+    _require_unit(unit)
+    _require_group(group, unit)
+    rng = require_generator(rng)
     n = require_positive_int(n, "N (number of particles)")
-    _require_positive_finite(std, "std (initial entries' standard deviation)")
+    require_size(n * unit.dim_z, "the particles (N x D)")
+    std = _require_positive_finite(std, "std (initial entries' standard deviation)")
     if kind == "orbit":
         if n % group.order:
             raise ValueError(f"an orbit initialization needs N divisible by |G| = "
@@ -356,11 +509,10 @@ class SGDConfig:
 
     def __post_init__(self) -> None:
         for name in ("alpha", "tau", "beta", "x_std"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v < 0 or (name in ("alpha", "x_std") and v == 0):
-                raise ValueError(f"SGDConfig.{name} must be finite and "
-                                 f"{'> 0' if name in ('alpha', 'x_std') else '>= 0'}; got {v}")
-        require_positive_int(self.batch, "SGDConfig.batch")
+            positive = name in ("alpha", "x_std")
+            object.__setattr__(self, name, as_float_scalar(getattr(self, name), f"SGDConfig.{name}",
+                                                           lo=0.0, lo_open=positive))
+        require_positive_int(self.batch, "SGDConfig.batch", maximum=MAX_ELEMENTS)
         require_positive_int(self.steps, "SGDConfig.steps", minimum=0)
 
 
@@ -381,12 +533,12 @@ def _gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
         return _gradient_t(scheme, unit, group, theta, x, y)
     if scheme in ("da_orbit", "fa"):
         xs, ys = _stack_orbit(group, x, y)
-        v = unit.value(xs, theta)
+        v = unit._value(xs, theta)
         if scheme == "da_orbit":
-            return unit.vjp(xs, theta, _average(v, None) - ys, v)
-        return unit.vjp(xs, theta, _fa_cotangent(group, _average(v, None), y), v)
-    v = unit.value(x, theta)
-    return unit.vjp(x, theta, _average(v, None) - y, v)
+            return unit._vjp(xs, theta, _average(v, None) - ys, v)
+        return unit._vjp(xs, theta, _fa_cotangent(group, _average(v, None), y), v)
+    v = unit._value(x, theta)
+    return unit._vjp(x, theta, _average(v, None) - y, v)
 
 
 def _fa_cotangent(group: GroupAction, model: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -406,10 +558,10 @@ def _gradient_t(scheme: str, unit, group: GroupAction, theta: np.ndarray, x: np.
         xs, ys = _stack_orbit(group, x, y)
     else:
         xs, ys = x, y
-    s = unit.value_t(xs, theta)
+    s = unit._value_t(xs, theta)
     model = (s @ _uniform(theta.shape[0])).T                     # (B', dY)
     cot = _fa_cotangent(group, model, y) if scheme == "fa" else model - ys
-    return unit.vjp_t(xs, theta, cot, s)
+    return unit._vjp_t(xs, theta, cot, s)
 
 
 def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
@@ -419,15 +571,25 @@ def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarr
     before the penalty: (1/B) sum_b grad_z sigma_*(x_b, theta_i)^T (model - y_b) per
     particle, with the scheme's model and data (docs/conventions.md, section 3)."""
     require_choice(scheme, "scheme", ("vanilla", "da_random", "da_orbit", "fa"))
-    theta = as_float_array(theta, "theta (particles)", ndim=2)
-    x = as_float_array(x, "x (inputs)", ndim=2)
+    _require_unit(unit)
+    _require_group(group, unit)
+    x, theta = _unit_inputs(unit, x, theta)
     y = as_float_array(y, "y (labels)", ndim=2)
-    if theta.shape[1] != unit.dim_z or x.shape[1] != unit.dim_x or y.shape != (x.shape[0], unit.dim_y):
-        raise ValueError(f"shapes do not fit the unit: theta {theta.shape} (D = {unit.dim_z}), "
-                         f"x {x.shape} (dX = {unit.dim_x}), y {y.shape} (dY = {unit.dim_y})")
-    if scheme == "da_random" and gidx is None:
-        raise ValueError("scheme 'da_random' needs gidx (one group index per sample)")
-    return _gradient(scheme, unit, group, theta, x, y, gidx)
+    if y.shape != (x.shape[0], unit.dim_y):
+        raise ValueError(f"shapes do not fit the unit: y must have shape {(x.shape[0], unit.dim_y)} (one label of dimension "
+                         f"dY per sample); got {y.shape}")
+    require_size(group.order * x.shape[0] * theta.shape[0] * max(unit.dim_y, unit.dim_z),
+                 "the orbit values (|G| x B x N x max(dY, D) entries)")
+    if scheme == "da_random":
+        if gidx is None:
+            raise ValueError("scheme 'da_random' needs gidx (one group index per sample)")
+        gidx = as_int_array(gidx, "gidx (group index per sample)", minimum=0)
+        if gidx.shape != (x.shape[0],) or np.any(gidx >= group.order):
+            raise ValueError(f"gidx must hold one index in [0, {group.order}) per sample "
+                             f"({x.shape[0]}); got shape {gidx.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _gradient(scheme, unit, group, theta, x, y, gidx)
+    return require_finite_result(out, "scheme_gradient", "x, y or theta too large")
 
 
 def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarray,
@@ -445,18 +607,36 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
     :class:`DivergenceError` naming the step size when parameters become non-finite."""
     require_choice(scheme, "scheme", SCHEMES)
     require_choice(noise, "noise", NOISE_MODES)
+    _require_unit(unit)
+    _require_group(group, unit)
+    if not isinstance(config, SGDConfig):
+        raise ArgumentTypeError(f"config must be an SGDConfig; got {type(config).__name__}")
+    rng_data = require_generator(rng_data, "rng_data")
+    rng_noise = require_generator(rng_noise, "rng_noise")
+    if rng_group is not None or scheme == "da_random":
+        if rng_group is None:
+            raise ValueError("scheme 'da_random' needs rng_group (the stream of random g)")
+        rng_group = require_generator(rng_group, "rng_group")
+    orbit_closed_data = _require_bool(orbit_closed_data, "orbit_closed_data")
+    record_every = require_positive_int(record_every, "record_every", minimum=0)
     theta = as_float_array(theta0, "theta0 (initial particles)").copy()
     if theta.ndim != 2 or theta.shape[0] == 0:
         raise ValueError(f"theta0 must have shape (N, D) with N >= 1; got {theta.shape}")
-    if theta.shape[1] != unit.dim_z or group.dim_z != unit.dim_z:
+    if theta.shape[1] != unit.dim_z:
         raise ValueError(f"dimension mismatch: particles D = {theta.shape[1]}, unit D = "
-                         f"{unit.dim_z}, group acts on R^{group.dim_z}")
-    if group.dim_x != unit.dim_x or group.dim_y != unit.dim_y:
-        raise ValueError(f"dimension mismatch: unit maps R^{unit.dim_x} -> R^{unit.dim_y}, "
-                         f"group acts on X = R^{group.dim_x}, Y = R^{group.dim_y}")
-    if scheme == "da_random" and rng_group is None:
-        raise ValueError("scheme 'da_random' needs rng_group (the stream of random g)")
+                         f"{unit.dim_z}")
+    teacher = as_float_array(teacher, f"teacher (particles, shape (K, {unit.dim_z}))", ndim=2,
+                             allow_empty=False)
+    if teacher.shape[1] != unit.dim_z:
+        raise ValueError(f"teacher must have {unit.dim_z} columns (D of the unit); got "
+                         f"{teacher.shape}")
     N, D = theta.shape
+    width = group.order * config.batch * (N + teacher.shape[0]) * max(D, unit.dim_y)
+    require_size(config.steps * width, "the work steps x |G| batch x N x D", limit=_MAX_WORK,
+                 what="multiply-adds", hint="use fewer steps, particles or a smaller batch")
+    require_size(width, "one step's values (|G| batch x N x D)")
+    if record_every:
+        require_size((config.steps // record_every + 1) * N * D, "the snapshots")
     if noise == "orbit" and N % group.order:
         raise ValueError(f"noise='orbit' needs N divisible by |G| = {group.order}; got {N}")
     if orbit_closed_data and config.batch % group.order:
@@ -492,7 +672,7 @@ def _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise, 
         Gc = (rng_group.integers(0, group.order, size=(m, config.batch))
               if scheme == "da_random" else None)
         # teacher labels for the whole chunk in one product (the student's are per step)
-        Yc = model_output(unit, Xc.reshape(-1, unit.dim_x), teacher).reshape(m, n_draw, -1)
+        Yc = _average(unit._value(Xc.reshape(-1, unit.dim_x), teacher), None).reshape(m, n_draw, -1)
         for j in range(m):
             x = Xc[j]
             y = Yc[j]
@@ -535,6 +715,16 @@ class HeuristicIterate:
     escape_spectrum: np.ndarray
     added: int
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "basis", as_float_array(self.basis, "HeuristicIterate.basis",
+                                                         ndim=2))
+        object.__setattr__(self, "rmd_escape", as_float_scalar(
+            self.rmd_escape, "HeuristicIterate.rmd_escape", lo=0.0))
+        object.__setattr__(self, "escape_spectrum", as_float_array(
+            self.escape_spectrum, "HeuristicIterate.escape_spectrum", ndim=1))
+        object.__setattr__(self, "added", require_positive_int(
+            self.added, "HeuristicIterate.added", minimum=0, maximum=self.basis.shape[0]))
+
 
 def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
                          config: SGDConfig, n_particles: int, rng: np.random.Generator, *,
@@ -560,14 +750,20 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     data actions rho, rho^; the heuristic never looks at M_g.
     Returns ``(basis of the final E_j, iterates, converged)``."""
     from numerics.transport import rmd as _rmd
+    _require_unit(unit)
+    _require_group(group, unit)
+    rng = require_generator(rng)
+    if not isinstance(config, SGDConfig):
+        raise ArgumentTypeError(f"config must be an SGDConfig; got {type(config).__name__}")
     n_particles = require_positive_int(n_particles, "n_particles")
-    max_iter = require_positive_int(max_iter, "max_iter")
-    _require_positive_finite(std, "std")
-    for name, v in (("rmd_threshold", rmd_threshold), ("eigen_threshold", eigen_threshold)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) \
-                or not np.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
+    max_iter = require_positive_int(max_iter, "max_iter", maximum=64)
+    std = _require_positive_finite(std, "std")
+    rmd_threshold = as_float_scalar(rmd_threshold, "rmd_threshold", lo=0.0)
+    eigen_threshold = as_float_scalar(eigen_threshold, "eigen_threshold", lo=0.0)
     require_choice(scheme, "scheme", ("vanilla", "da_orbit"))
+    require_size(max_iter * config.steps * group.order * config.batch * n_particles * unit.dim_z,
+                 "the work max_iter x steps x |G| batch x N x D", limit=_MAX_WORK,
+                 what="multiply-adds", hint="use fewer steps, particles or iterations")
     D = unit.dim_z
     basis = np.zeros((D, 0))
     iterates: list[HeuristicIterate] = []
