@@ -244,7 +244,7 @@ def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
     return g, w
 
 
-def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
+def quadrature_particles(init: str, n_angle: int, n_radial: int = 2, kinks_at: Any = None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Deterministic weighted particles (a, b, w), sum w = 1, discretizing the init.
 
@@ -252,13 +252,19 @@ def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
     tensor rule in (a, b) converges only algebraically and slowly; in polar coordinates
     (a, b) = r (cos t, sin t) the kinks sit at fixed angles and the integrands of K_RF
     (degree 2 homogeneous) and P (degree 0) are polynomials in r, integrated exactly by
-    ``n_radial`` >= 2 radial nodes.  Only the angular rule errs (O(n_angle^-2), kinks).
+    ``n_radial`` >= 2 radial nodes.  Only the angular rule errs (O(n_angle^-2) at the kinks
+    of K_RF's integrand, O(n_angle^-1) at the jumps of P's).
 
     - uniform: 4 angular panels between the box corners (+-pi/4, +-3pi/4), where the box
       radius R(t) = 1/max(|cos t|, |sin t|) is smooth, Gauss-Legendre in each; radial
       Gauss-Legendre on [0, R(t)] with the Jacobian r; weights times the density 1/4.
     - gaussian: n_angle equispaced angles (offset half a step) with weights 1/n_angle;
       radial Gauss-Laguerre in u = r^2/2 ~ Exp(1), r = sqrt(2 u).
+
+    ``kinks_at`` (optional 1-D array of points x, at most 64): the angular panels are also
+    split at the kink angles t = atan(x), atan(x) -+ pi of every (a x - b)_+, and each panel
+    gets a Gauss-Legendre rule (both inits): integrands of K_RF, P and K_NTK at those x
+    are then smooth on every panel and the rule converges exponentially.
     """
     init = _init(init)
     n_max = 4 * _MAX_RULE_NODES if init == "uniform" else MAX_PARTICLES
@@ -266,21 +272,38 @@ def quadrature_particles(init: str, n_angle: int, n_radial: int = 2
     n_radial = require_positive_int(n_radial, "n_radial", minimum=1, maximum=_MAX_RADIAL)
     require_size(n_angle * n_radial * 8, "n_angle * n_radial", what="float64 entries of work arrays",
                  hint="use fewer angular or radial nodes")
-    if init == "uniform":
+    if kinks_at is not None:
+        xk = as_float_array(kinks_at, "kinks_at", ndim=1)
+        require_size(xk.size, "kinks_at", limit=64, what="points")
+        t0 = np.arctan(xk)
+        edges = np.concatenate([t0, np.where(t0 > 0, t0 - np.pi, t0 + np.pi), [-np.pi, np.pi]])
+        if init == "uniform":
+            edges = np.concatenate([edges, [-0.75 * np.pi, -0.25 * np.pi, 0.25 * np.pi, 0.75 * np.pi]])
+        edges = np.unique(np.clip(edges, -np.pi, np.pi))
+        edges = edges[np.concatenate([[True], np.diff(edges) > 1e-12])]
+        lo, hi = edges[:-1], edges[1:]
+        per = min(_MAX_RULE_NODES, max(2, -(-n_angle // lo.size)))
+        g, gw = _leggauss(per)
+        th = (lo[:, None] + 0.5 * (hi - lo)[:, None] * (g[None, :] + 1)).ravel()
+        wth = (0.5 * (hi - lo)[:, None] * gw[None, :]).ravel()
+    elif init == "uniform":
         per = -(-n_angle // 4)
         g, gw = _leggauss(per)
         starts = -0.75 * np.pi + 0.5 * np.pi * np.arange(4)
         th = (starts[:, None] + 0.25 * np.pi * (g[None, :] + 1)).ravel()
         wth = np.tile(0.25 * np.pi * gw, 4)
+    else:
+        th = 2 * np.pi * (np.arange(n_angle) + 0.5) / n_angle
+        wth = np.full(n_angle, 2 * np.pi / n_angle)
+    if init == "uniform":
         R = 1.0 / np.maximum(np.abs(np.cos(th)), np.abs(np.sin(th)))
         gr, gwr = _leggauss(n_radial)
         r = 0.5 * R[:, None] * (gr[None, :] + 1)
         w = 0.25 * wth[:, None] * 0.5 * R[:, None] * gwr[None, :] * r
     else:
-        th = 2 * np.pi * (np.arange(n_angle) + 0.5) / n_angle
         u, wu = np.polynomial.laguerre.laggauss(n_radial)
-        r = np.broadcast_to(np.sqrt(2 * u)[None, :], (n_angle, n_radial))
-        w = np.full((n_angle, 1), 1.0 / n_angle) * wu[None, :]
+        r = np.broadcast_to(np.sqrt(2 * u)[None, :], (th.size, n_radial))
+        w = (wth / (2 * np.pi))[:, None] * wu[None, :]
     a = (r * np.cos(th)[:, None]).ravel()
     b = (r * np.sin(th)[:, None]).ravel()
     return a, b, w.ravel()

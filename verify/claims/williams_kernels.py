@@ -575,6 +575,50 @@ def _one_sided_slopes(f: Callable, x0: float, h: float) -> tuple[float, float]:
 
 
 SIGMA_C_W3D = 1.3
+_NTK_GRID = np.array([-2.5, -1.0, -0.3, 0.4, 1.0, 1.7])
+
+
+def _network_gradients(a: np.ndarray, b: np.ndarray, c: np.ndarray, x0: float) -> np.ndarray:
+    """grad_theta f(x0) of f = sum_i c_i (a_i x - b_i)_+ (alpha = 1) for every particle, as an
+    (m, 3) array, from ``numerics.relu1d.loss_and_grad`` (the network's own gradient code).
+    With L(y) = kappa (f - y)^2 / 2 (kappa not assumed): a first second difference locates f;
+    around it, L(f - 1) + L(f + 1) - 2 L(f) = kappa and grad L(f - 1) - grad L(f + 1) =
+    2 kappa grad f, with residuals O(1) (no cancellation against a large f)."""
+    from numerics.relu1d import loss_and_grad
+    xs = np.array([x0])
+
+    def L(y: float) -> tuple[float, tuple[np.ndarray, ...]]:
+        return loss_and_grad(a, b, c, xs, np.array([y]), 1.0)
+    l0, l1, l2 = L(0.0)[0], L(1.0)[0], L(2.0)[0]
+    f = (l0 - l1) / (l0 + l2 - 2 * l1) + 0.5
+    (lm, gm), (lc, _), (lp, gp) = L(f - 1.0), L(f), L(f + 1.0)
+    kappa = lm + lp - 2 * lc
+    return np.column_stack([(u - v) / (2 * kappa) for u, v in zip(gm, gp)])
+
+
+def _tangent_kernel(init: str, n_angle: int, sc: float) -> np.ndarray:
+    """Theta(x, x') = E <grad_theta f(x), grad_theta f(x')> over (a, b) from the init and
+    c = sigma_c (so E c^2 = sigma_c^2): polar quadrature particles, gradients of the network."""
+    a, b, w = nk.quadrature_particles(init, n_angle, kinks_at=_NTK_GRID)
+    c = np.full(a.shape, sc)
+    G = [_network_gradients(a, b, c, float(x0)) for x0 in _NTK_GRID]
+    return np.array([[float(np.sum(w * np.sum(gi * gj, axis=1))) for gj in G] for gi in G])
+
+
+def _ntk_vs_network(F: Any, init: str, sc: float, c2_factor: float) -> SubCheck:
+    """The NTK formula against the tangent kernel of the network from its gradients (the
+    definition of K_NTK, with no K_RF + sigma_c^2 (1 + x x') P structure typed anywhere)."""
+    th1, th2 = _tangent_kernel(init, 160, sc), _tangent_kernel(init, 320, sc)
+    est = np.max(np.abs(th1 - th2))  # panels smooth: the error of th2 is far below |th1 - th2|
+    K = F.ntk_kernel(_NTK_GRID[:, None], _NTK_GRID[None, :], init=init, sigma_c=sc * np.sqrt(c2_factor))
+    err = float(np.max(np.abs(K - th2)))
+    return SubCheck(f"{init}: K_NTK vs the tangent kernel of the network (gradients, particles)", err,
+                    est + 64 * EPS * float(np.max(np.abs(th2))),
+                    "Theta = E <grad f(x), grad f(x')>, gradients of f = sum c (a x - b)_+ by "
+                    "numerics.relu1d.loss_and_grad, polar quadrature particles with the angular "
+                    "panels split at the kinks of every grid point (smooth panels: exponential "
+                    f"convergence); tolerance: |Theta_160 - Theta_320| = {est:.2g} (bounds the "
+                    "error of Theta_320) + 64 eps |Theta| rounding")
 _JUMP_POINTS = {"jump_uniform": ("uniform", (-0.7, 0.0, 0.45, 1.0)),
                 "jump_uniform_outside": ("uniform", (-3.0, -1.5, 1.25, 2.0)),
                 "jump_gaussian": ("gaussian", (-2.0, 0.0, 0.6, 3.5))}
@@ -612,6 +656,9 @@ def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
             "the primary derived expressions" + (" (P: the three derived branches assembled by "
                                                  "the derivation's sign split)" if init == "uniform" else ""),
             quick=2, full=20))
+    # the NTK as the tangent kernel of the network (gradients), not the derived structure
+    for init in dk.INITS:
+        subs.append(_ntk_vs_network(F, init, sc, c2_factor))
     # float64 evaluators vs the derived NTK and P expressions (every branch)
     pts_u = _region_points() + [(-20.0, 20.0), (15.0, -0.5)]
     for init, pts in (("uniform", pts_u), ("gaussian", _gaussian_grid())):
