@@ -1,5 +1,5 @@
 """``python -m verify bench [--quick] [--json FILE]``: time one loss-and-gradient step of
-the particle engines against the dense NumPy references and PyTorch.
+the particle engines against their floor, the dense NumPy references and PyTorch.
 
 Protocol (one run, same inputs for every engine of a case):
 
@@ -8,23 +8,28 @@ Protocol (one run, same inputs for every engine of a case):
   alpha = m; d-dim (docs/conventions.md, section 2): a = +-1, b ~ Unif(S^{d-1}), x ~ N(0, I_d / d),
   y = |x_H| (d_H = 5), L = 1/2 mean_i (f(x_i) - y_i)^2;
 - engines: "engine" = the public API the simulations use (``numerics.relu1d.loss_and_grad``
-  -> ``numerics.fast1d`` sorted kernels; ``numerics.twolayer.loss_and_grad``), for d-dim also
-  "dense" = the dense NumPy reference
-  (``relu1d.loss_and_grad_dense``, ``twolayer.loss_and_grad_dense_reference``); "torch" =
-  the same float64 computation with PyTorch autograd on the CPU, if ``import torch`` works
-  (optional, never a run-time dependency).  Dense and torch are chunked over samples
-  (2^22 entries per m x chunk block; sums over samples split exactly), which only bounds
-  their memory;
-- fairness: ``torch.set_num_threads`` is set to NumPy's BLAS thread count (read from the
-  OpenBLAS library NumPy loads);
+  -> ``numerics.fast1d`` sorted kernels; ``numerics.twolayer.loss_and_grad``); "dense" =
+  the dense NumPy reference (``relu1d.loss_and_grad_dense``,
+  ``twolayer.loss_and_grad_dense_reference``); for d-dim "floor" = the two GEMMs no
+  d-dimensional step can avoid, Z = X B^T and Z^T X (the forward pre-activations and the
+  backward product with an (n, m) matrix), blocked over samples at the fastest of several
+  block sizes (chosen on warm-up runs), nothing else; "torch" = the same float64 step
+  with PyTorch autograd on the CPU, if ``import torch`` works (optional, never a run-time
+  dependency).  Dense and torch are chunked over samples (2^22 entries per m x chunk
+  block; sums over samples split exactly), which only bounds their memory;
+- fairness: every engine runs on ONE thread: NumPy's BLAS is limited to one thread
+  (threadpoolctl) and ``torch.set_num_threads(1)``, as in the claim runs (one BLAS thread
+  per task); the machine is shared, so one core per engine is also the reproducible choice;
 - one untimed warm-up call per engine, which also measures the agreement with "engine"
   (max over loss and gradients of max|u - v| / max|v|) and the peak resident memory of
   the process during the call (VmHWM after resetting it via /proc/self/clear_refs; also
   the increment over the RSS before the call); for seconds-long steps the warm-up call is
   also the first timed repeat;
 - timed calls interleaved round-robin over the engines (so load changes hit all engines
-  alike), min and median over the repeats; ratios = time(other) / time(engine), of the
-  minima and of the medians, and the performance targets judged on the ratio of minima.
+  alike); both the CPU time of the process (``time.process_time``: the work of a one-
+  thread step, not inflated while other processes hold the core) and the wall time are
+  recorded, min and median over the repeats; ratios = time(other) / time(engine) of the
+  minima; the targets are judged on the ratio of CPU-time minima.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from numerics import relu1d, twolayer
 from numerics.rng import make_rng
@@ -49,8 +55,13 @@ from verify._atomic import atomic_write_bytes
 __all__ = ["add_arguments", "run", "run_bench", "performance_section", "Case",
            "QUICK_CASES", "FULL_CASES"]
 
-SCHEMA = 1
+SCHEMA = 2
 CHUNK_ELEMENTS = 2 ** 22  # entries of one m x chunk block in the dense / torch steps
+THREADS = 1               # BLAS / PyTorch threads of every engine
+#: target ratio engine / floor (CPU-time minima) of the d-dimensional step
+FLOOR_TARGET = 1.3
+#: block sizes (rows) tried for the floor; the fastest on warm-up runs is timed
+FLOOR_ROWS = (64, 128, 256, 512, 1024)
 
 
 @dataclass(frozen=True)
@@ -83,8 +94,9 @@ QUICK_CASES = (
     _c1("large (s reduced)", 100_000, 1_000, 5, 1,
         "quick profile: 1-D large scale with s = 1e3 instead of 1e4 (dense and PyTorch cost "
         "O(m s), the engine O((m + s) log(m + s)): the full-size ratio is larger)", True),
-    _c2("paper", 30, 1024, 1000, 10, 10),
-    _c2("large (n reduced)", 30, 10_000, 10_000, 2, 1,
+    _c2("paper", 30, 1024, 1000, 20, 10),
+    _c2("mid", 30, 4096, 10_000, 5, 2, "", True),
+    _c2("large (n reduced)", 30, 10_000, 10_000, 5, 2,
         "quick profile: d-dim large scale with n = 1e4 instead of 1e5 (same m, d; every "
         "engine's cost is linear in n)", True),
 )
@@ -92,9 +104,9 @@ FULL_CASES = (
     _c1("paper", 1000, 10, 500, 500),
     _c1("mid", 10_000, 1_000, 50, 5),
     _c1("large", 100_000, 10_000, 10, 2, "", True),
-    _c2("paper", 30, 1024, 1000, 20, 20),
-    _c2("mid", 30, 4096, 10_000, 5, 3, "", True),
-    _c2("large", 30, 10_000, 100_000, 3, 2, "", True),
+    _c2("paper", 30, 1024, 1000, 40, 20),
+    _c2("mid", 30, 4096, 10_000, 9, 4, "", True),
+    _c2("large", 30, 10_000, 100_000, 5, 2, "", True),
 )
 TINY_CASES = (  # for the unit tests
     _c1("tiny", 50, 7, 2, 2),
@@ -130,9 +142,20 @@ def _import_torch(threads: int | None):
     return torch
 
 
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
 def _machine(torch, threads) -> dict[str, Any]:
     info = {"python": platform.python_version(), "numpy": np.__version__,
-            "platform": platform.platform(), "cpu_count": os.cpu_count(),
+            "platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
             "blas_threads": threads, "torch": None, "torch_threads": None,
             "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
     if torch is not None:
@@ -240,6 +263,46 @@ def _torch_twolayer(torch, a, B, X, Y):
     return total, (a.grad, B.grad)
 
 
+def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int) -> Callable[[], None]:
+    """The two GEMMs of a d-dimensional step, blocked over ``rows`` samples: Z = X_s B^T
+    and Z^T X_s into preallocated buffers (their sum over blocks is not even formed)."""
+    m, d = B.shape
+    n = X.shape[0]
+    rows = max(1, min(rows, n))
+    Z = np.empty((rows, m))
+    T = np.empty((m, d))
+
+    def step() -> None:
+        Zk = Z
+        for s0 in range(0, n, rows):
+            e = min(n, s0 + rows)
+            if e - s0 < rows:
+                Zk = Z[: e - s0]
+            np.dot(X[s0:e], B.T, out=Zk)
+            np.dot(Zk.T, X[s0:e], out=T)
+    return step
+
+
+def _fastest_floor(B: np.ndarray, X: np.ndarray) -> tuple[int, Callable[[], None]]:
+    """The floor at the block size (among FLOOR_ROWS and n) with the least CPU time over
+    three untimed runs each."""
+    n = X.shape[0]
+    best = None
+    for rows in sorted({min(r, n) for r in FLOOR_ROWS}):
+        fn = _floor_twolayer(B, X, rows)
+        fn()
+        cost = min(_cpu_call(fn) for _ in range(3 if B.shape[0] * n <= 2 ** 24 else 1))
+        if best is None or cost < best[0]:
+            best = (cost, rows, fn)
+    return best[1], best[2]
+
+
+def _cpu_call(fn: Callable[[], Any]) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
 def _engines(case: Case, inp: dict[str, Any], torch) -> dict[str, tuple[str, Callable[[], Any]]]:
     """name -> (description, zero-argument step)."""
     if case.problem == "relu1d":
@@ -255,7 +318,9 @@ def _engines(case: Case, inp: dict[str, Any], torch) -> dict[str, tuple[str, Cal
                             lambda: _torch_relu1d(torch, *T, al))
         return out
     a, B, X, Y = (inp[k] for k in ("a", "B", "X", "Y"))
+    rows, floor = _fastest_floor(B, X)
     out = {"engine": ("numerics.twolayer.loss_and_grad", lambda: twolayer.loss_and_grad(a, B, X, Y)),
+           "floor": (f"two-GEMM floor: X B^T and Z^T X, blocks of {rows} samples", floor),
            "dense": ("numerics.twolayer.loss_and_grad_dense_reference (chunked)",
                      lambda: twolayer.loss_and_grad_dense_reference(
                          a, B, X, Y, chunk_elements=CHUNK_ELEMENTS))}
@@ -271,8 +336,11 @@ def _as_numpy(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)
 
 
-def _discrepancy(res, ref) -> float:
-    """max over the loss and the gradients of max|u - v| / max|v|."""
+def _discrepancy(res, ref) -> float | None:
+    """max over the loss and the gradients of max|u - v| / max|v| (None for the floor,
+    which computes no step)."""
+    if res is None:
+        return None
     (l1, g1), (l2, g2) = res, ref
     errs = [abs(float(l1) - float(l2)) / max(abs(float(l2)), 1e-300)]
     for u, v in zip(g1, g2):
@@ -289,25 +357,33 @@ def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None]) -> dic
     rec: dict[str, dict[str, Any]] = {}
     ref = None
     for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
+        c0 = time.process_time()
         res, dt, peak, incr = _measure_peak(fn)
+        cpu = time.process_time() - c0
         if name == "engine":
             ref = res
         rec[name] = {"description": desc, "peak_mib": peak, "peak_increment_mib": incr,
                      "agreement": _discrepancy(res, ref),
-                     "times": [dt] if case.time_warmup else []}
+                     "times": [dt] if case.time_warmup else [],
+                     "cpu_times": [cpu] if case.time_warmup else []}
     start = 1 if case.time_warmup else 0
     for rep in range(start, max(case.repeats, case.slow_repeats)):
         for name, (_, fn) in engines.items():
-            reps = case.repeats if name in ("engine", "prototype") else case.slow_repeats
+            reps = case.repeats if name in ("engine", "floor") else case.slow_repeats
             if rep < reps:
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 fn()
-                rec[name]["times"].append(time.perf_counter() - t0)
+                t1, c1 = time.perf_counter(), time.process_time()
+                rec[name]["times"].append(t1 - t0)
+                rec[name]["cpu_times"].append(c1 - c0)
     for r in rec.values():
         r["min"] = float(np.min(r["times"]))
         r["median"] = float(np.median(r["times"]))
+        r["cpu_min"] = float(np.min(r["cpu_times"]))
+        r["cpu_median"] = float(np.median(r["cpu_times"]))
     base = rec["engine"]
-    ratios = {name: {"min": r["min"] / base["min"], "median": r["median"] / base["median"]}
+    ratios = {name: {"min": r["min"] / base["min"], "median": r["median"] / base["median"],
+                     "cpu_min": r["cpu_min"] / base["cpu_min"]}
               for name, r in rec.items() if name != "engine"}
     out = {"problem": case.problem, "scale": case.scale, "sizes": case.size_dict,
            "note": case.note, "repeats": case.repeats, "slow_repeats": case.slow_repeats,
@@ -318,43 +394,49 @@ def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None]) -> dic
     return out
 
 
+def _target(text: str, required: float, measured: float | None, at_least: bool) -> dict[str, Any]:
+    met = None if measured is None else (measured >= required if at_least else measured <= required)
+    return {"target": text, "required": required, "measured": measured, "met": met}
+
+
 def _targets(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The performance targets, judged on the ratio of minimum times."""
+    """The performance targets, judged on the ratio of CPU-time minima (wall-time minima
+    for results without CPU times)."""
+    def ratio(c, name):
+        r = c["ratios"].get(name)
+        return None if r is None else r.get("cpu_min", r["min"])
+
     out = []
     for c in cases:
-        tr = c["ratios"].get("torch")
-        if c["problem"] == "relu1d" and c["scale"].startswith(("paper", "large")):
-            need = 50.0 if c["scale"].startswith("large") else 1.0
-            out.append({"target": f"1-D {c['scale']}: torch / engine >= {need:g}", "required": need,
-                        "measured": None if tr is None else tr["min"],
-                        "met": None if tr is None else tr["min"] >= need})
-        if c["problem"] == "twolayer" and c["scale"].startswith(("paper", "large")):
-            for eng in [e for e in ("engine", "prototype") if e in c["engines"]]:
-                r = 1.0 if eng == "engine" else (None if tr is None else
-                                                 c["engines"]["engine"]["min"] / c["engines"][eng]["min"])
-                meas = None if tr is None else tr["min"] * (r if eng == "prototype" else 1.0)
-                out.append({"target": f"d-dim {c['scale']}: torch / {eng} >= 1", "required": 1.0,
-                            "measured": meas, "met": None if meas is None else meas >= 1.0})
-            if c["scale"].startswith("large"):
-                for eng in [e for e in ("engine", "prototype") if e in c["engines"]]:
-                    pk = c["engines"][eng]["peak_mib"]
-                    out.append({"target": f"d-dim {c['scale']}: peak memory of {eng} < 4096 MiB",
-                                "required": 4096.0, "measured": pk,
-                                "met": None if pk is None else pk < 4096.0})
+        sc = c["scale"]
+        if c["problem"] == "relu1d" and sc.startswith(("paper", "large")):
+            need = 50.0 if sc.startswith("large") else 1.0
+            out.append(_target(f"1-D {sc}: torch / engine >= {need:g}", need, ratio(c, "torch"), True))
+        if c["problem"] == "twolayer":
+            fl = ratio(c, "floor")
+            out.append(_target(f"d-dim {sc}: engine / floor <= {FLOOR_TARGET:g}", FLOOR_TARGET,
+                               None if fl is None else 1.0 / fl, False))
+            for peer in ("dense", "torch"):
+                out.append(_target(f"d-dim {sc}: {peer} / engine >= 1", 1.0, ratio(c, peer), True))
+            if sc.startswith("large"):
+                pk = c["engines"]["engine"]["peak_mib"]
+                out.append(_target(f"d-dim {sc}: peak memory of the engine < 4096 MiB", 4096.0,
+                                   pk, False))
     return out
 
 
 def run_bench(cases=QUICK_CASES, *, seed: int = 0, use_torch: bool = True,
               log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the benchmark cases; returns the JSON-able results dict."""
-    threads = blas_threads()
-    torch = _import_torch(threads) if use_torch else None
-    machine = _machine(torch, threads)
-    log(f"machine: {machine['cpu_count']} CPUs, BLAS threads {threads}, torch "
-        f"{machine['torch'] or 'not available'} (threads {machine['torch_threads']}), "
-        f"load average {_loadavg()}")
-    t0 = time.perf_counter()
-    results = [_bench_case(c, torch, seed, log) for c in cases]
+    with threadpool_limits(limits=THREADS):
+        threads = blas_threads()
+        torch = _import_torch(THREADS) if use_torch else None
+        machine = _machine(torch, threads)
+        log(f"machine: {machine['cpu'] or '?'}, {machine['cpu_count']} CPUs; every engine on "
+            f"one thread (BLAS threads {threads}, torch {machine['torch'] or 'not available'} "
+            f"threads {machine['torch_threads']}); load average {_loadavg()}")
+        t0 = time.perf_counter()
+        results = [_bench_case(c, torch, seed, log) for c in cases]
     data = {"schema": SCHEMA, "seed": seed, "machine": machine, "cases": results,
             "targets": _targets(results), "seconds": time.perf_counter() - t0}
     log(_format_targets(data["targets"]))
@@ -371,16 +453,33 @@ def _peak(r: dict[str, Any]) -> str:
     return f"{r['peak_mib']:.0f} (+{r.get('peak_increment_mib') or 0:.0f})"
 
 
+def _agree(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1e}"
+
+
+def _cpu_ratio(rt: dict[str, float] | None) -> str:
+    return "1" if rt is None else format(rt.get("cpu_min", rt["min"]), ".3g")
+
+
+def _cpu_ms(r: dict[str, Any]) -> str:
+    return "-" if r.get("cpu_min") is None else _ms(r["cpu_min"])
+
+
 def _format_case(c: dict[str, Any]) -> str:
     sz = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items())
     lines = [f"\n[{c['problem']} {c['scale']}: {sz}] load {c['loadavg_before']} -> {c['loadavg_after']}",
-             f"  {'engine':10s} {'min ms':>10s} {'median ms':>10s} {'x engine (min/med)':>20s} "
-             f"{'peak RSS MiB (+call)':>21s} {'agreement':>10s}"]
+             f"  {'engine':8s} {'CPU min ms':>11s} {'wall min ms':>12s} {'wall med ms':>12s} "
+             f"{'x engine (CPU/wall)':>20s} {'peak RSS MiB (+call)':>21s} {'agreement':>10s}"]
     for name, r in c["engines"].items():
         rt = c["ratios"].get(name)
-        rts = "1" if rt is None else f"{rt['min']:.3g} / {rt['median']:.3g}"
-        lines.append(f"  {name:10s} {_ms(r['min']):>10s} {_ms(r['median']):>10s} {rts:>20s} "
-                     f"{_peak(r):>21s} {r['agreement']:10.2e}")
+        rts = "1" if rt is None else f"{_cpu_ratio(rt)} / {rt['min']:.3g}"
+        lines.append(f"  {name:8s} {_cpu_ms(r):>11s} {_ms(r['min']):>12s} "
+                     f"{_ms(r['median']):>12s} {rts:>20s} {_peak(r):>21s} "
+                     f"{_agree(r['agreement']):>10s}")
+    if "floor" in c["ratios"]:
+        fl = c["ratios"]["floor"]
+        lines.append(f"  engine / floor: {1.0 / fl.get('cpu_min', fl['min']):.3g} (CPU-time "
+                     f"minima), {1.0 / fl['min']:.3g} (wall-time minima)")
     return "\n".join(lines)
 
 
@@ -419,9 +518,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- report
-_LABEL = {"engine": "engine", "prototype": "prototype (removed engine, older results)", "dense": "dense NumPy",
+_LABEL = {"engine": "engine", "floor": "two-GEMM floor", "dense": "dense NumPy",
           "torch": "PyTorch autograd"}
-_COLOR = {"engine": "C0", "prototype": "C1", "dense": "C2", "torch": "C3"}
+_COLOR = {"engine": "C0", "floor": "C7", "dense": "C2", "torch": "C3"}
+_ORDER = ("engine", "floor", "dense", "torch")
 
 
 def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[tuple[str, str]]]:
@@ -430,64 +530,72 @@ def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[t
     from verify.plotting import new_figure, save_figure  # noqa: PLC0415
 
     mach = data.get("machine", {})
+    cases = data.get("cases", [])
+    has_cpu = all("cpu_min" in r for c in cases for r in c["engines"].values())
+    clock = "CPU time of the process" if has_cpu else "wall time"
     L = ["## Performance", "",
          f"One loss-and-gradient step, timed by `python -m verify bench` "
          f"(profile {data.get('profile', '?')}, {mach.get('date_utc', '?')} UTC, "
-         f"{mach.get('cpu_count', '?')} CPUs, NumPy {mach.get('numpy', '?')} with "
-         f"{mach.get('blas_threads', '?')} BLAS threads, PyTorch {mach.get('torch') or 'absent'} "
-         f"with {mach.get('torch_threads', '?')} threads). All engines of a row ran in one "
-         "process on the same inputs, interleaved round-robin; min and median over the repeats; "
-         "'x engine' is time(row) / time(engine) of the minima (> 1: the engine is faster). "
-         "Timings are nondeterministic: this section reads the committed benchmarks/results.json "
-         "(see benchmarks/README.md to reproduce).", "",
-         "| problem | scale | sizes | engine | min [ms] | median [ms] | x engine | peak RSS [MiB] (+ during call) | agreement |",
+         f"{mach.get('cpu') or 'CPU ?'}, {mach.get('cpu_count', '?')} cores, NumPy "
+         f"{mach.get('numpy', '?')} with {mach.get('blas_threads', '?')} BLAS thread(s), "
+         f"PyTorch {mach.get('torch') or 'absent'} with {mach.get('torch_threads', '-')} "
+         "thread(s)). All engines of a row ran in one process on the same inputs, each on one "
+         "thread, interleaved round-robin; the two-GEMM floor is the pair of matrix products "
+         "X B^T and Z^T X that any d-dimensional step performs, and nothing else. "
+         f"Times are minima over the repeats ({clock}; the wall-time median is shown too); "
+         "'x engine' is time(row) / time(engine) (> 1: the engine is faster). Timings are "
+         "nondeterministic: this section reads the committed benchmarks/results.json (see "
+         "benchmarks/README.md to reproduce).", "",
+         "| problem | scale | sizes | engine | min [ms] | wall median [ms] | x engine | "
+         "peak RSS [MiB] (+ during call) | agreement |",
          "|---|---|---|---|---|---|---|---|---|"]
-    for c in data.get("cases", []):
+    for c in cases:
         sz = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items())
-        for name, r in c["engines"].items():
+        for name in [n for n in _ORDER if n in c["engines"]]:
+            r = c["engines"][name]
             rt = c["ratios"].get(name)
+            tmin = r["cpu_min"] if has_cpu else r["min"]
             L.append(f"| {c['problem']} | {c['scale']} | {sz} | {_LABEL.get(name, name)} | "
-                     f"{_ms(r['min'])} | {_ms(r['median'])} | "
-                     f"{'1' if rt is None else format(rt['min'], '.3g')} | "
-                     f"{_peak(r)} | "
-                     f"{r['agreement']:.1e} |")
-    L += ["", "Performance targets (ratio of minimum times):", "",
+                     f"{_ms(tmin)} | {_ms(r['median'])} | {_cpu_ratio(rt)} | {_peak(r)} | "
+                     f"{_agree(r['agreement'])} |")
+    L += ["", f"Performance targets (ratios of minimum {clock}s):", "",
           "| target | measured | verdict |", "|---|---|---|"]
     for t in data.get("targets", []):
         meas = "n/a" if t["measured"] is None else f"{t['measured']:.3g}"
         verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
         L.append(f"| {t['target']} | {meas} | {verdict} |")
     L.append("")
-    notes = sorted({c["note"] for c in data.get("cases", []) if c.get("note")})
+    notes = sorted({c["note"] for c in cases if c.get("note")})
     L += [f"Note: {n}." for n in notes]
-    loads = [c.get("loadavg_before") for c in data.get("cases", []) if c.get("loadavg_before")]
+    loads = [c.get("loadavg_before") for c in cases if c.get("loadavg_before")]
     if loads:
         L.append(f"Load average (1 min) at the start of the cases: "
-                 f"{', '.join(f'{x[0]:.1f}' for x in loads)} (shared machine).")
+                 f"{', '.join(f'{x[0]:.1f}' for x in loads)} (shared machine, "
+                 f"{mach.get('cpu_count', '?')} cores).")
 
     fig, axes = new_figure(ncols=2, width=4.6, height=3.6)
     for ax, prob, title in ((axes[0], "relu1d", "1-D network (W.1)"),
                             (axes[1], "twolayer", "d-dim network (H.1)")):
-        cases = sorted((c for c in data.get("cases", []) if c["problem"] == prob),
-                       key=lambda c: c["sizes"]["m"])
-        names = [n for n in ("engine", "prototype", "dense", "torch")
-                 if any(n in c["engines"] for c in cases)]
+        pcases = sorted((c for c in cases if c["problem"] == prob),
+                        key=lambda c: (c["sizes"]["m"], c["sizes"].get("n", c["sizes"].get("s", 0))))
+        names = [n for n in _ORDER if any(n in c["engines"] for c in pcases)]
         for name in names:
-            pts = [(c["sizes"]["m"], c["engines"][name]["min"] * 1e3) for c in cases if name in c["engines"]]
+            pts = [(i, (c["engines"][name]["cpu_min"] if has_cpu else c["engines"][name]["min"]) * 1e3)
+                   for i, c in enumerate(pcases) if name in c["engines"]]
             if pts:
-                ms, ts = zip(*pts)
-                ax.loglog(ms, ts, marker="o", color=_COLOR.get(name), label=_LABEL.get(name, name))
-        for c in cases:
-            lab = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items() if k != "m")
-            ax.annotate(lab, (c["sizes"]["m"], c["engines"]["engine"]["min"] * 1e3),
-                        textcoords="offset points", xytext=(4, -10), fontsize=7)
-        ax.set_xlabel("width m")
-        ax.set_ylabel("time per loss+gradient step [ms] (min)")
+                xs, ts = zip(*pts)
+                ax.semilogy(xs, ts, marker="o", color=_COLOR.get(name), label=_LABEL.get(name, name))
+        ax.set_xticks(range(len(pcases)))
+        ax.set_xticklabels(["\n".join(f"{k}={v:g}" for k, v in c["sizes"].items() if k != "d")
+                            for c in pcases], fontsize=7)
+        ax.set_xlabel("problem size")
+        ax.set_ylabel(f"time per loss+gradient step [ms] (min, {'CPU' if has_cpu else 'wall'})")
         ax.set_title(title)
         if names:
             ax.legend(fontsize=7)
     name = "performance_time_per_step.png"
     save_figure(fig, Path(outdir) / name)
-    cap = ("Time per loss-and-gradient step vs width m (log-log, minimum over repeats) for the "
-           "engines of benchmarks/results.json; the number of samples grows with m (labels).")
+    cap = ("Time per loss-and-gradient step at each benchmark size (log scale, minimum over "
+           "repeats) for the engines of benchmarks/results.json, the dense NumPy step, "
+           "PyTorch and, for the d-dimensional network, the two-GEMM floor.")
     return "\n".join(L) + "\n", [(name, cap)]
