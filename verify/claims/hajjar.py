@@ -234,7 +234,8 @@ def _transforms() -> dict[str, np.ndarray]:
 
 
 def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, m0: int,
-                      n0: int, X: np.ndarray, Y: np.ndarray, run) -> tuple[float, float]:
+                      n0: int, X: np.ndarray, Y: np.ndarray, run,
+                      angle: float | None = None) -> tuple[float, float]:
     """Max over the GD snapshots of (i) |measured - derived| change of the pre-activation
     (T b).(T x) - b.x and (ii) |measured - derived| change of the particle velocity,
     v(a, T b) - (v_a, T v_b)(a, b), both relative.  The particle (a, g b_j) of the orbit
@@ -243,7 +244,7 @@ def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, 
     (vartheta = 0), in the plane (x1, x2) where T acts."""
     res = ctx.derivation().results
     rot = name.startswith("rotation")
-    ang = 2 * np.pi / 5 if rot else 0.0
+    ang = angle if angle is not None else (2 * np.pi / 5 if rot else 0.0)
     th, a_, r_, h_ = (sp.Symbol(n, real=True) for n in ("vartheta", "a", "r", "h"))
     b_ = sp.symbols("b1:3", real=True)
     x_ = sp.symbols("x1:3", real=True)
@@ -277,6 +278,43 @@ def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, 
                     float(np.max(np.abs(meas_vb[:, :2] - np.stack(pred[1:], axis=1)))) / scale,
                     float(np.max(np.abs(meas_vb[:, 2:]))) / scale)
     return e_pre, e_vel
+
+
+def _h1b_instances():
+    """(d, kind, q, m0, n0, seed): T the rotation by 2 pi/q in (x1, x2) or the reflection
+    x1 -> -x1 of R^d; m0 base particles, n0 base samples (orbits of the cyclic group)."""
+    from hypothesis import strategies as st
+    return st.tuples(st.integers(3, 6), st.sampled_from(["rotation", "reflection"]),
+                     st.integers(2, 7), st.integers(2, 16), st.integers(5, 40),
+                     st.integers(0, 2 ** 32 - 1))
+
+
+def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
+    """A drawn closed particle set on a drawn T-invariant sample, 30 GD steps: the
+    measured asymmetry, pre-activation change and velocity equivariance against the
+    derived ones, each in units of its tolerance."""
+    d, kind, q, m0, n0, s = inst
+    ang = 2 * np.pi / q if kind == "rotation" else 0.0
+    T = np.eye(d)
+    if kind == "rotation":
+        T[:2, :2] = [[np.cos(ang), -np.sin(ang)], [np.sin(ang), np.cos(ang)]]
+    else:
+        T[0, 0] = -1.0
+    G = tl.cyclic_group(T)
+    X0 = ctx.rng("drawn-data", *inst[:5], s).standard_normal((n0, d)) / np.sqrt(d)
+    X = tl.orbit_samples(X0, G)
+    Y = _h1b_target(X, wrong)
+    a0, B0 = _init_particles(ctx.rng("drawn-particles", *inst[:5], s), m0, d)
+    a, B = tl.orbit_particles(a0, B0, G)
+    run = tl.gradient_descent(a, B, X, Y, 0.05, 30, record_every=10)
+    Xt = ctx.rng("drawn-test", *inst[:5], s).standard_normal((20, d)) / np.sqrt(d)
+    predicted = float(ctx.derivation().results["asymmetry"])
+    asym = max(float(np.abs(tl.forward(aa, BB, Xt @ T.T) - tl.forward(aa, BB, Xt) - predicted).max())
+               for aa, BB in run.snapshots)
+    e_pre, e_vel = _h1b_equivariance(ctx, kind, T, G, m0, n0, X, Y, run, angle=ang)
+    return SubCheck("closed", max(asym / 1e-12, e_pre / (64 * _U), e_vel / (64 * _U * 60)),
+                    1.0, "asymmetry, pre-activation and velocity errors in units of their "
+                    "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)")
 
 
 def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
@@ -339,6 +377,11 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
                          "relative to the velocity scale", vel_err, 64 * _U * 60,
                          "float64 sums over the n <= 300 samples of the orbit: rounding "
                          "~ sqrt(n) u per term, x64"))
+    subs.append(for_all_instances(
+        ctx, "drawn closed particle sets (d, rotation 2pi/q or reflection, widths, samples): "
+        "measured asymmetry, pre-activations and velocities vs the derived residuals, in "
+        "units of their tolerances", _h1b_instances(), lambda inst: _h1b_closed(ctx, wrong, inst),
+        quick=3, full=20))
     for name, sl in slopes.items():
         subs.append(SubCheck(f"i.i.d. particles, {name}: log-log slope of RMS asymmetry vs m "
                              "(expected -1/2)", abs(sl + 0.5), 0.2,
