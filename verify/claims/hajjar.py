@@ -887,7 +887,7 @@ CLAIMS = [
           check=check_h1a, negative_control=neg_h1a,
           negative_control_description="the invariant of a 2-homogeneous activation, "
                                        "2a^2 - |b|^2, tested on the ReLU flow",
-          negative_target="max_j,t |Delta(k a_j^2 - |b_j|^2)|", figures=fig_h1a),
+          negative_target="derived d/dt(", figures=fig_h1a),
     Claim(id="H1b", title="Invariance of the predictor under orthogonal symmetries",
           source="Hajjar & Chizat (2023), Prop. 2.1",
           statement=r"$f^*\circ T = f^*$, $T_\#\rho = \rho$, $\mu_0$ $T$-invariant $\Rightarrow$ "
