@@ -104,28 +104,32 @@ def _chunk_rows(m: int, n: int, chunk: int | None) -> int:
 _WORKSPACE = threading.local()
 #: block buffers up to this many entries are kept between calls (per thread)
 _KEEP_ELEMENTS = 2 ** 20
+#: above this width the forward pass is also blocked over neurons (column blocks of
+#: _COL_BLOCK): a (rows x m) float64 mask would leave the core's cache, so the mask is
+#: kept as booleans and expanded to float64 one column block at a time for the gradient GEMM
+_COL_THRESHOLD = 2048
+_COL_BLOCK = 512
 
 
-def _workspace(rows: int, m: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray]:
-    """Block buffers Z, M (rows, m), RX (rows, d), T (m, d), reused across calls of the
-    same thread (fresh pages cost a page fault each; GD calls the step thousands of times)."""
-    key = (rows, m, d)
-    if rows * m > _KEEP_ELEMENTS:
-        return (np.empty((rows, m)), np.empty((rows, m)), np.empty((rows, d)),
-                np.empty((m, d)))
-    cached = getattr(_WORKSPACE, "buffers", None)
-    if cached is None or cached[0] != key:
-        cached = (key, (np.empty((rows, m)), np.empty((rows, m)), np.empty((rows, d)),
-                        np.empty((m, d))))
-        _WORKSPACE.buffers = cached
-    return cached[1]
+def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
+    """A scratch array reused across calls of the same thread (fresh pages cost a page
+    fault each; GD calls the step thousands of times); large ones are fresh each call."""
+    size = int(np.prod(shape))
+    if size > _KEEP_ELEMENTS:
+        return np.empty(shape, dtype=dtype)
+    cache = getattr(_WORKSPACE, "buffers", None)
+    if cache is None:
+        cache = _WORKSPACE.buffers = {}
+    buf = cache.get(name)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = cache[name] = np.empty(max(size, 1), dtype=dtype)
+    return buf[:size].reshape(shape)
 
 
 def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.ndarray:
     m, n = a.shape[0], X.shape[0]
     out = np.empty(n)
-    Z = _workspace(min(c, n), m, B.shape[1])[0]
+    Z = _buffer("Z", (min(c, n), m))
     for s in range(0, n, c):
         e = min(n, s + c)
         if e - s < Z.shape[0]:
@@ -174,22 +178,47 @@ def _tiny_factors(*parts: np.ndarray) -> bool:
 
 
 def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
-                        w: np.ndarray, c: int) -> tuple[float, np.ndarray, np.ndarray]:
+                        w: np.ndarray, c: int, col_block: int | None = None
+                        ) -> tuple[float, np.ndarray, np.ndarray]:
     """The blocked float64 step on validated arrays (no checks: the hot loop of GD).
 
     Per block of c samples: Z = X_s B^T (GEMM), M = 1{Z > 0}, Z <- M Z = relu(Z),
     m f_s = Z a (GEMV), weighted residuals r_s = w_s (f_s - y_s), then
     G += M^T (r_s x_s) (GEMM); no other pass over the block.  Afterwards
     dL/dB_j = (a_j / m) G_j and, by the positive homogeneity relu(z) = 1{z > 0} z,
-    dL/da_j = (1/m) sum_i w_i r_i relu(b_j . x_i) = (1/m) G_j . b_j, an O(m d) row dot."""
+    dL/da_j = (1/m) sum_i w_i r_i relu(b_j . x_i) = (1/m) G_j . b_j, an O(m d) row dot.
+    For m > _COL_THRESHOLD (or a given ``col_block``) the forward pass runs over column
+    blocks of neurons (:func:`_block_sums_2d`)."""
     m, d = B.shape
     n = X.shape[0]
-    Z, M, RX, T = _workspace(min(c, n), m, d)
-    G = np.zeros((m, d))
+    c = min(c, n)
+    if col_block is None:
+        col_block = _COL_BLOCK if m > _COL_THRESHOLD else m
     f = np.empty(n)
     r = np.empty(n)
     w_m = w / m
     wy = w * Y
+    if col_block >= m:
+        G = _block_sums(a, B, X, w_m, wy, c, f, r)
+    else:
+        G = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r)
+    f /= m
+    f -= Y                                   # residuals f - y
+    loss = 0.5 * float(np.dot(w * f, f))
+    ga = np.einsum("ij,ij->i", G, B)
+    ga /= m
+    G *= (a / m)[:, None]
+    return loss, ga, G
+
+
+def _block_sums(a, B, X, w_m, wy, c, f, r) -> np.ndarray:
+    """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
+    weighted residuals into ``r``; blocks of c samples, all m neurons at once."""
+    m, d = B.shape
+    n = X.shape[0]
+    Z, M, RX, T = (_buffer("Z", (c, m)), _buffer("M", (c, m)), _buffer("RX", (c, d)),
+                   _buffer("T", (m, d)))
+    G = np.zeros((m, d))
     BT = B.T
     for s in range(0, n, c):
         e = min(n, s + c)
@@ -205,13 +234,45 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
         np.multiply(Xs, rs[:, None], out=RX)
         np.dot(M.T, RX, out=T)
         G += T
-    f /= m
-    f -= Y                                   # residuals f - y
-    loss = 0.5 * float(np.dot(w * f, f))
-    ga = np.einsum("ij,ij->i", G, B)
-    ga /= m
-    G *= (a / m)[:, None]
-    return loss, ga, G
+    return G
+
+
+def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
+    """:func:`_block_sums` with the forward pass also blocked over mb neurons: per
+    (c x mb) block one GEMM, the mask as booleans into a (c x m) array (1 byte per
+    entry), the ReLU in place and a GEMV accumulating m f; then per column block the
+    float64 mask and the gradient GEMM into its rows of G.  Every pass over a block
+    stays in the core's cache."""
+    m, d = B.shape
+    n = X.shape[0]
+    cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
+    BTs = [B[j0:j1].T for j0, j1 in cols]
+    As = [a[j0:j1] for j0, j1 in cols]
+    Zbuf, Mbuf = _buffer("Zb", (c * mb,)), _buffer("Mb", (c * mb,))
+    Mask = _buffer("mask", (c, m), dtype=np.bool_)
+    RX, T, part = _buffer("RX", (c, d)), _buffer("T", (m, d)), _buffer("part", (c,))
+    G = np.zeros((m, d))
+    for s in range(0, n, c):
+        e = min(n, s + c)
+        k = e - s
+        Xs, fs, rs, pk, Mk, RXk = X[s:e], f[s:e], r[s:e], part[:k], Mask[:k], RX[:k]
+        fs[:] = 0.0
+        for (j0, j1), BT, aj in zip(cols, BTs, As):
+            Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+            np.dot(Xs, BT, out=Z)
+            np.greater(Z, 0.0, out=Mk[:, j0:j1])
+            np.maximum(Z, 0.0, out=Z)
+            np.dot(Z, aj, out=pk)
+            fs += pk
+        np.multiply(fs, w_m[s:e], out=rs)
+        rs -= wy[s:e]
+        np.multiply(Xs, rs[:, None], out=RXk)
+        for j0, j1 in cols:
+            M = Mbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+            np.copyto(M, Mk[:, j0:j1])
+            np.dot(M.T, RXk, out=T[j0:j1])
+        G += T
+    return G
 
 
 def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
