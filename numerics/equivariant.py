@@ -203,11 +203,17 @@ class _MatrixUnit(_ValidatedUnit):
     def _vjp_t(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
                value_t: np.ndarray) -> np.ndarray:
         """:meth:`vjp` from the activations ``value_t`` (dY, B, N) of :meth:`_value_t`:
-        per output k, s'_k^T (c_k x / B), the cotangent folded into the (B, dX) factor."""
+        one GEMM of the slopes s' (as a (dY B, N) matrix) with the block-diagonal
+        (dY B, dY dX) matrix whose block k is c_k x / B (the cotangent folded into the
+        small factor); the (N, D) result is already in the particles' layout."""
         t = self._slope_from_value(value_t)
-        xc = cot.T[:, :, None] * (x / x.shape[0])[None]             # (dY, B, dX)
-        g = np.matmul(t.transpose(0, 2, 1), xc)                     # (dY, N, dX)
-        return g.transpose(1, 0, 2).reshape(theta.shape[0], -1)
+        dy, nb = t.shape[0], t.shape[1]
+        dx = self.dim_x
+        W = np.zeros((dy * nb, dy * dx))
+        xs = x / nb
+        for k in range(dy):
+            W[k * nb:(k + 1) * nb, k * dx:(k + 1) * dx] = cot[:, k, None] * xs
+        return t.reshape(dy * nb, -1).T @ W
 
 
 @dataclass(frozen=True)
