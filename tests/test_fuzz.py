@@ -1,5 +1,9 @@
 """Fuzz suite: every public formula (``verify.formulas.__all__``), the public numerics entry
-points and the command line, on a mix of valid, boundary and invalid inputs.
+points and the command line, on a mix of valid, boundary and invalid inputs; and the
+surface fuzz (``test_surface``): EVERY public callable and public method of every
+``numerics`` module and of ``verify.formulas``, enumerated from ``__all__`` (a new public
+name is fuzzed without editing this file), one argument at a time replaced by non-finite,
+extreme, wrong-type, wrong-shape and huge values.
 
 Invariant for every call: a finite (and, where a high-precision path exists, accurate)
 result, or a ``ValueError``/``TypeError`` whose message names an argument.  Never another
@@ -9,10 +13,13 @@ integrators may also stop with the documented ``FloatingPointError`` (divergence
 argument is drawn from a pool of bad values (NaN, inf, strings, None, bool, complex, ragged
 or wrong-shaped arrays, out-of-domain numbers) and the call must be refused.
 
-Profiles (HYPOTHESIS_PROFILE): ``ci`` ~12 examples per target (about a minute), ``dev`` 30,
-``thorough`` 260 per target (>= 10^4 in all).  ``FUZZ_CENSUS=1`` records instead of failing
-and ``FUZZ_COUNTS=FILE`` writes the per-target counts (examples, results, refusals,
-unexpected exceptions, silent non-finite results, hangs) as JSON.
+Profiles (HYPOTHESIS_PROFILE): ``ci`` ~12 examples per target and 6 surface cases per
+public callable, ``dev`` 30 and 10, ``thorough`` 260 per target and every surface case
+(about 25,000 calls).  ``FUZZ_CENSUS=1`` records instead of failing and
+``FUZZ_COUNTS=FILE`` writes the census: per target the counts of examples, results,
+refusals, documented stops, unexpected exceptions, silent non-finite results, hangs and
+unnamed errors, and the first findings, as JSON, e.g.
+``HYPOTHESIS_PROFILE=thorough FUZZ_CENSUS=1 FUZZ_COUNTS=census.json pytest tests/test_fuzz.py``.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import os
 import re
 import signal
 import traceback
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -170,7 +178,8 @@ def classify(target: "Target", mode: str, call: Callable[[], Any], names: list[s
     return Outcome("result")
 
 
-FAILING = {"unexpected", "nonfinite", "hang", "accepted_invalid", "unnamed", "inaccurate"}
+FAILING = {"unexpected", "nonfinite", "hang", "accepted_invalid", "unnamed", "inaccurate",
+           "warning"}
 
 
 def record(target: "Target", mode: str, desc: str, out: Outcome) -> None:
@@ -923,7 +932,7 @@ def _write_counts() -> None:
         return
     total = {k: sum(c.get(k, 0) for c in COUNTS.values()) for k in
              ("examples", "result", "refused", "stopped", "unexpected", "nonfinite", "hang",
-              "accepted_invalid", "unnamed", "inaccurate")}
+              "accepted_invalid", "unnamed", "inaccurate", "warning")}
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"profile": PROFILE, "total": total,
                    "targets": {k: dict(v) for k, v in sorted(COUNTS.items())},
@@ -1394,7 +1403,9 @@ def surface_call(t: SurfaceTarget, k: int | None, label: str, value: Any) -> Out
     may_stop = any(w in t.name for w in SURFACE_MAY_STOP)
     t0 = time.perf_counter()
     try:
-        with memory_limit(SURFACE_MEMORY), time_limit(SURFACE_TIMEOUT), np.errstate(all="ignore"):
+        with memory_limit(SURFACE_MEMORY), time_limit(SURFACE_TIMEOUT), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             out = t.fn(*args, **kwargs)
     except Hang as exc:
         return Outcome("hang", f"{exc} ({label})")
@@ -1421,6 +1432,10 @@ def surface_call(t: SurfaceTarget, k: int | None, label: str, value: Any) -> Out
     where = nonfinite_in(out)
     if where and _all_finite_input(value) and label != "nan" and "inf" not in label:
         return Outcome("nonfinite", where)
+    if caught:  # a library warning printed to the user instead of a result or a named error
+        w = caught[0]
+        return Outcome("warning", f"{w.category.__name__}: {str(w.message)[:160]} at "
+                                  f"{os.path.basename(w.filename)}:{w.lineno}")
     return Outcome("result")
 
 
