@@ -4,18 +4,24 @@
 Kernel.  phi~(theta; phi) = E[relu(cos(theta) cos(phi) R + sin(theta) sin(phi) S)], R and S
 independent first coordinates of Unif(S^{d_H-1}) and Unif(S^{d-d_H-1}) (density of a first
 coordinate of Unif(S^{k-1}) proportional to (1 - r^2)^{(k-3)/2}).  Computed by
-- the inner expectation over R in closed form: with c = cos th cos ph, y = s S,
-  E_R[(c R + y)_+] = c E[R; R > -y/c] + y P(R > -y/c)  (regularized incomplete Beta),
-  equal to relu(y) when |y| >= c;
+- the inner expectation over R given by the caller as a ``kernel`` (the derived closed
+  form of claim H1e: ``verify.formulas.hajjar.phi_kernel()``; this module holds no copy):
+  with c = cos th cos ph, y = s S, ``kernel.inner(k, c, y)`` = E_R[(c R + y)_+] for
+  |y| < c, relu(y) otherwise, ``kernel.inner_grad`` its partial derivatives and
+  ``kernel.tail_mean(k, a)`` = E[S; S > a];
 - the outer expectation over S = cos(psi), density sin^{k-2}(psi) on [0, pi]: the part
   |s S| >= c in closed form, the middle part [psi0, pi - psi0] by tanh-sinh quadrature
   (the kinks |s S| = c sit at its endpoints, where tanh-sinh keeps double-exponential
   convergence; a tensor Gauss rule across the kink would only converge algebraically).
-The theta-derivative is computed the same way.  Accuracy ~1e-14 (see tests/test_reduced.py).
+The theta-derivative is the same expectation of d/dc c_theta + d/dy y_theta.  Accuracy
+~1e-14 (see tests/test_reduced.py).  :func:`coordinate_tail` and :func:`expected_relu_affine`
+are an independent float64 evaluation of the same inner expectation, kept as a reference
+for the d_H-dimensional reduction (claim H1d); phi~ does not use them.
 
 Dynamics.  The weight-position discretization tau^{+-} = (1/m) sum_j c_j delta_{theta_j}
-(eps_j = +-1 the sign of the output weight), claim H1g:
-    dc_j/dt = 2 eps_j c_j G(theta_j),  dtheta_j/dt = eps_j G'(theta_j),
+(eps_j = +-1 the sign of the output weight), claim H1g: (dc_j/dt, dtheta_j/dt) =
+``velocity(eps, c, G, G')``, the derived reduced field passed by the caller (it is
+(2 eps c G, eps G') by the H1g derivation),
     G(theta) = E_phi[(cos phi - f~(phi)) phi~(theta; phi)],  f~(phi) = (1/m) sum_j eps_j c_j phi~(theta_j; phi),
 where phi = phi_x (cos^2 phi ~ Beta(d_H/2, (d-d_H)/2), E|x|^2 = 1, |x| independent of phi_x).
 E_phi uses a Gauss-Jacobi rule in t = cos(2 phi); phi~(., phi_k) is tabulated on a theta
@@ -391,7 +397,7 @@ class PhiTable:
 
     def __call__(self, theta) -> tuple[np.ndarray, np.ndarray]:
         """(phi~(theta_j; phi_k), d/dtheta of the interpolant): two (m, n_phi) arrays."""
-        th = np.clip(np.asarray(theta, dtype=np.float64), 0.0, HALF_PI)
+        th = np.clip(as_float_array(theta, "theta (angles)", ndim=1), 0.0, HALF_PI)
         h = self.h
         i = np.minimum((th / h).astype(np.int64), len(self.grid) - 2)
         u = (th - self.grid[i]) / h
