@@ -195,7 +195,8 @@ def _fig3_figure(run, s2: float, step_suite: float, alpha: float, t_star: float,
     ax[0].set_title(r"$\tau^+_t$"), ax[1].set_title(r"$\tau^-_t$")
     for a_ in ax[:2]:
         a_.set_xlabel(r"$\theta$")
-    ax[0].legend(fontsize=7)
+    if ax[0].get_legend_handles_labels()[0]:      # no histograms for the Monte Carlo run
+        ax[0].legend(fontsize=7)
     times = run.times / s2
     ax[2].plot(times, run.plus_mass, label=r"$\tau^+([0,\pi/2])$")
     ax[2].plot(times, run.minus_mass, label=r"$\tau^-([0,\pi/2])$")
