@@ -84,10 +84,13 @@ def haar_symmetric_particles(a, rho, theta, d: int, d_H: int, n_R: int, n_S: int
         raise ValueError("rho must be positive (rho = |b|)")
     if np.any((theta < 0) | (theta > np.pi / 2)):
         raise ValueError("theta must lie in [0, pi/2]")
+    n_R = require_positive_int(n_R, "n_R (quadrature nodes)", maximum=MAX_RULE_NODES)
+    n_S = require_positive_int(n_S, "n_S (quadrature nodes)", maximum=MAX_RULE_NODES)
+    m = a.shape[0]
+    q_R, q_S = (2 if d_H == 1 else n_R), (2 if d - d_H == 1 else n_S)
+    require_size(m * q_R * q_S * d, "m * n_R * n_S * d (particle coordinates)")
     R, W = coordinate_rule(d_H, n_R)
     S, V = coordinate_rule(d - d_H, n_S)
-    m = a.shape[0]
-    require_size(m * R.size * S.size * d, "m * n_R * n_S * d (particle coordinates)")
     rr, ss = np.meshgrid(R, S, indexing="ij")
     ww = np.outer(W, V).ravel()
     rr, ss = rr.ravel(), ss.ravel()
@@ -125,7 +128,7 @@ def population_velocity(a, B, weights, a_test, B_test, d_H: int, s2: float,
                          f"got {Bt.shape}, {at.shape}")
     if np.any(w < 0):
         raise ValueError("weights must be non-negative")
-    if np.any(np.linalg.norm(B, axis=1) == 0) or np.any(np.linalg.norm(Bt, axis=1) == 0):
+    if not (np.all(np.any(B != 0, axis=1)) and np.all(np.any(Bt != 0, axis=1))):
         raise ValueError("input weights b must be non-zero (the angle to x is undefined)")
     d_H = require_positive_int(d_H, "d_H (dimension of H)", maximum=d - 1)
     s2 = as_float_scalar(s2, "s2 (data variance per coordinate)", lo=0.0, lo_open=True)
@@ -138,17 +141,18 @@ def population_velocity(a, B, weights, a_test, B_test, d_H: int, s2: float,
     # the target term (and the test particles' own interaction, removed again) from the
     # exact population gradient of the test particles alone, with a = 1:
     # ga = (K 1 / n - T) / n, gB = (gf - gs) / n
-    ones = np.ones(n)
-    _, (ga, gB) = tl.population_loss_and_grad_norm_target(ones, Bt, d_H, s2, rn, rw)
-    K_tt = tl.gaussian_relu_kernel(Bt, Bt, s2)
-    T = K_tt @ ones / n - n * ga                                 # E[|x_H| relu(b.x)]
-    gf_tt = tl.gaussian_relu_kernel_grad(Bt, Bt, s2, np.broadcast_to(ones / n, (n, n)))
-    gs = gf_tt - n * gB                                          # E[|x_H| 1{b.x>0} x]
-    coef = w * a
-    Ef = tl.gaussian_relu_kernel(Bt, B, s2) @ coef                # E[f relu(b.x)]
-    Efx = tl.gaussian_relu_kernel_grad(Bt, B, s2, np.broadcast_to(coef, (n, m)))
-    va = T - Ef
-    vB = at[:, None] * (gs - Efx)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        ones = np.ones(n)
+        _, (ga, gB) = tl.population_loss_and_grad_norm_target(ones, Bt, d_H, s2, rn, rw)
+        K_tt = tl.gaussian_relu_kernel(Bt, Bt, s2)
+        T = K_tt @ ones / n - n * ga                                 # E[|x_H| relu(b.x)]
+        gf_tt = tl.gaussian_relu_kernel_grad(Bt, Bt, s2, np.broadcast_to(ones / n, (n, n)))
+        gs = gf_tt - n * gB                                          # E[|x_H| 1{b.x>0} x]
+        coef = w * a
+        Ef = tl.gaussian_relu_kernel(Bt, B, s2) @ coef                # E[f relu(b.x)]
+        Efx = tl.gaussian_relu_kernel_grad(Bt, B, s2, np.broadcast_to(coef, (n, m)))
+        va = T - Ef
+        vB = at[:, None] * (gs - Efx)
     if not (np.all(np.isfinite(va)) and np.all(np.isfinite(vB))):
         raise ValueError("population_velocity overflows float64: rescale a, B or s2")
     return va, vB
@@ -162,9 +166,13 @@ def reduced_coordinates(a, B, d_H: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     if a.shape != (B.shape[0],):
         raise ValueError(f"a needs one entry per row of B; got {a.shape} and {B.shape}")
     d_H = require_positive_int(d_H, "d_H (dimension of H)", maximum=B.shape[1] - 1)
-    nH = np.linalg.norm(B[:, :d_H], axis=1)
-    nP = np.linalg.norm(B[:, d_H:], axis=1)
-    return np.abs(a) * np.hypot(nH, nP), np.arctan2(nP, nH), np.sign(a)
+    with np.errstate(over="ignore", invalid="ignore"):
+        nH = np.linalg.norm(B[:, :d_H], axis=1)
+        nP = np.linalg.norm(B[:, d_H:], axis=1)
+        c = np.abs(a) * np.hypot(nH, nP)
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(nH)) and np.all(np.isfinite(nP))):
+        raise ValueError("c = |a||b| overflows float64 for some particle; rescale a and B")
+    return c, np.arctan2(nP, nH), np.sign(a)
 
 
 def reduced_coordinate_velocity(a, B, va, vB, d_H: int) -> tuple[np.ndarray, np.ndarray]:
@@ -181,14 +189,18 @@ def reduced_coordinate_velocity(a, B, va, vB, d_H: int) -> tuple[np.ndarray, np.
         raise ValueError(f"a, va need one entry per row of B and vB the shape of B; got "
                          f"{a.shape}, {va.shape}, {B.shape}, {vB.shape}")
     d_H = require_positive_int(d_H, "d_H (dimension of H)", maximum=B.shape[1] - 1)
-    nb = np.linalg.norm(B, axis=1)
-    nH = np.linalg.norm(B[:, :d_H], axis=1)
-    nP = np.linalg.norm(B[:, d_H:], axis=1)
-    if np.any(nH == 0) or np.any(nP == 0):
-        raise ValueError("theta must lie strictly inside (0, pi/2) for its derivative "
-                         "(b_H and b_perp non-zero)")
-    bvb = np.einsum("ij,ij->i", B, vB)
-    dc = np.sign(a) * nb * va + np.abs(a) * bvb / nb
-    dq = np.einsum("ij,ij->i", B[:, :d_H], vB[:, :d_H]) / (nH * nb) - nH * bvb / nb ** 3
-    dtheta = -dq * nb / nP                         # sqrt(1 - q^2) = |b_perp| / |b|
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        nb = np.linalg.norm(B, axis=1)
+        nH = np.linalg.norm(B[:, :d_H], axis=1)
+        nP = np.linalg.norm(B[:, d_H:], axis=1)
+        if np.any(nH == 0) or np.any(nP == 0):
+            raise ValueError("theta must lie strictly inside (0, pi/2) for its derivative "
+                             "(b_H and b_perp non-zero)")
+        u, uH = B / nb[:, None], B[:, :d_H] / nH[:, None]       # unit vectors: no overflow
+        bvb = np.einsum("ij,ij->i", u, vB)                        # (b . db/dt) / |b|
+        dc = np.sign(a) * nb * va + np.abs(a) * bvb
+        dq = (np.einsum("ij,ij->i", uH, vB[:, :d_H]) - (nH / nb) * bvb) / nb
+        dtheta = -dq * nb / nP                     # sqrt(1 - q^2) = |b_perp| / |b|
+    if not (np.all(np.isfinite(dc)) and np.all(np.isfinite(dtheta))):
+        raise ValueError("dc/dt or dtheta/dt overflows float64; rescale a, B and the velocities")
     return dc, dtheta

@@ -656,7 +656,8 @@ def reduced_predictor(state: ReducedState, X, d_H: int, kernel: Any) -> np.ndarr
     d, d_H = validate_dims(d, d_H)
     kernel = _require_kernel(kernel)
     require_size(state.c.shape[0] * X.shape[0], "m * n (particles x inputs)")
-    nx = np.linalg.norm(X, axis=1)
+    with np.errstate(over="ignore"):
+        nx = np.linalg.norm(X, axis=1)
     if not np.all(np.isfinite(nx)):
         raise ValueError("|x| overflows float64 for some rows of X; rescale X")
     ratio = np.divide(np.linalg.norm(X[:, :d_H], axis=1), nx, out=np.ones_like(nx), where=nx > 0)
@@ -664,5 +665,6 @@ def reduced_predictor(state: ReducedState, X, d_H: int, kernel: Any) -> np.ndarr
     m = state.c.shape[0]
     TH, PH = np.meshgrid(np.clip(state.theta, 0, HALF_PI), phx, indexing="ij")
     P = _phi_parts(TH, PH, d, d_H, False, kernel)          # (m, n)
-    out = nx * ((state.eps * state.c) @ P) / m
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = nx * ((state.eps * state.c) @ P) / m
     return require_finite_result(out, "reduced_predictor", "rescale X or the masses c")
