@@ -393,6 +393,16 @@ def _formula_targets() -> list[Target]:
         Arg("d_H", lambda ctx: st.just(ctx["d_pair"][1]), boundary=[1],
             invalid=[0, -1, 2.5, NAN, "5", None, True, 10 ** 9])],
         share=_d_pair, weight=0.5))
+    T.append(Target("phi_tilde_dtheta", F.phi_tilde_dtheta, [
+        Arg("theta", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, HALF - 1e-16, -0.0],
+            invalid=INVALID_COMMON + [-0.1, 2.0, 1e300]),
+        Arg("phi", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, -0.0],
+            invalid=INVALID_COMMON + [-0.1, 2.0]),
+        Arg("d", lambda ctx: st.just(ctx["d_pair"][0]), boundary=[10 ** 8, 2 ** 40],
+            invalid=[0, 1, 1.5, -3, 2 ** 63, NAN, "30", None, True]),
+        Arg("d_H", lambda ctx: st.just(ctx["d_pair"][1]), boundary=[1],
+            invalid=[0, -1, 2.5, NAN, "5", None, True, 10 ** 9])],
+        share=_d_pair, weight=0.5))
     T.append(Target("best_linear_approximator", F.best_linear_approximator, [
         Arg("X", mat("rows", "d"), boundary=[np.ones((4, 2)), np.full((3, 1), 1e300),
                                               np.full((3, 1), 1e-300)],
@@ -685,14 +695,23 @@ def _state():
     return reduced.initial_state(rng, np.random.default_rng(1), 8, 6, 2)
 
 
+def _velocity():
+    """The derived reduced velocity field (claim H1g) that the reduced simulators take."""
+    from verify import derived
+    from verify.claims.hajjar_reduced import derived_velocity
+    return derived_velocity(derived.derivation("H1g"))
+
+
 def _simulate_gd(step, steps, record_every):
     from numerics import reduced
-    return reduced.simulate_gd(_state(), _table(), step, steps, record_every=record_every)
+    return reduced.simulate_gd(_state(), _table(), step, steps, record_every=record_every,
+                               velocity=_velocity())
 
 
 def _simulate_flow(t_eval, rtol, atol):
     from numerics import reduced
-    return reduced.simulate_flow(_state(), _table(), t_eval, rtol=rtol, atol=atol)
+    return reduced.simulate_flow(_state(), _table(), t_eval, rtol=rtol, atol=atol,
+                                 velocity=_velocity())
 
 
 NUMERICS_TARGETS = _numerics_targets()
@@ -1173,8 +1192,9 @@ MODULE_BASE: dict[str, dict[str, Any]] = {
                          "times": np.array([0.0, 1.0, 2.0]), "plus_mass": np.array([0.2, 0.5, 0.9]),
                          "alpha": 0.5, "sign": 1, "point": 0.5,
                          "X": np.array([[1.0, 0.5, 0.2, -0.1, 0.3, 0.0]]),
-                         "kernel": lambda: _phi_kernel()},
-    "numerics.reduced_mc": {"n": 50, "nodes": _sample_nodes, "steps": 2},
+                         "kernel": lambda: _phi_kernel(), "velocity": lambda: _velocity()},
+    "numerics.reduced_mc": {"n": 50, "nodes": _sample_nodes, "steps": 2,
+                            "velocity": lambda: _velocity()},
     "numerics.sphere": {"m": 5, "n": 100},
     "numerics.paper_units": {"d": 10, "step": 0.1, "t_suite": 1.0, "alpha": 50.0},
     "numerics.meanfield": {"a": np.array([1.0, -1.0]), "rho": np.array([1.0, 0.5]),
