@@ -68,4 +68,5 @@ EXPERIMENTS = [Experiment(
     defaults={"m": [10, 100, 1000, 10000, 100000], "replicates": 5, "init": "uniform", "grid": 801},
     quick={"m": [10, 100, 1000, 10000], "replicates": 3},
     full={"m": [10, 100, 1000, 10000, 100000], "replicates": 7},
-    claims=("W3f",))]
+    claims=("W3f",),
+    choices={"init": ("uniform", "gaussian")})]
