@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from verify.claims import PROFILES, UnknownClaimError, all_claims, get
-from verify.claims._helpers import fmt
+from verify.claims import PROFILES, PluginError, UnknownClaimError, all_claims, get
+from verify.kit import fmt
 
 __all__ = ["main", "UsageError"]
 
@@ -287,8 +287,9 @@ def _ratio(ev: Any) -> float:
 def _cmd_list() -> int:
     claims = all_claims()
     w = max((len(c.title) for c in claims), default=10)
+    wid = max([5] + [len(c.id) for c in claims])
     for c in claims:
-        print(f"{c.id:<5} {c.title:<{w}}  {c.source}")
+        print(f"{c.id:<{wid}} {c.title:<{w}}  {c.source}")
     return 0
 
 
@@ -302,7 +303,7 @@ def _shown(ev: Any, neg: bool) -> tuple[float, float, float, str]:
     a signed quantity such as a fitted rate)."""
     if not neg:
         return float(ev.error), float(ev.tolerance), _ratio(ev), ""
-    from verify.claims._helpers import control_margin
+    from verify.kit import control_margin
     m = control_margin(ev, getattr(_claim_of(ev.claim_id), "negative_target", "") or "")
     return m.error, m.tolerance, m.severity(), m.factor_text()
 
@@ -345,7 +346,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                   timeout=args.timeout) for c in claims for s in seeds]
     ns = len(seeds)
     display = _Display()
-    header = (f"{'id':<5} {'failed' if neg else 'passed':>7} {'worst seed':>10} {'measured error':>14} "
+    wid = max([5] + [len(c.id) for c in claims])
+    header = (f"{'id':<{wid}} {'failed' if neg else 'passed':>7} {'worst seed':>10} {'measured error':>14} "
               f"{'tolerance':>10}  " + (f"{'margin':<14}  " if neg else "")
               + f"{'verdict':<20} {'seconds':>7}")
     printed = [0]
@@ -367,7 +369,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         err = "-" if shown is None else fmt(shown[0])
         tol = "-" if shown is None else fmt(shown[1])
         margin = "" if not neg else f"{'-' if shown is None else shown[3]:<14}  "
-        display.line(f"{claims[k].id:<5} {s['ok']:>3}/{s['n']:<3} {w.task.seed:>10} {err:>14} "
+        display.line(f"{claims[k].id:<{wid}} {s['ok']:>3}/{s['n']:<3} {w.task.seed:>10} {err:>14} "
                      f"{tol:>10}  {margin}", (f"{verdict:<20}", _style(all_ok)), f" {s['seconds']:7.1f}",
                      f"  {w.error_line}" if w.error is not None and ns == 1 else "")
         if ns > 1:
@@ -587,7 +589,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return _delegate("verify.bench", args)
         if args.command == "mutate":
             return _delegate("verify.mutate", args)
-    except (UsageError, UnknownClaimError, ExecutionError) as exc:
+    except (UsageError, UnknownClaimError, ExecutionError, PluginError) as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

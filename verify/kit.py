@@ -13,7 +13,11 @@ never from the private modules of :mod:`verify.claims`:
 - derived results: :func:`derived_results` and :func:`lambdified` (cached per mutation
   generation, so the mutation harness's perturbations reach your check);
 - fits and formatting: :func:`loglog_slope`, :func:`fmt`, :func:`jsonable`;
-- figures: :func:`new_figure`, :func:`save_figure`.
+- verdicts: :class:`Margin`, :func:`margin`, :func:`control_margin` (how far a sub-check
+  lies beyond its bound, in the direction of its verdict);
+- runs: :func:`without_local_constants` (seed-only Hypothesis draws) and
+  :class:`no_shrinking` (report the first failing instance unshrunk);
+- figures: :func:`new_figure`, :func:`save_figure` (matplotlib, loaded on first use).
 
 >>> import numpy as np
 >>> sc = compare("sin vs its series", np.sin(0.1), 0.1 - 0.1**3 / 6 + 0.1**5 / 120,
@@ -30,15 +34,25 @@ import numpy as np
 from derivations.base import Derivation, Step
 from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
 from verify.claims._core import _jsonable as jsonable
-from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, loglog_slope
+from verify.claims._helpers import (Margin, SubCheck, combine, control_margin, fmt,
+                                    for_all_instances, loglog_slope, margin, no_shrinking,
+                                    without_local_constants)
 from verify.derived import lambdified
 from verify.derived import results as derived_results
-from verify.plotting import new_figure, save_figure
 
 __all__ = ["Claim", "Derivation", "Step", "RunContext", "Outcome", "Evidence", "Table",
            "SubCheck", "combine", "compare", "for_all_instances", "derived_results", "lambdified",
            "loglog_slope", "fmt",
-           "jsonable", "new_figure", "save_figure"]
+           "jsonable", "Margin", "margin", "control_margin", "without_local_constants",
+           "no_shrinking", "new_figure", "save_figure"]
+
+
+def __getattr__(name: str) -> Any:
+    # The figure helpers import matplotlib: only when a claim draws.
+    if name in ("new_figure", "save_figure"):
+        from verify import plotting
+        return getattr(plotting, name)
+    raise AttributeError(f"module 'verify.kit' has no attribute {name!r}")
 
 
 def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
-from verify.claims._helpers import without_local_constants
+from verify.kit import without_local_constants
 
 __all__ = ["Task", "TaskResult", "Executor", "ExecutionError", "TimeBudgetExceeded",
            "run_task", "one_blas_thread", "keep_freed_memory", "without_local_constants", "parse_seeds", "format_seeds", "time_budget", "report_progress",
@@ -324,7 +324,7 @@ def _run_claim(task: Task, result: TaskResult) -> None:
 
 def _run_experiment(task: Task, result: TaskResult) -> None:
     from verify import experiments
-    from verify.claims._core import _jsonable
+    from verify.kit import jsonable as _jsonable
     exp = experiments.get(task.name)
     data, fig = exp.fn(dict(task.params), task.profile, task.seed)
     result.data = _jsonable(data)
@@ -377,7 +377,7 @@ def write_experiment(result: TaskResult, outdir: str | Path) -> list[Path]:
     the paths written."""
     import json
     from verify._atomic import atomic_write_bytes
-    from verify.claims._core import _jsonable
+    from verify.kit import jsonable as _jsonable
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     path = outdir / f"{result.task.name}.json"

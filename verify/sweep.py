@@ -145,7 +145,7 @@ def _width_key(axes: dict[str, list[Any]]) -> str | None:
 
 
 def _fit(xs: list[float], ys: list[float]) -> float | None:
-    from verify.claims._helpers import loglog_slope
+    from verify.kit import loglog_slope
     pts = [(x, y) for x, y in zip(xs, ys) if y is not None and y > 0 and x > 0]
     if len({x for x, _ in pts}) < 2:
         return None
@@ -155,7 +155,7 @@ def _fit(xs: list[float], ys: list[float]) -> float | None:
 def write(p: SweepPlan, results: list[TaskResult]) -> dict[str, Any]:
     """Write the sweep's JSON and figure; returns ``{"lines": summary lines, "errors": n}``."""
     from verify._atomic import atomic_write_bytes
-    from verify.claims._core import _jsonable
+    from verify.kit import jsonable as _jsonable
     metric = p.metric
     if metric is None:  # the first scalar of the first point that has data
         for r in results:

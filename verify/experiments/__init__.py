@@ -412,7 +412,7 @@ def run(name: str, settings: list[str] | None = None, out: str | Path = "out",
     exp, params, outdir = prepare(name, settings, out, profile)
     data, fig = exp.fn(params, profile, seed)
     outdir.mkdir(parents=True, exist_ok=True)
-    from verify.claims._core import _jsonable
+    from verify.kit import jsonable as _jsonable
     payload = {"experiment": name, "profile": profile, "seed": seed,
                "params": params, "data": data}
     atomic_write_bytes(outdir / f"{name}.json",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from verify.claims import Claim, Evidence, all_claims, get
-from verify.claims._core import _jsonable
+from verify.kit import jsonable as _jsonable
 from verify.report.render import render_html, render_markdown
 from verify.runner import Executor, Task, TaskResult, format_seeds
 

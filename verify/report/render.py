@@ -29,7 +29,7 @@ import sympy as sp
 from sympy.printing.mathml import MathMLPresentationPrinter
 
 import verify
-from verify.claims._helpers import Margin, control_margin, fmt
+from verify.kit import Margin, control_margin, fmt
 
 if TYPE_CHECKING:
     from verify.report import ClaimSection
@@ -523,7 +523,7 @@ def _margin(ev: Any) -> str:
 
 def _neg_target(sec: "ClaimSection") -> Margin:
     """The sub-check the negative control targets (the claim's ``negative_target``), with
-    its own numbers (:func:`verify.claims._helpers.control_margin`)."""
+    its own numbers (:func:`verify.kit.control_margin`)."""
     return control_margin(sec.negative, getattr(sec.claim, "negative_target", "") or "")
 
 
