@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.claims._helpers import loglog_slope
+from verify.kit import loglog_slope
 from verify.experiments import Experiment
 
 __all__ = ["EXPERIMENTS"]
