@@ -62,6 +62,8 @@ MAX_PARTICLES = 10 ** 7
 #: largest phi rule of :func:`phi_quadrature` / :class:`PhiTable` (scipy's Golub-Welsch
 #: eigensolver is O(n^2) memory and O(n^3) time: 4096 nodes take ~1 s)
 MAX_PHI_NODES = 4096
+#: smallest relative tolerance of :func:`simulate_flow` (scipy raises it to 100 ulps)
+_MIN_RTOL = 100 * np.finfo(float).eps
 #: largest precision of the mpmath reference :func:`phi_tilde_mp`
 _MAX_MP_DPS = 200
 
@@ -327,7 +329,7 @@ def phi_quadrature(d: int, d_H: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     cos^2 phi ~ Beta(d_H/2, (d-d_H)/2); Gauss-Jacobi in t = cos(2 phi) with weight
     (1 - t)^{(d-d_H)/2 - 1} (1 + t)^{d_H/2 - 1}."""
     d, d_H = validate_dims(d, d_H)
-    n = require_positive_int(n, "n_phi (number of phi nodes)", maximum=MAX_PHI_NODES)
+    n = require_positive_int(n, "n (number of phi nodes)", maximum=MAX_PHI_NODES)
     t, w = roots_jacobi(n, (d - d_H) / 2 - 1, d_H / 2 - 1)
     return np.arccos(t) / 2, w / w.sum()
 
@@ -496,7 +498,9 @@ def w2_to_dirac(state: ReducedState, sign: int, point: float) -> float:
     """W_2 between the normalized tau^{sign} and delta_point: sqrt(sum c (theta - p)^2 / sum c)
     (0 when tau^{sign} has no mass)."""
     state = _require_state(state)
-    if sign not in (1, -1) or isinstance(sign, bool):
+    if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, (int, np.integer)):
+        raise TypeError(f"sign must be the integer +1 or -1; got {type(sign).__name__}")
+    if sign not in (1, -1):
         raise ValueError(f"sign must be +1 or -1; got {sign!r}")
     point = as_float_scalar(point, "point", lo=0.0, hi=HALF_PI)
     return _w2(state, sign, point)
@@ -608,6 +612,9 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
     t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
     rtol = require_tolerance(rtol, "rtol")
     atol = require_tolerance(atol, "atol")
+    if rtol < _MIN_RTOL:
+        raise ValueError(f"rtol must be >= {_MIN_RTOL:g} (100 float64 ulps: DOP853 cannot "
+                         f"resolve less); got {rtol!r}")
     max_evals = require_positive_int(max_evals, "max_evals", maximum=10 ** 7)
     velocity = require_callable(velocity, "velocity", "(eps, c, G, dG) -> (dc/dt, dtheta/dt)")
     state = _require_state(state)
