@@ -250,7 +250,7 @@ def test_issue_input_validation_of_the_reduced_modules():
     from numerics import meanfield as mf
     from numerics import reduced_mc as mc
     t0 = time.perf_counter()
-    with pytest.raises(ValueError, match="n_phi"):
+    with pytest.raises(ValueError, match="number of phi nodes"):
         rd.phi_quadrature(15, 9, 100000)
     with pytest.raises(ValueError, match="too large"):
         mc.sample_nodes(np.random.default_rng(0), 10 ** 9, 6, 3)
