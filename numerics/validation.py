@@ -595,7 +595,9 @@ def dot2(xs: Any, ys: Any) -> np.ndarray:
 
     The operands are rescaled exactly by powers of two (one factor per sequence) so that
     the splitting neither overflows nor underflows; a result beyond float64 raises
-    ValueError.  Exactness needs every nonzero scaled product above 2^-969 (products
+    ValueError; a subnormal result (below 2.2e-308) is rounded a second time, to the
+    subnormal grid (one more unit of 2^-1074).  Exactness needs every nonzero scaled
+    product above 2^-969 (products
     smaller than that relative to the largest factors contribute with an absolute error
     below 2^-1074 of the scale)."""
     for seq, nm in ((xs, "xs"), (ys, "ys")):
