@@ -174,7 +174,8 @@ def test_authors_monte_carlo_field_is_unbiased():
     rng = np.random.default_rng(11)
     st = rd.initial_state(np.random.default_rng(1), np.random.default_rng(2), 32, d, d_H)
     st.c = st.c * rng.uniform(0.5, 2.0, size=32)          # a generic (non-initial) state
-    _, G, dG, _ = rd.reduced_loss_and_field(st, rd.PhiTable(d, d_H, 129, 48))
+    from verify.formulas.hajjar import phi_kernel
+    _, G, dG, _ = rd.reduced_loss_and_field(st, rd.PhiTable(d, d_H, 129, 48, kernel=phi_kernel()))
     est = np.array([mc.field_estimate(st, mc.sample_nodes(rng, 500, d, d_H))[1:]
                     for _ in range(K)])                     # (K, 2, 32)
     se = est.std(axis=0, ddof=1) / np.sqrt(K)
