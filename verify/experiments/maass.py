@@ -238,5 +238,6 @@ EXPERIMENTS = [
                   "rmd_threshold": 0.01, "eigen_threshold": 1e-3, "max_iter": 6},
         quick={"N": 100, "T": 5.0},
         full={"N": 500, "T": 10.0},
-        claims=("M1e",)),
+        claims=("M1e",),
+        choices={"teacher": TEACHER_KINDS, "scheme": ("vanilla", "da_orbit")}),
 ]
