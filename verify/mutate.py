@@ -248,7 +248,7 @@ def classify(ev: Any) -> tuple[str, str]:
 def _run_check(claim_id: str, profile: str, seed: int) -> tuple[str, str]:
     """Run the claim's check here, under whatever perturbation is active."""
     from verify.claims import get
-    from verify.claims._helpers import no_shrinking, without_local_constants
+    from verify.kit import no_shrinking, without_local_constants
     from verify.runner import one_blas_thread
     claim = get(claim_id)
     with one_blas_thread(), without_local_constants(), no_shrinking():
