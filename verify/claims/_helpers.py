@@ -170,11 +170,16 @@ def control_margin(evidence: Any, target: str = "") -> Margin:
     return max(pool, key=lambda m: (not m.passed, m.severity()))
 
 
-def loglog_slope(x: Any, y: Any) -> float:
+def loglog_slope(x: Any, y: Any, *, floor: float | None = None) -> float:
     """Least-squares slope of log(y) against log(x): the measured rate of a power law
-    (e.g. -1/2 for an O(m^-1/2) Monte Carlo error)."""
+    (e.g. -1/2 for an O(m^-1/2) Monte Carlo error).  With ``floor``, values below it
+    (an exact zero, say) count as ``floor``."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
+    if floor is not None:
+        if not (np.isfinite(floor) and floor > 0):
+            raise ValueError(f"loglog_slope: floor must be a positive number; got {floor!r}")
+        y = np.maximum(y, floor)
     if x.size < 2 or x.shape != y.shape or np.any(x <= 0) or np.any(y <= 0):
         raise ValueError("loglog_slope needs >= 2 matching positive values of x and y")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])

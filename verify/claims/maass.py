@@ -133,7 +133,7 @@ def _reps(s: TrendSettings, N: int) -> int:
 
 
 def _slope(Ns, vals) -> float:
-    return loglog_slope(Ns, np.maximum(vals, 1e-300))  # an exact zero counts as 1e-300
+    return loglog_slope(Ns, vals, floor=1e-300)  # an exact zero counts as 1e-300
 
 
 def _rel_err(a, b) -> float:

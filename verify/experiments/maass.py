@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from verify.claims.maass import TrendSettings, _slope
+from verify.claims.maass import TrendSettings
+from verify.kit import loglog_slope
 from verify.claims.maass_dynamics import (HeuristicSettings, heuristic_examples, heuristic_run,
                                           scheme_trend)
 from verify.experiments import Experiment, Setting
@@ -171,7 +172,7 @@ def run_rmd(params: dict[str, Any], profile: str, seed: int):
                 res[sc] = [float(np.mean(v)) for v in vals]
             data["rmd2_to_EG"][tk][init] = res
             data["loglog_slopes"][tk][init] = {
-                sc: _slope(Ns, v) for sc, v in res.items()
+                sc: loglog_slope(Ns, v, floor=1e-300) for sc, v in res.items()
                 if np.all(np.isfinite(v)) and np.all(np.asarray(v) > 0)}   # no slope of zeros
             ax = axes[i, j]
             for sc, v in res.items():
