@@ -345,7 +345,7 @@ class CubicUnit(LinearUnit):
     """Negative control of M1b: z x + kappa (z x)^3 (not linear in z)."""
     kappa: float = 0.0
 
-    def value(self, x, theta):
+    def _value(self, x, theta):  # the unit contract: the public value() validates, then calls this
         t = self._pre(x, theta)
         return t + self.kappa * t ** 3
 
