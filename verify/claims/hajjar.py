@@ -121,12 +121,16 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
         if inst not in memo:  # the pinned instance is measured by both sub-checks
             d, d_H, m, s = inst
             rng = ctx.rng("flow", d, d_H, m, s)
-            a = rng.standard_normal(m)            # any init: k a^2 - |b|^2 need not vanish
+            # k a^2 - |b|^2 need not vanish: |a| = u |b|, u ~ U(0.2, 0.9), keeps |b|^2 >=
+            # |b_0|^2 - a_0^2 > 0 along the flow (b = 0, where the field is discontinuous,
+            # is never reached, so the error-controlled integrator never stalls there)
             B = rng.standard_normal((m, d))
+            a = (rng.choice([-1.0, 1.0], size=m) * rng.uniform(0.2, 0.9, size=m)
+                 * np.linalg.norm(B, axis=1))
             X = rng.standard_normal((n, d)) / np.sqrt(d)
             Y = np.linalg.norm(X[:, :d_H], axis=1)  # f* = |x_H| on the draws of rho
             run = tl.gradient_flow(a, B, None, None, t_eval, rtol=rtol, atol=atol,
-                                   grad_fn=_norm_target_grad(d, d_H))
+                                   grad_fn=_norm_target_grad(d, d_H), max_evals=200_000)
             memo[inst] = (X, Y, run)
         return memo[inst]
 
@@ -195,7 +199,7 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
                               "(numerics) at states of the flow",
                               inst, measure_velocity, quick=3, full=20, pinned=pinned)
     return combine(f"conservation of {k} a^2 - |b|^2 along the full particle gradient flow "
-                   "(f* = |x_H|, random (a, b) with |a| != |b|): derived per-sample rates "
+                   "(f* = |x_H|, random (a, b) with 0.2 |b| <= |a| <= 0.9 |b|): derived per-sample rates "
                    "vs derivatives measured along the flow", [s_fd, s_vel],
                    details={"T": T, "h": h, "rtol": rtol, "atol": atol, "data_draws": n,
                             "shown_instance": shown.get("inst"), "nfev": shown.get("nfev")},
