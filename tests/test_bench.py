@@ -23,13 +23,20 @@ def test_results_structure(tiny_results):
     assert [c["problem"] for c in tiny_results["cases"]] == ["relu1d", "twolayer"]
     for case in tiny_results["cases"]:
         assert {"engine", "dense"} <= set(case["engines"])
+        assert ("floor" in case["engines"]) == (case["problem"] == "twolayer")
         for name, rec in case["engines"].items():
-            reps = case["repeats"] if name in ("engine", "prototype") else case["slow_repeats"]
-            assert len(rec["times"]) == reps
-            assert rec["min"] <= rec["median"]
-            # every engine computes the same step (float64 rounding only)
-            assert rec["agreement"] < 1e-10, (case["problem"], name, rec["agreement"])
+            reps = case["repeats"] if name in ("engine", "floor") else case["slow_repeats"]
+            assert len(rec["times"]) == len(rec["cpu_times"]) == reps
+            assert rec["min"] <= rec["median"] and rec["cpu_min"] <= rec["cpu_median"]
+            if name == "floor":
+                assert rec["agreement"] is None          # the floor computes no step
+            else:
+                # every engine computes the same step (float64 rounding only)
+                assert rec["agreement"] < 1e-10, (case["problem"], name, rec["agreement"])
         assert set(case["ratios"]) == set(case["engines"]) - {"engine"}
+    assert tiny_results["machine"]["blas_threads"] in (1, None)
+    targets = [t["target"] for t in tiny_results["targets"]]
+    assert any("engine / floor" in t for t in targets)
     json.dumps(tiny_results)  # JSON-able
 
 
@@ -71,6 +78,43 @@ def test_targets_judged_on_minima():
             "ratios": {"torch": {"min": 60.0, "median": 40.0}}}
     (t,) = bench._targets([case])
     assert t["met"] and t["measured"] == 60.0
+    # CPU-time minima take precedence; the floor target is engine / floor <= 1.3
+    case = {"problem": "twolayer", "scale": "paper", "note": "",
+            "engines": {"engine": {"min": 1.0}},
+            "ratios": {"floor": {"min": 0.9, "median": 0.9, "cpu_min": 0.7},
+                       "dense": {"min": 2.0, "median": 2.0, "cpu_min": 0.95}}}
+    floor, dense, torch = bench._targets([case])
+    assert floor["measured"] == 1 / 0.7 and floor["met"] is False
+    assert dense["measured"] == 0.95 and dense["met"] is False
+    assert torch["measured"] is None and torch["met"] is None
+
+
+def test_floor_is_the_two_gemms():
+    """The floor runs exactly the two products of a step (no activation, no residual)."""
+    rng = np.random.default_rng(2)
+    B, X = rng.normal(size=(9, 3)), rng.normal(size=(50, 3))
+    calls = []
+    fn = bench._floor_twolayer(B, X, rows=16)
+    orig = np.dot
+    try:
+        np.dot = lambda *a, **k: calls.append(a[0].shape) or orig(*a, **k)
+        fn()
+    finally:
+        np.dot = orig
+    assert calls == [(16, 3), (9, 16)] * 3 + [(2, 3), (9, 2)]
+
+
+def test_committed_results_are_current():
+    """benchmarks/results.json: the current schema, every d-dim case with its floor, one
+    thread per engine, and no removed engine."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results.json"
+    data = json.loads(path.read_text())
+    assert data["schema"] == bench.SCHEMA
+    assert data["machine"]["blas_threads"] == 1 and data["machine"]["date_utc"]
+    for case in data["cases"]:
+        assert set(case["engines"]) <= {"engine", "floor", "dense", "torch"}
+        assert ("floor" in case["engines"]) == (case["problem"] == "twolayer")
 
 
 def test_dense_reference_matches_twolayer():
