@@ -43,6 +43,9 @@ MAX_PARTICLES = MAX_ELEMENTS // 2
 _MAX_RULE_NODES = 1024
 _MAX_RADIAL = 100
 _CHUNK = 1 << 22  # max entries of one m x n feature block
+#: Python/NumPy overhead of one GD step of :func:`output_layer_gd`, in elementary updates
+#: (as in ``numerics.relu1d``): the step budget MAX_STEPS then bounds the run by minutes
+_STEP_OVERHEAD = 2000
 
 
 def _init(init: str) -> str:
@@ -119,12 +122,22 @@ def _gaussian_quad(integrand: Callable, x: mpmath.mpf, xp: mpmath.mpf,
                            method="gauss-legendre")
 
 
+#: |t| beyond which phi(t) and Phi(t) (resp. 1 - Phi(t)) are below exp(-5e199): t is clipped
+#: there, since mpmath's erfc overflows a float in its series test for |t| >~ 1e154
+_T_CLIP = mpmath.mpf(10) ** 100
+
+
+def _clip(t: mpmath.mpf) -> mpmath.mpf:
+    return max(min(t, _T_CLIP), -_T_CLIP)
+
+
 def _npdf(t: mpmath.mpf) -> mpmath.mpf:
+    t = _clip(t)
     return mpmath.exp(-t * t / 2) / mpmath.sqrt(2 * mpmath.pi)
 
 
 def _ncdf(t: mpmath.mpf) -> mpmath.mpf:
-    return mpmath.erfc(-t / mpmath.sqrt(2)) / 2
+    return mpmath.erfc(-_clip(t) / mpmath.sqrt(2)) / 2
 
 
 def rf_kernel_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
@@ -140,19 +153,24 @@ def rf_kernel_quad_mp(x: float, xp: float, init: str = "uniform", dps: int = 30,
     nested = _nested(nested)
     X, XP = _mp_points(x=x, xp=xp)
     with mpmath.workdps(dps + 5):
+        # mpmath's quadrature stops on an ABSOLUTE error estimate, so the integrand is
+        # divided by its scale S = (1 + |x|)(1 + |x'|) (for |a|, |b| <= 1 the integrand is
+        # <= S; gaussian tails alike) and the integral multiplied back: for |x| >> 1 the
+        # unscaled rule never meets the tolerance and runs to its maximal degree.
+        S = (1 + abs(X)) * (1 + abs(XP))
 
         def g(aa, bb):
             u, v = aa * X - bb, aa * XP - bb
-            return u * v if (u > 0 and v > 0) else mpmath.mpf(0)
+            return u * v / S if (u > 0 and v > 0) else mpmath.mpf(0)
 
         def inner(aa):
             p, q = aa * X, aa * XP
             t = min(p, q)
-            return (p * q + 1) * _ncdf(t) + max(p, q) * _npdf(t)
+            return ((p * q + 1) * _ncdf(t) + max(p, q) * _npdf(t)) / S
         if init == "uniform":
-            val = _uniform_quad(g, X, XP)
+            val = _uniform_quad(g, X, XP) * S
         else:
-            val = _gaussian_quad(g, X, XP, None if nested else inner)
+            val = _gaussian_quad(g, X, XP, None if nested else inner) * S
     with mpmath.workdps(dps):  # rounded to dps digits (not to the ambient precision)
         return +val
 
@@ -179,20 +197,48 @@ def active_probability_quad_mp(x: float, xp: float, init: str = "uniform", dps: 
 
 def rkhs_weight_quad_mp(x: float, init: str = "uniform", exponent: int = 3, dps: int = 30) -> mpmath.mpf:
     """omega(x) = int |a|^exponent p_0(a, a x) da by 1-D quadrature (claim W3e);
-    ``exponent`` > -1 (integrable at a = 0) and <= 100."""
+    ``exponent`` > -1 (integrable at a = 0) and <= 20."""
     init = _init(init)
     dps = require_dps(dps)
     X = _mp_real(x, "x")
-    k = as_float_scalar(exponent, "exponent (of |a|)", lo=-1.0, hi=100.0, lo_open=True)
+    k = as_float_scalar(exponent, "exponent (of |a|)", lo=-1.0, hi=20.0, lo_open=True)
     exponent = int(k) if float(k).is_integer() else mpmath.mpf(k)
     with mpmath.workdps(dps + 5):
+        # a = L t with L the scale of p_0(a, a x) in a, so that the integrand is O(1) on
+        # t in O(1) (mpmath's quadrature stops on an ABSOLUTE error estimate):
+        # omega = L^(k+1) int |t|^k p_0(L t, L t x) dt
         if init == "uniform":
-            # p_0(a, a x) = 1/4 on {|a| <= 1, |a x| <= 1}
-            top = min(mpmath.mpf(1), 1 / abs(X)) if X != 0 else mpmath.mpf(1)
-            val = mpmath.quad(lambda aa: abs(aa) ** exponent / 4, [-top, 0, top], method="gauss-legendre")
+            # p_0(a, a x) = 1/4 on {|a| <= 1, |a x| <= 1}: L = min(1, 1/|x|), t in [-1, 1]
+            L = min(mpmath.mpf(1), 1 / abs(X)) if X != 0 else mpmath.mpf(1)
+            tops = [mpmath.mpf(1)]
+
+            def p0(t):
+                return mpmath.mpf(1) / 4
         else:
-            val = mpmath.quad(lambda aa: abs(aa) ** exponent * mpmath.exp(-(aa * aa) * (1 + X * X) / 2)
-                              / (2 * mpmath.pi), [-mpmath.inf, 0, mpmath.inf])
+            # p_0(a, a x) = exp(-a^2 (1 + x^2) / 2) / (2 pi): L = (1 + x^2)^(-1/2)
+            L = 1 / mpmath.sqrt(1 + X * X)
+            tops = [mpmath.mpf(1), mpmath.inf]
+
+            def p0(t):
+                return mpmath.exp(-t * t / 2) / (2 * mpmath.pi)
+        if isinstance(exponent, int):
+            # |t|^k p_0 is smooth on each half (a polynomial for the uniform init, exact in
+            # Gauss-Legendre)
+            method = "gauss-legendre" if init == "uniform" else "tanh-sinh"
+            val = sum(mpmath.quad(lambda t, s=s: abs(t) ** exponent * p0(s * t), [0, *tops], method=method)
+                      for s in (-1, 1))
+        else:
+            # |t|^k is singular at t = 0 for non-integer k, where no rule converges at 30+
+            # digits (tanh-sinh stalls at 1e-4 for k = -0.9): substitute |t| = u^(1/(k+1)),
+            # |t|^k dt = du / (k+1), leaving a bounded integrand on t in [0, 1] (u = 1 at
+            # t = 1); the gaussian tail t > 1 is smooth and integrated in t
+            k1 = exponent + 1
+            val = sum(mpmath.quad(lambda u, s=s: p0(s * u ** (1 / k1)) / k1, [0, 1])
+                      for s in (-1, 1))
+            if init == "gaussian":
+                val += sum(mpmath.quad(lambda t, s=s: t ** exponent * p0(s * t), [1, mpmath.inf])
+                           for s in (-1, 1))
+        val *= L ** (exponent + 1)
     with mpmath.workdps(dps):  # rounded to dps digits (not to the ambient precision)
         return +val
 
@@ -441,9 +487,10 @@ def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> n
     eta = as_float_scalar(eta, "eta", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
     require_size(x.size * a.size, "the feature matrix (len(x) * len(a))")
-    require_size(steps * max(1, x.size * a.size), "steps * len(x) * len(a)", limit=MAX_STEPS,
-                 what="multiply-adds", hint="use fewer steps (or fit_output_layer, which "
-                 "evaluates converged GD in closed form)")
+    require_size(steps * (x.size * a.size + _STEP_OVERHEAD), "steps", limit=MAX_STEPS,
+                 what="elementary updates (steps x (len(x) * len(a) + overhead))",
+                 hint="use fewer steps (or fit_output_layer, which evaluates converged GD "
+                 "in closed form)")
     Phi = _features(a, b, x)
     c = np.zeros(a.size)
     for k in range(steps):
@@ -600,7 +647,7 @@ def feature_product_moments(a: Any, b: Any, w: Any, xs: Any) -> tuple[np.ndarray
     to the empirical kernel (claims W3a, W3c: E m |K_m - K|_F^2 = trace of the covariance)."""
     a, b = _ab(a, b)
     w = _weights(a, w)
-    xs = as_float_array(xs, "xs", ndim=1)
+    xs = as_float_array(xs, "xs", ndim=1, allow_empty=False)
     require_size(xs.size ** 2 * a.size, "the products (len(xs)^2 * len(a))",
                  hint="use fewer points xs or particles")
     require_size(xs.size ** 4, "the covariance (len(xs)^4 entries)", hint="use fewer points xs")

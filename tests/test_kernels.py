@@ -528,3 +528,53 @@ def test_public_surface_of_numerics_kernels():
 def test_interpolant_overflow_is_named_not_minus_inf():
     with pytest.raises(ValueError, match="y_data|overflow"):
         F.kernel_interpolant([1e4, 10001.0], [1.0, -1e300], "ntk", "uniform", 2.645)
+
+
+# ------------------------------------------------ extreme arguments of the mpmath references
+@pytest.mark.parametrize("init, limit", [("uniform", mpmath.mpf(1) / 6), ("gaussian", mpmath.mpf(1) / 2)])
+@pytest.mark.parametrize("X", [1e12, 1e300, -1.7976931348623157e308])
+def test_rf_kernel_quad_mp_huge_x_is_fast_and_two_homogeneous_in_the_limit(init, limit, X):
+    """K(X, X) = E[(a X - b)_+^2] = X^2 E[a^2 1{a X > 0}] + O(|X|): the quadrature, scaled
+    by the integrand's size, stays fast and accurate where the unscaled rule ran for minutes."""
+    import time
+    t0 = time.perf_counter()
+    v = nk.rf_kernel_quad_mp(X, X, init, dps=20)
+    assert time.perf_counter() - t0 < 3.0
+    with mpmath.workdps(30):
+        assert abs(v / mpmath.mpf(X) ** 2 / limit - 1) < 1e-10
+    t0 = time.perf_counter()
+    w = nk.rf_kernel_quad_mp(0.3, X, init, dps=20)
+    assert time.perf_counter() - t0 < 3.0 and mpmath.isfinite(w) and w > 0
+
+
+@pytest.mark.parametrize("init", nk.INITS)
+@pytest.mark.parametrize("k", [0.5, -0.5, -0.9, -0.999, 2.5, 19.5, 20])
+@pytest.mark.parametrize("x", [0.3, 3.0, 1e300])
+def test_rkhs_weight_quad_mp_non_integer_exponents(init, k, x):
+    """int |a|^k p_0(a, a x) da against its elementary antiderivative (uniform:
+    2 L^(k+1) / (4 (k+1)), L = min(1, 1/|x|); gaussian: Gamma((k+1)/2) 2^((k-1)/2)
+    (1 + x^2)^(-(k+1)/2) / pi): the singular |a|^k at 0 and the tiny scales at huge x."""
+    import time
+    t0 = time.perf_counter()
+    v = nk.rkhs_weight_quad_mp(x, init, k, dps=30)
+    assert time.perf_counter() - t0 < 3.0
+    with mpmath.workdps(40):
+        X, K = mpmath.mpf(x), mpmath.mpf(k)
+        if init == "uniform":
+            ref = 2 * min(1, 1 / abs(X)) ** (K + 1) / (4 * (K + 1))
+        else:
+            ref = mpmath.gamma((K + 1) / 2) * 2 ** ((K - 1) / 2) / (1 + X * X) ** ((K + 1) / 2) / mpmath.pi
+        assert abs(v / ref - 1) < 1e-28
+
+
+def test_kernel_step_budgets_and_empty_points_are_refused_fast():
+    import time
+    a, b = np.array([0.5]), np.array([0.1])
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="steps"):
+        nk.output_layer_gd(a, b, np.array([0.3]), np.array([1.0]), 0.1, 2 ** 31)
+    assert time.perf_counter() - t0 < 1.0
+    with pytest.raises(ValueError, match="xs"):
+        nk.feature_product_moments(a, b, np.array([1.0]), [])
+    with pytest.raises(ValueError, match="exponent"):
+        nk.rkhs_weight_quad_mp(0.3, exponent=20.5)
