@@ -51,7 +51,7 @@ __all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dt
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
            "reduced_loss_and_field", "simulate_gd", "simulate_flow", "masses",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature", "phi_rule",
-           "ReducedRun", "validate_dims", "MAX_PARTICLES", "MAX_PHI_NODES"]
+           "ReducedRun", "validate_dims", "MAX_PARTICLES", "MAX_PHI_NODES", "MAX_DIM"]
 
 HALF_PI = np.pi / 2
 
@@ -66,6 +66,23 @@ MAX_PHI_NODES = 4096
 _MIN_RTOL = 100 * np.finfo(float).eps
 #: largest precision of the mpmath reference :func:`phi_tilde_mp`
 _MAX_MP_DPS = 200
+#: largest ambient dimension d of :func:`phi_quadrature` (hence :class:`PhiTable`):
+#: scipy's Gauss-Jacobi normalizer 2^(a+b+1) B(a+1, b+1) overflows float64 (nan weights)
+#: from d - d_H ~ 2000 with d_H small, and its nodes already lose digits at d = 1000
+#: (5e-12 on E cos^2 phi = d_H / d, exact for the rule)
+MAX_DIM = 1000
+#: largest d of the mpmath reference :func:`phi_tilde_mp`: it resolves the 1/sqrt(d)-wide
+#: peaks of the sphere densities by cutting there; measured up to d = 1e18 at ~2 s
+#: (d_H = 2) and ~20 s (d_H = d/2, independent of d), while d = 2^63 - 1 ran past 20 s
+_MAX_MP_DIM = 10 ** 18
+
+
+def _require_dim(d: int, limit: int = MAX_DIM) -> int:
+    if d > limit:
+        raise ValueError(f"d (ambient dimension) must be <= {limit} here (the phi "
+                         f"quadrature and the mpmath reference are accurate and bounded in "
+                         f"time only up to there); got {d}")
+    return d
 
 
 def validate_dims(d, d_H) -> tuple[int, int]:
@@ -267,6 +284,7 @@ def phi_tilde_mp(theta, phi, d: int, d_H: int, dps: int = 25) -> mpmath.mpf:
     region where it is positive (inner limit arccos(-s S / c) as a breakpoint), by
     mpmath.quad; the k = 1 marginals are two-point averages.  Inputs taken exactly."""
     d, d_H = validate_dims(d, d_H)
+    _require_dim(d, _MAX_MP_DIM)
     theta = as_float_scalar(theta, "theta (angle of the neuron to H)", lo=0.0, hi=HALF_PI)
     phi = as_float_scalar(phi, "phi (angle of the input to H)", lo=0.0, hi=HALF_PI)
     dps = require_positive_int(dps, "dps (decimal digits)", maximum=_MAX_MP_DPS)
@@ -329,6 +347,7 @@ def phi_quadrature(d: int, d_H: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     cos^2 phi ~ Beta(d_H/2, (d-d_H)/2); Gauss-Jacobi in t = cos(2 phi) with weight
     (1 - t)^{(d-d_H)/2 - 1} (1 + t)^{d_H/2 - 1}."""
     d, d_H = validate_dims(d, d_H)
+    _require_dim(d)
     n = require_positive_int(n, "n (number of phi nodes)", maximum=MAX_PHI_NODES)
     t, w = roots_jacobi(n, (d - d_H) / 2 - 1, d_H / 2 - 1)
     return np.arccos(t) / 2, w / w.sum()
@@ -383,6 +402,7 @@ class PhiTable:
 
     def __post_init__(self) -> None:
         self.d, self.d_H = validate_dims(self.d, self.d_H)
+        _require_dim(self.d)
         n = require_positive_int(self.n_theta, "n_theta (theta grid size)", minimum=3,
                                  maximum=_INT64_MAX)
         n_phi = require_positive_int(self.n_phi, "n_phi (number of phi nodes)",

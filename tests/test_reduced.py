@@ -270,3 +270,23 @@ def test_issue_input_validation_of_the_reduced_modules():
         mf.haar_symmetric_particles([1.0], [1.0], [0.3], 4, 4, 8, 8)
     with pytest.raises(ValueError, match="theta"):
         mf.haar_symmetric_particles([1.0], [1.0], [2.0], 4, 2, 8, 8)
+
+
+def test_dimension_caps_are_refused_fast_by_name():
+    """d beyond what the Gauss-Jacobi phi rule (nan weights from d - d_H ~ 2000) and the
+    mpmath reference (unbounded time at d ~ 2^63) handle is refused, naming d, within 1 s;
+    the rule is exact on E cos^2 phi = d_H / d (a polynomial in t = cos 2 phi) up to the cap."""
+    import time
+    t0 = time.perf_counter()
+    for d in (rd.MAX_DIM + 1, 2 ** 31, 10 ** 12, 2 ** 63 - 1):
+        with pytest.raises(ValueError, match=r"^d \(ambient dimension\)"):
+            rd.phi_quadrature(d, 2, 10)
+        with pytest.raises(ValueError, match=r"^d \(ambient dimension\)"):
+            rd.PhiTable(d, 2, 33, 8, kernel=phi_kernel())
+    with pytest.raises(ValueError, match=r"^d \(ambient dimension\)"):
+        rd.phi_tilde_mp(0.4, 0.7, 2 ** 63 - 1, 2)
+    assert time.perf_counter() - t0 < 1.0
+    for d_H in (1, 3, rd.MAX_DIM // 2, rd.MAX_DIM - 1):
+        ph, w = rd.phi_quadrature(rd.MAX_DIM, d_H, 48)
+        assert np.all(np.isfinite(ph)) and np.all(np.isfinite(w))
+        assert abs(np.sum(w * np.cos(ph) ** 2) / (d_H / rd.MAX_DIM) - 1) < 1e-10
