@@ -149,6 +149,8 @@ def test_formulas_extreme_magnitudes():
 
 
 @given(fl(-3, 3), fl(-3, 3), fl(-3, 3), st.integers(-120, 120))
+@example(0.0, 1.0, 1.0000000000001, 0)  # c^2 ~ a^2 + b^2: delta cancels (was 5e-14 off)
+@example(0.6, 0.8, -1.0000000000000002, 7)
 def test_canonical_from_full_vs_mpmath(a, b, c, k):
     assume(abs(a) + abs(b) > 1e-3)
     a, b = a * 2.0 ** k, b * 2.0 ** k
@@ -208,3 +210,27 @@ def test_residual_ode_on_a_sliding_segment_needs_the_projected_kernel():
     scale = np.max(np.abs(rdot))
     assert np.max(np.abs(rdot - with_proj)) <= 1e-7 * scale
     assert np.max(np.abs(rdot - without)) > 1e-4 * scale
+
+
+def test_mpmath_paths_take_the_arrays_of_the_float_paths():
+    """``.mpmath`` evaluates elementwise over the shapes the float paths accept (object
+    arrays of mpf; scalars for 0-d input) and rejects what they reject, by name."""
+    import mpmath
+    a, b, c = np.array([3.0, 0.0, -1.5]), np.array([4.0, 1.0, 0.25]), np.array([2.0, 1.0000000000001, -0.5])
+    got, ref = F.canonical_from_full(a, b, c), F.canonical_from_full.mpmath(a, b, c, dps=40)
+    for g, q in zip(got, ref):
+        assert q.shape == (3,) and q.dtype == object and isinstance(q[0], mpmath.mpf)
+        assert np.all(np.abs(g - q.astype(float)) <= 4e-16 * np.abs(q.astype(float)))
+    back = F.full_from_canonical.mpmath(*ref, dps=40)
+    assert all(np.allclose(u.astype(float), v, rtol=1e-15) for u, v in zip(back, (a, b, c)))
+    assert isinstance(F.full_from_canonical.mpmath(10.0, 0.9, -21.0)[0], mpmath.mpf)
+    vj = F.velocity_jump.mpmath(np.array([[2.0], [1.0]]), np.array([0.75, 0.0]), -0.5)
+    assert vj.shape == (2, 2)
+    assert np.allclose(vj.astype(float), F.velocity_jump(np.array([[2.0], [1.0]]), np.array([0.75, 0.0]), -0.5),
+                       rtol=1e-15)
+    with pytest.raises(ValueError, match="shapes must match"):
+        F.canonical_from_full.mpmath([1.0, 2.0], [1.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="broadcast"):
+        F.velocity_jump.mpmath([1.0, 2.0], [1.0, 2.0, 3.0], 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        F.full_from_canonical.mpmath([1.0, np.nan], [0.1, 0.2], [1.0, 1.0])

@@ -13,6 +13,8 @@ x~ = (x, -1); ReLU'(0) = 0 (a sample exactly on a particle's boundary line is in
 
 Float64 care (a mechanical rewrite of the derived expressions, never a retyped formula):
 every ``sqrt(p^2 + q^2)`` of a derived expression is evaluated as ``hypot(p, q)``;
+the derived polynomial delta is summed from its terms with the error-free ``dot2``
+(correctly rounded, also under cancellation c^2 ~ a^2 + b^2);
 ``full_from_canonical`` uses that |(a, b)|^2 is positively homogeneous of degree 1 in
 (r, delta) (checked in the derivation) to evaluate at scaled arguments; ``velocity_jump``
 is homogeneous of degree 1 in r and in rho* separately and is evaluated on their
@@ -28,7 +30,7 @@ import numpy as np
 import sympy as sp
 
 from derivations import relu1d as D
-from numerics.validation import as_float_array, require_same_shape
+from numerics.validation import as_float_array, dot2, require_same_shape
 from verify import derived
 from verify.formulas._base import DerivedFunction, check_dps
 
@@ -95,6 +97,30 @@ def _cached(build, key):
     return fn
 
 
+def _mp_elementwise(fn, names: tuple[str, ...], values: tuple, n_out: int, *,
+                    broadcast: bool, dps: int) -> tuple:
+    """Evaluate ``fn`` (mpf arguments -> tuple of ``n_out`` mpf) elementwise at ``dps``
+    digits over arrays validated as the float paths do (``as_float_array``; one shape, or
+    broadcasting shapes if ``broadcast``): object arrays of mpf, scalars for 0-d input."""
+    arrs = [as_float_array(v, n) for v, n in zip(values, names)]
+    if broadcast:
+        try:
+            shape = np.broadcast_shapes(*(v.shape for v in arrs))
+        except ValueError:
+            raise ValueError(f"{', '.join(names)} must broadcast; got shapes "
+                             f"{', '.join(str(v.shape) for v in arrs)}") from None
+    else:
+        require_same_shape(**dict(zip(names, arrs)))
+        shape = arrs[0].shape
+    arrs = [np.broadcast_to(v, shape) for v in arrs]
+    outs = [np.empty(shape, dtype=object) for _ in range(n_out)]
+    with mpmath.workdps(dps):
+        for idx in np.ndindex(*shape):
+            for o, r in zip(outs, fn(*(mpmath.mpf(float(v[idx])) for v in arrs))):
+                o[idx] = r
+    return tuple(o[()] for o in outs) if not shape else tuple(outs)
+
+
 def _finite_or_raise(name: str, value: np.ndarray, hint: str) -> None:
     if not np.all(np.isfinite(value)):
         bad = np.flatnonzero(~np.isfinite(np.ravel(value)))[:5].tolist()
@@ -114,21 +140,56 @@ def _canonical_from_full(a: Any, b: Any, c: Any):
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.asarray(_lam("W2a", "r", args)(a, b, c), dtype=np.float64)
         th = np.asarray(_lam("W2a", "theta", args)(a, b, c), dtype=np.float64)
-        dl = np.asarray(_lam("W2a", "delta", args)(a, b, c), dtype=np.float64)
     _finite_or_raise("r = c |(a, b)|", r, "rescale (a, b, c) -> (k a, k b, c / k) first")
-    _finite_or_raise("delta = c^2 - a^2 - b^2", dl, "|(a, b)| or |c| exceeds ~1.3e154; rescale "
-                     "the inputs (delta is quadratic)")
+    dl = _delta(a, b, c)
     shape = np.broadcast_shapes(a.shape)
     return (_out(np.broadcast_to(r, shape)), _out(np.broadcast_to(th, shape)),
             _out(np.broadcast_to(dl, shape)))
 
 
+def _delta_terms() -> list[tuple[float, tuple[int, ...]]]:
+    """The derived polynomial delta(a, b, c) as (float coefficient, exponents) terms."""
+    def build():
+        P = sp.Poly(sp.expand(derived.results("W2a")["delta"]), D.a, D.b, D.c)
+        return [(float(co), tuple(mon)) for mon, co in P.terms()]
+    return _cached(build, ("W2a", "delta", "terms"))
+
+
+def _delta(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The derived delta at (a, b, c), each term a product split exactly by ``dot2``:
+    correctly rounded even where c^2 - a^2 - b^2 cancels; overflow raises ValueError."""
+    hint = ("delta = c^2 - a^2 - b^2 overflows float64: |(a, b)| or |c| exceeds ~1.3e154; "
+            "rescale the inputs (delta is quadratic)")
+    xs, ys = [], []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for co, mon in _delta_terms():
+            f = [v for v, k in zip((a, b, c), mon) for _ in range(k)]
+            if not f:
+                xs.append(np.float64(co)), ys.append(np.float64(1.0))
+                continue
+            head = np.float64(co)
+            for v in f[:-1]:
+                head = head * v
+            xs.append(head), ys.append(f[-1])
+    if not all(np.all(np.isfinite(v)) for v in xs):
+        raise ValueError(hint)
+    try:
+        dl = dot2(xs, ys)
+    except ValueError:
+        raise ValueError(hint) from None
+    return np.asarray(dl, dtype=np.float64)
+
+
 def _canonical_from_full_mp(a: Any, b: Any, c: Any, dps: int = 30):
     dps = check_dps(dps)
     args = (D.a, D.b, D.c)
-    with mpmath.workdps(dps):
-        vals = [mpmath.mpf(float(v)) for v in (a, b, c)]
-        return tuple(+_lam("W2a", k, args, mp=True)(*vals) for k in ("r", "theta", "delta"))
+    fns = [_lam("W2a", k, args, mp=True) for k in ("r", "theta", "delta")]
+
+    def one(A, B, C):
+        if A == 0 and B == 0:
+            raise ValueError("a and b must not both vanish: theta = atan2(b, a) is undefined")
+        return tuple(+f(A, B, C) for f in fns)
+    return _mp_elementwise(one, ("a", "b", "c"), (a, b, c), 3, broadcast=False, dps=dps)
 
 
 canonical_from_full = DerivedFunction(
@@ -185,13 +246,15 @@ def _full_from_canonical(r: Any, theta: Any, delta: Any):
 def _full_from_canonical_mp(r: Any, theta: Any, delta: Any, dps: int = 30):
     dps = check_dps(dps)
     args = (D.r, D.delta)
-    with mpmath.workdps(dps):
-        R, T, Dl = (mpmath.mpf(float(v)) for v in (r, theta, delta))
+    fns = {k: _lam("W2a", k, args, mp=True) for k in ("nu2_rationalized", "nu2")}
+
+    def one(R, T, Dl):
         if R == 0 and Dl >= 0:
             raise ValueError("no real preimage with a defined angle: r = 0 and delta >= 0")
-        key = "nu2_rationalized" if Dl > 0 else "nu2"
-        nu = mpmath.sqrt(_lam("W2a", key, args, mp=True)(R, Dl))
+        nu = mpmath.sqrt(fns["nu2_rationalized" if Dl > 0 else "nu2"](R, Dl))
         return nu * mpmath.cos(T), nu * mpmath.sin(T), R / nu
+    return _mp_elementwise(one, ("r", "theta", "delta"), (r, theta, delta), 3,
+                           broadcast=False, dps=dps)
 
 
 full_from_canonical = DerivedFunction(
@@ -289,8 +352,8 @@ def _velocity_jump(r: Any, x_star: Any, rho_star: Any):
 def _velocity_jump_mp(r: Any, x_star: Any, rho_star: Any, dps: int = 30):
     dps = check_dps(dps)
     f = _lam("W2f", "magnitude", (D.r, D.x, D.rho), careful=False, mp=True)
-    with mpmath.workdps(dps):
-        return +f(mpmath.mpf(float(r)), mpmath.mpf(float(x_star)), mpmath.mpf(float(rho_star)))
+    return _mp_elementwise(lambda R, X, Q: (+f(R, X, Q),), ("r", "x_star", "rho_star"),
+                           (r, x_star, rho_star), 1, broadcast=True, dps=dps)[0]
 
 
 velocity_jump = DerivedFunction(
