@@ -587,12 +587,14 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     sol = solve_ivp(lambda _t, z: F(z, c, Sig), (0, t[-1]), z0, method="DOP853", t_eval=t,
                     rtol=1e-12, atol=1e-14)
     w_ode = sol.y[:d].T
+    # a derived ODE that stops the integrator early (blow-up) is compared where it got to
+    t_ode = t[:w_ode.shape[0]]
     qe = float(w_star @ w_star)
     s_emp, _ = _s_of_t(der, V, v, qe)
-    w_ray = np.array([s_emp(tt) for tt in t])[:, None] * w_star[None, :]
+    w_ray = np.array([s_emp(tt) for tt in t_ode])[:, None] * w_star[None, :]
     ray_err = float(np.abs(w_ode - w_ray).max())
     s_pop, _ = _s_of_t(der, V, v, q)
-    w_inf = np.array([s_pop(tt) for tt in t])[:, None] * w_pop[None, :]
+    w_inf = np.array([s_pop(tt) for tt in t_ode])[:, None] * w_pop[None, :]
     dev_inf = float(np.abs(w_ode - w_inf).max())
     dw = float(np.linalg.norm(w_star - w_pop))
     # (4) local rate along w*: -d log(1 - s)/dt of the particles vs the derived speed / (1 - s)
