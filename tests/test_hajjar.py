@@ -62,8 +62,8 @@ def test_s_of_t_is_robust_as_s_tends_to_one():
     """Regression: s(t) by root finding crashed once 1 - s(t) < 1e-15 (odd-target with
     steps=2000); the closed-form inverse gives 1 - s -> 0 and never raises."""
     from verify import derived
-    from verify.claims.hajjar import _s_of_t
-    s_of_t, _ = _s_of_t(derived.derivation("H1c"), 1.2, 0.2, 0.6)
+    from verify.claims.hajjar import derived_s_of_t
+    s_of_t, _ = derived_s_of_t(derived.derivation("H1c"), 1.2, 0.2, 0.6)
     vals = [s_of_t(t) for t in (0.0, 1.0, 50.0, 200.0, 1e3, 1e5, 1e300)]
     assert vals[0] == 0.0 and all(0 <= x <= 1 for x in vals)
     assert np.all(np.diff(vals) >= 0) and vals[-1] == 1.0

@@ -21,7 +21,7 @@ from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, lo
 
 
 @lru_cache(maxsize=None)
-def _alpha(k: int) -> float:
+def alpha_by_quadrature(k: int) -> float:
     """alpha(k) = 1 / E[(u.e)_+] (claim H1f) by the mpmath coordinate quadrature of
     numerics.sphere (30 digits; H1f checks it against the derived closed form).  Used
     here instead of formulas.alpha_constant to avoid re-running the H1f SymPy derivation
@@ -40,7 +40,7 @@ def _init_particles(rng: np.random.Generator, m: int, d: int) -> tuple[np.ndarra
 def _norm_target_grad(d: int, d_H: int, n_r: int = 48):
     """Exact population loss/gradient for f* = |x_H|, x ~ N(0, I/d) (Gauss-Jacobi in R)."""
     r, w = roots_jacobi(n_r, (d_H - 3) / 2, (d_H - 3) / 2) if d_H > 1 else (np.array([-1.0, 1.0]), np.ones(2))
-    w = w / w.sum() * _alpha(d_H)
+    w = w / w.sum() * alpha_by_quadrature(d_H)
     return lambda a, B: tl.population_loss_and_grad_norm_target(a, B, d_H, 1.0 / d, r, w)
 
 
@@ -414,12 +414,12 @@ def fig_h1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # =============================================================================== H1c
-def _h1c_target(X: np.ndarray) -> np.ndarray:
+def h1c_target(X: np.ndarray) -> np.ndarray:
     d = X.shape[1]
     return np.sqrt(d) * X[:, 0] * np.abs(X[:, 1]) + X[:, 2]
 
 
-def _h1c_population(d: int) -> np.ndarray:
+def h1c_population(d: int) -> np.ndarray:
     """w* = d E[f* x] for x ~ N(0, I/d): E[sqrt(d) x1|x2| x1] = sqrt(d)(1/d)sqrt(2/(pi d)),
     E[x3 x3] = 1/d."""
     w = np.zeros(d)
@@ -428,7 +428,7 @@ def _h1c_population(d: int) -> np.ndarray:
     return w
 
 
-def _s_of_t(der: Derivation, V: float, v: float, q: float):
+def derived_s_of_t(der: Derivation, V: float, v: float, q: float):
     """(s(t), t(s)) of the derived infinite-width trajectory w(t) = s(t) w*: s(t) = 1 - u(t)
     from the derived closed-form inverse u(t) (no root finding: exact as s -> 1, where
     u(t) underflows to 0 gracefully); t(s) by quadrature of 1 / (ds/dt)."""
@@ -509,7 +509,7 @@ def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int,
     X = np.concatenate([X0, -X0])
     L = np.linalg.cholesky(X.T @ X / X.shape[0])
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
-    Y = _h1c_target(X)
+    Y = h1c_target(X)
     steps = int(round(T / eta))
     m = a.shape[0]
     aa, BB = a.copy(), B.copy()
@@ -541,7 +541,7 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     c = X.T @ Y / n
     w_star = best_linear_approximator(X, Y)
     v = 1.0 / d
-    w_pop = _h1c_population(d)
+    w_pop = h1c_population(d)
     q = float(w_pop @ w_pop)
     V = 1.0 + 1.0 / d                 # E a^2 = 1, E b b^T = I/d
     F = _moment_field(der, d)
@@ -590,10 +590,10 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     # a derived ODE that stops the integrator early (blow-up) is compared where it got to
     t_ode = t[:w_ode.shape[0]]
     qe = float(w_star @ w_star)
-    s_emp, _ = _s_of_t(der, V, v, qe)
+    s_emp, _ = derived_s_of_t(der, V, v, qe)
     w_ray = np.array([s_emp(tt) for tt in t_ode])[:, None] * w_star[None, :]
     ray_err = float(np.abs(w_ode - w_ray).max())
-    s_pop, _ = _s_of_t(der, V, v, q)
+    s_pop, _ = derived_s_of_t(der, V, v, q)
     w_inf = np.array([s_pop(tt) for tt in t_ode])[:, None] * w_pop[None, :]
     dev_inf = float(np.abs(w_ode - w_inf).max())
     dw = float(np.linalg.norm(w_star - w_pop))

@@ -20,7 +20,7 @@ from numerics import twolayer as tl
 from numerics.sphere import sample_sphere
 from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Table
 from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances
-from verify.claims.hajjar import _alpha, _init_particles, _norm_target_grad, _variants
+from verify.claims.hajjar import alpha_by_quadrature, _init_particles, _norm_target_grad, _variants
 
 HALF_PI = np.pi / 2
 
@@ -200,7 +200,7 @@ def _table_cached(d: int, d_H: int, n_theta: int, n_phi: int, generation: int) -
     return rd.PhiTable(d, d_H, n_theta, n_phi, kernel=phi_kernel())
 
 
-def _table(d: int, d_H: int, n_theta: int, n_phi: int) -> rd.PhiTable:
+def phi_table(d: int, d_H: int, n_theta: int, n_phi: int) -> rd.PhiTable:
     """The phi~ table of the reduced simulators, from the derived kernel (cached per
     derivation generation, so that a mutated derivation rebuilds it)."""
     from verify import derived
@@ -235,7 +235,7 @@ def run_fig3(p: dict, seed: int, *, fisher_rao_sign: float = 1.0, snapshot_every
     """The Figure-3 simulation with parameters p (d, d_H, m, step, steps, n_theta, n_phi);
     ``velocity`` as in :func:`numerics.reduced.simulate_gd` (default: its field)."""
     from numerics.rng import make_rng
-    tab = _table(p["d"], p["d_H"], p["n_theta"], p["n_phi"])
+    tab = phi_table(p["d"], p["d_H"], p["n_theta"], p["n_phi"])
     st = rd.initial_state(make_rng(seed, stream, "tau+"), make_rng(seed, stream, "tau-"),
                           p["m"], p["d"], p["d_H"])
     return rd.simulate_gd(st, tab, p["step"], p["steps"], record_every=max(1, p["steps"] // 200),
@@ -245,7 +245,7 @@ def run_fig3(p: dict, seed: int, *, fisher_rao_sign: float = 1.0, snapshot_every
 
 def _limit_loss(p: dict, mass: float) -> float:
     """Reduced loss of tau+ = mass delta_0, tau- = 0 (numerics: phi~ table + phi quadrature)."""
-    tab = _table(p["d"], p["d_H"], p["n_theta"], p["n_phi"])
+    tab = phi_table(p["d"], p["d_H"], p["n_theta"], p["n_phi"])
     st = rd.ReducedState(np.array([2 * mass, 0.0]), np.zeros(2), np.array([1.0, -1.0]))
     return rd.reduced_loss_and_field(st, tab)[0]
 
@@ -300,7 +300,7 @@ def _full_field(measure, test, d: int, d_H: int, nq: int):
     Bt[:, 0], Bt[:, d_H] = np.sqrt(ct) * np.cos(tt), np.sqrt(ct) * np.sin(tt)
     at = et * np.sqrt(ct)
     r, wr = mf.coordinate_rule(d_H, 4 * nq)
-    va, vB = mf.population_velocity(a, B, w, at, Bt, d_H, 1.0 / d, r, wr * _alpha(d_H))
+    va, vB = mf.population_velocity(a, B, w, at, Bt, d_H, 1.0 / d, r, wr * alpha_by_quadrature(d_H))
     return mf.reduced_coordinate_velocity(at, Bt, va, vB, d_H)
 
 
@@ -480,7 +480,7 @@ def _full_trajectory(a0, rho0, th0, d: int, d_H: int, times, nq: int):
     from scipy.integrate import solve_ivp
     m = a0.size
     r, wr = mf.coordinate_rule(d_H, 4 * nq)
-    wr = wr * _alpha(d_H)
+    wr = wr * alpha_by_quadrature(d_H)
 
     def rhs(_t, z):
         a, p, q = z[:m], z[m:2 * m], z[2 * m:]
@@ -502,7 +502,7 @@ def _full_trajectory(a0, rho0, th0, d: int, d_H: int, times, nq: int):
 
 def _reduced_trajectory(vel, c0, th0, eps, d: int, d_H: int, times, n_theta: int, n_phi: int):
     st0 = rd.ReducedState(c0.copy(), th0.copy(), eps.copy())
-    run = rd.simulate_flow(st0, _table(d, d_H, n_theta, n_phi), times, rtol=_TRAJ_RTOL,
+    run = rd.simulate_flow(st0, phi_table(d, d_H, n_theta, n_phi), times, rtol=_TRAJ_RTOL,
                            atol=_TRAJ_ATOL, velocity=vel)
     return (np.array([s.c for s in run.snapshots]).T, np.array([s.theta for s in run.snapshots]).T)
 

@@ -18,7 +18,7 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
     from numerics import twolayer as tl
     from numerics.rng import make_rng
     from verify.claims import get
-    from verify.claims.hajjar import _h1c_population, _h1c_target, _s_of_t
+    from verify.claims.hajjar import h1c_population, h1c_target, derived_s_of_t
     from verify.formulas import best_linear_approximator, odd_target_rate
     from verify.plotting import new_figure
     d, m, n = int(params["d"]), int(params["m"]), int(params["n"])
@@ -33,16 +33,16 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
     X = np.concatenate([X0, -X0])
     L = np.linalg.cholesky(X.T @ X / X.shape[0])
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
-    Y = _h1c_target(X)
+    Y = h1c_target(X)
     run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=max(1, steps // 100))
     w = np.array([0.5 * (aa @ BB) / aa.shape[0] for aa, BB in run.snapshots])
     w_star = best_linear_approximator(X, Y)
     v = 1.0 / d
     V = 1.0 + 1.0 / d
-    w_pop = _h1c_population(d)
+    w_pop = h1c_population(d)
     der = get("H1c").derivation()
     q = float(w_star @ w_star)
-    s_of_t, _ = _s_of_t(der, V, v, q)
+    s_of_t, _ = derived_s_of_t(der, V, v, q)
     s_inf = np.array([s_of_t(t) for t in run.times])
     dist = np.linalg.norm(w - w_star, axis=1)
     bound = np.linalg.norm(w_star) * np.exp(-V * v * run.times / 4)
@@ -73,7 +73,7 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     from numerics import reduced as rd
     from numerics.rng import make_rng
     from verify import derived
-    from verify.claims.hajjar_reduced import _table, derived_velocity
+    from verify.claims.hajjar_reduced import phi_table, derived_velocity
     d, d_H, m = int(params["d"]), int(params["d_H"]), int(params["m"])
     steps = int(params["steps"])
     s2 = pu.hajjar_data_second_moment(d, str(params["time_unit"]))
@@ -89,7 +89,7 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
         return run, s2, step_suite
     if estimator != "quadrature":
         raise ValueError(f"estimator must be 'quadrature' or 'montecarlo'; got {estimator!r}")
-    tab = _table(d, d_H, int(params["n_theta"]), int(params["n_phi"]))
+    tab = phi_table(d, d_H, int(params["n_theta"]), int(params["n_phi"]))
     snap_every = 0
     if snapshot_steps:
         snap_every = int(np.gcd.reduce([k for k in snapshot_steps if k > 0] or [steps]))
@@ -122,13 +122,13 @@ def _fig3(params: dict[str, Any], profile: str, seed: int):
     from numerics import reduced as rd
     from numerics.paper_units import TIME_UNITS
     from numerics.validation import require_choice
-    from verify.claims.hajjar import _alpha
+    from verify.claims.hajjar import alpha_by_quadrature
     require_choice(params["time_unit"], "time_unit", TIME_UNITS)
     steps = int(params["steps"])
     hist_steps = tuple(k for k in _AUTHORS_HIST_STEPS if k <= steps) + (
         (steps,) if steps not in _AUTHORS_HIST_STEPS else ())
     run, s2, step_suite = _reduced_run(params, seed, "hajjar-fig3", snapshot_steps=hist_steps)
-    alpha = _alpha(int(params["d_H"]))
+    alpha = alpha_by_quadrature(int(params["d_H"]))
     times = run.times / s2
     t_star = rd.critical_time(times, run.plus_mass, alpha, never=float("nan"))
     data: dict[str, Any] = {

@@ -36,7 +36,7 @@ def _authors_row(d_H: int) -> dict[str, float] | None:
 
 
 def run_alpha_table(params: dict[str, Any], profile: str, seed: int):
-    from verify.claims.hajjar import _alpha
+    from verify.claims.hajjar import alpha_by_quadrature
     from verify.experiments.hajjar import _reduced_run
     from verify.plotting import new_figure
     d = int(params["d"])
@@ -47,7 +47,7 @@ def run_alpha_table(params: dict[str, Any], profile: str, seed: int):
     for d_H in d_Hs:
         p = {**params, "d_H": d_H}
         run, s2, _ = _reduced_run(p, seed, f"hajjar-alpha-table-{d_H}", n_records=200)
-        alpha = _alpha(d_H)
+        alpha = alpha_by_quadrature(d_H)
         row = {"d_H": d_H, "alpha": alpha, "plus_mass": float(run.plus_mass[-1]),
                "minus_mass": float(run.minus_mass[-1]),
                "ratio": float(run.plus_mass[-1]) / alpha, "t_end": float(run.times[-1] / s2)}
