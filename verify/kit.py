@@ -33,7 +33,7 @@ import numpy as np
 
 from derivations.base import Derivation, Step
 from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
-from verify.claims._core import _jsonable as jsonable
+from verify.claims._core import jsonable
 from verify.claims._helpers import (Margin, SubCheck, combine, control_margin, fmt,
                                     for_all_instances, loglog_slope, margin, no_shrinking,
                                     without_local_constants)

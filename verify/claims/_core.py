@@ -79,16 +79,18 @@ class Evidence:
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("artifacts")
-        return _jsonable(d)
+        return jsonable(d)
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """``obj`` as plain JSON data: dicts, lists, numbers (non-finite floats as text),
+    strings; numpy arrays and scalars converted, anything else by ``str``."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
+        return jsonable(obj.tolist())
     if isinstance(obj, (np.bool_, bool)):
         return bool(obj)
     if isinstance(obj, (np.integer,)):
