@@ -397,6 +397,13 @@ def _require_positive_finite(v, name: str) -> float:
     return as_float_scalar(v, name, lo=0.0, lo_open=True)
 
 
+def _require_representable(out: np.ndarray, what: str, name: str, value: float) -> np.ndarray:
+    """``out`` (Gaussian draws times ``name`` = ``value``, possibly rotated by M_g) if
+    every entry is finite; else a ValueError naming ``name`` (too large for float64)."""
+    return require_finite_result(out, what, f"{name} = {value:g} is too large: "
+                                 f"use a smaller {name}")
+
+
 def _model_args(unit, x, theta, weights):
     _require_unit(unit)
     x, theta = _unit_inputs(unit, x, theta)
@@ -468,12 +475,13 @@ def make_teacher(kind: str, unit: Unit, group: GroupAction, rng: np.random.Gener
     n_particles = require_positive_int(n_particles, "n_particles (teacher width)")
     require_size(n_particles * group.order * unit.dim_z, "the teacher (n_particles x |G| x D)")
     scale = _require_positive_finite(scale, "scale (teacher entries' standard deviation)")
-    base = scale * rng.standard_normal((n_particles, unit.dim_z))
-    if kind == "arbitrary":
-        return base
-    if kind == "WI":
-        return group.act(base).reshape(-1, unit.dim_z)
-    return group.project(base)
+    with np.errstate(over="ignore"):
+        base = _require_representable(scale * rng.standard_normal((n_particles, unit.dim_z)),
+                                      "the teacher", "scale", scale)
+        if kind == "arbitrary":
+            return base
+        out = group.act(base).reshape(-1, unit.dim_z) if kind == "WI" else group.project(base)
+    return _require_representable(out, "the teacher", "scale", scale)
 
 
 def init_particles(kind: str, n: int, unit: Unit, group: GroupAction,
@@ -486,17 +494,20 @@ def init_particles(kind: str, n: int, unit: Unit, group: GroupAction,
     _require_unit(unit)
     _require_group(group, unit)
     rng = require_generator(rng)
-    n = require_positive_int(n, "N (number of particles)")
-    require_size(n * unit.dim_z, "the particles (N x D)")
+    n = require_positive_int(n, "n (number of particles)")
+    require_size(n * unit.dim_z, "n (the particles, n x D)")
     std = _require_positive_finite(std, "std (initial entries' standard deviation)")
-    if kind == "orbit":
-        if n % group.order:
-            raise ValueError(f"an orbit initialization needs N divisible by |G| = "
-                             f"{group.order}; got N = {n}")
-        base = std * rng.standard_normal((n // group.order, unit.dim_z))
-        return group.act(base).reshape(-1, unit.dim_z)
-    z = std * rng.standard_normal((n, unit.dim_z))
-    return group.project(z) if kind == "SI" else z
+    if kind == "orbit" and n % group.order:
+        raise ValueError(f"an orbit initialization needs n divisible by |G| = "
+                         f"{group.order}; got n = {n}")
+    with np.errstate(over="ignore"):
+        z = _require_representable(
+            std * rng.standard_normal((n // group.order if kind == "orbit" else n, unit.dim_z)),
+            "the initial particles", "std", std)
+        if kind == "iid":
+            return z
+        out = group.act(z).reshape(-1, unit.dim_z) if kind == "orbit" else group.project(z)
+    return _require_representable(out, "the initial particles", "std", std)
 
 
 # ----------------------------------------------------------------------------------------
@@ -762,6 +773,7 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     if not isinstance(config, SGDConfig):
         raise ArgumentTypeError(f"config must be an SGDConfig; got {type(config).__name__}")
     n_particles = require_positive_int(n_particles, "n_particles")
+    require_size(n_particles * unit.dim_z, "n_particles (the particles, n_particles x D)")
     max_iter = require_positive_int(max_iter, "max_iter", maximum=64)
     std = _require_positive_finite(std, "std")
     rmd_threshold = as_float_scalar(rmd_threshold, "rmd_threshold", lo=0.0)

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
-from numerics.validation import (POW2_ZERO_EXPONENT, ArgumentTypeError,
+from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError,
                                  as_float_array, as_float_scalar, ldexp_clipped, merge_pow2,
                                  require_choice, require_finite_result, require_positive_int,
                                  require_size, require_time_grid, require_tolerance, row_pow2_scale, sum_pow2)
@@ -50,6 +50,13 @@ _MIN_BLOCK_ROWS = 128
 #: largest total work of one gradient_descent call, in multiply-adds (~1 h of one core):
 #: beyond it the call is refused at once
 _MAX_GD_WORK = 2 ** 46
+#: Python/NumPy overhead of one gradient_descent step, in elementary updates (as in
+#: ``numerics.relu1d`` and ``numerics.kernels``): steps x (n m d + this) is bounded by
+#: MAX_STEPS, so a tiny problem cannot be given an hours-long step budget either
+_STEP_OVERHEAD = 2000
+#: smallest relative tolerance of gradient_flow: 100 float64 ulps, below which SciPy's
+#: solvers raise it themselves (with a warning) instead of honouring it
+_MIN_RTOL = 100 * np.finfo(float).eps
 
 
 class DivergenceError(FloatingPointError):
@@ -86,9 +93,12 @@ def _validate(a, B, X, Y=None, weights=None, *, need_y: bool = False):
 
 def _require_work(n: int, m: int, d: int, steps: int = 1) -> None:
     """Refuse at once a call whose multiply-adds (about steps x n x m x d per GEMM) would
-    take hours."""
+    take hours, or whose step count alone would (``steps`` x the per-step overhead)."""
     require_size(steps * n * m * d, "the work steps x n x m x d", limit=_MAX_GD_WORK,
                  what="multiply-adds", hint="use fewer samples, particles or steps")
+    require_size(steps * _STEP_OVERHEAD, "steps", limit=MAX_STEPS,
+                 what=f"elementary updates of per-step overhead (steps x {_STEP_OVERHEAD})",
+                 hint="use fewer steps (a larger eta reaches the same time t = steps x eta)")
 
 
 def _chunk_rows(m: int, n: int, chunk: int | None) -> int:
@@ -576,6 +586,9 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     m, d = B.shape
     t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
     rtol = require_tolerance(rtol, "rtol")
+    if rtol < _MIN_RTOL:
+        raise ValueError(f"rtol must be >= {_MIN_RTOL:g} (100 float64 ulps: the SciPy "
+                         f"solvers cannot resolve less); got {rtol!r}")
     atol = require_tolerance(atol, "atol")
     solver_cls = _METHODS[require_choice(method, "method", tuple(_METHODS))]
     max_evals = require_positive_int(max_evals, "max_evals")

@@ -68,3 +68,37 @@ def test_public_surface_validates():
     with pytest.raises(ValueError, match="dim_x"):
         eq.LogisticUnit(0, 2)
     assert not hasattr(u, "value_t") and not hasattr(u, "activation")
+
+
+@pytest.mark.parametrize("n", [float("nan"), float("inf"), 0, -1])
+def test_init_particles_names_n(n):
+    u, G = eq.LogisticUnit(2, 2), c2_swap()
+    with pytest.raises((ValueError, TypeError), match=r"\bn \(number of particles\)"):
+        eq.init_particles("iid", n, u, G, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"\bn divisible"):
+        eq.init_particles("orbit", 3, u, G, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("kind", ["arbitrary", "WI", "SI"])
+def test_teacher_and_students_refuse_an_overflowing_scale(kind):
+    u, G = eq.LogisticUnit(2, 2), c2_swap()
+    with pytest.raises(ValueError, match="scale"):
+        eq.make_teacher(kind, u, G, np.random.default_rng(0), scale=np.finfo(float).max)
+    init = {"arbitrary": "iid", "WI": "orbit", "SI": "SI"}[kind]
+    with pytest.raises(ValueError, match="std"):
+        eq.init_particles(init, 4, u, G, np.random.default_rng(0), std=np.finfo(float).max)
+    # a valid scale: the same draws as scale x N(0, 1) (the check adds no randomness)
+    t = eq.make_teacher(kind, u, G, np.random.default_rng(0), scale=3.0)
+    t1 = eq.make_teacher(kind, u, G, np.random.default_rng(0), scale=1.0)
+    assert np.allclose(t, 3.0 * t1, rtol=1e-15, atol=0)
+
+
+def test_discover_fixed_space_refuses_a_huge_n_particles_at_once():
+    import time
+    u, G = eq.LogisticUnit(2, 2), c2_swap()
+    teacher = eq.make_teacher("WI", u, G, np.random.default_rng(0))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="n_particles"):
+        eq.discover_fixed_space(u, G, teacher, eq.SGDConfig(steps=1, batch=1), 2 ** 31,
+                                np.random.default_rng(0), max_iter=1)
+    assert time.perf_counter() - t0 < 1.0

@@ -319,3 +319,33 @@ def test_neuron_blocked_step_equals_the_dense_reference(seed, m, d, n, rows, col
     assert abs(L1 - L2) <= 1e-13 * abs(L2)
     for u, v in ((ga1, ga2), (gB1, gB2)):
         assert np.abs(u - v).max() <= 1e-13 * np.abs(v).max() + 1e-300
+
+
+@pytest.mark.parametrize("steps", [2 ** 31, 10 ** 12])
+def test_gradient_descent_refuses_a_huge_step_budget_at_once(steps):
+    """steps x (n m d + per-step overhead) above the cap is refused before any step, naming
+    steps, even for a tiny problem (whose multiply-adds alone stay under their cap)."""
+    import time
+    a, B, X, Y = _problem(0, 1, 1, 1)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="steps"):
+        tl.gradient_descent(a, B, X, Y, 0.01, steps)
+    with pytest.raises(ValueError, match="steps"):
+        tl.gradient_descent(a, B, None, None, 0.01, steps,
+                            grad_fn=lambda aa, BB: (0.0, (0 * aa, 0 * BB)))
+    assert time.perf_counter() - t0 < 1.0
+    # the largest accepted budget is unchanged for a few steps
+    run = tl.gradient_descent(a, B, X, Y, 0.01, 3)
+    assert run.a.shape == a.shape
+
+
+@pytest.mark.parametrize("rtol", [1e-300, 5e-324, 2e-14])
+def test_gradient_flow_refuses_an_rtol_below_what_the_solver_honours(rtol):
+    import warnings
+    a, B, X, Y = _problem(1, 3, 2, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="rtol"):
+            tl.gradient_flow(a, B, X, Y, [0.0, 0.01], rtol=rtol)
+        res = tl.gradient_flow(a, B, X, Y, [0.0, 0.01], rtol=100 * np.finfo(float).eps)
+    assert res.rtol == 100 * np.finfo(float).eps and np.all(np.isfinite(res.a))
