@@ -14,9 +14,9 @@ coordinate of Unif(S^{k-1}) proportional to (1 - r^2)^{(k-3)/2}).  Computed by
   (the kinks |s S| = c sit at its endpoints, where tanh-sinh keeps double-exponential
   convergence; a tensor Gauss rule across the kink would only converge algebraically).
 The theta-derivative is the same expectation of d/dc c_theta + d/dy y_theta.  Accuracy
-~1e-14 (see tests/test_reduced.py).  :func:`coordinate_tail` and :func:`expected_relu_affine`
-are an independent float64 evaluation of the same inner expectation, kept as a reference
-for the d_H-dimensional reduction (claim H1d); phi~ does not use them.
+~1e-14 (see tests/test_reduced.py).  The references of the inner expectation are
+quadratures of its definition (:func:`numerics.sphere.relu_affine_mean_mp`), not a
+second closed form.
 
 Dynamics.  The weight-position discretization tau^{+-} = (1/m) sum_j c_j delta_{theta_j}
 (eps_j = +-1 the sign of the output weight), claim H1g: (dc_j/dt, dtheta_j/dt) =
@@ -47,7 +47,7 @@ from numerics.validation import (MAX_STEPS, as_float_array, as_float_scalar,
                                  require_in_range, require_positive_int, require_same_shape,
                                  require_size, require_time_grid, require_tolerance)
 
-__all__ = ["coordinate_tail", "expected_relu_affine", "phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
+__all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
            "reduced_loss_and_field", "simulate_gd", "simulate_flow", "masses",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature", "phi_rule",
@@ -108,48 +108,6 @@ def _beta_half(k: int) -> float:
 #: half-width, in standard deviations 1/sqrt(k - 2), beyond which the coordinate density
 #: sin^{k-2}(psi) = cos^{k-2}(psi - pi/2) <= exp(-L^2/2) ~ 2e-22 of its peak is dropped
 _PEAK_SD = 10.0
-
-
-def coordinate_tail(k: int, a) -> tuple[np.ndarray, np.ndarray]:
-    """(P(R > a), E[R 1{R > a}]) for R the first coordinate of Unif(S^{k-1}), a in [-1, 1]."""
-    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)", maximum=_INT64_MAX)
-    a = np.clip(as_float_array(a, "a (threshold)"), -1.0, 1.0)
-    if k == 1:  # R = +-1
-        P = np.where(a < 1, np.where(a < -1 + 0.0, 1.0, 0.5), 0.0)
-        P = np.where(a <= -1, 1.0, P)
-        M1 = np.where(a < 1, 0.5, 0.0)
-        return P, M1
-    one_m = (1 - a) * (1 + a)
-    a2 = a * a
-    # P(R > |a|) = I_{1-a^2}((k-1)/2, 1/2) / 2 = (1 - I_{a^2}(1/2, (k-1)/2)) / 2: use the
-    # form whose argument is small (no cancellation near a = 0 or |a| = 1)
-    half_tail = np.where(a2 < 0.5, 0.5 - 0.5 * betainc(0.5, (k - 1) / 2, a2),
-                         0.5 * betainc((k - 1) / 2, 0.5, one_m))
-    P = np.where(a >= 0, half_tail, 1 - half_tail)
-    with np.errstate(divide="ignore"):
-        M1 = np.exp((k - 1) / 2 * np.log(one_m)) / ((k - 1) * _beta_half(k))
-    return P, M1
-
-
-def expected_relu_affine(c, y, k: int) -> np.ndarray:
-    """E[(c R + y)_+] for R the first coordinate of Unif(S^{k-1}) and c >= 0 (broadcast):
-    relu(y) if |y| >= c, else c E[R; R > -y/c] + y P(R > -y/c) (closed form)."""
-    k = require_positive_int(k, "k (sphere S^{k-1} in R^k)", maximum=_INT64_MAX)
-    c = as_float_array(c, "c (coefficient of R, >= 0)")
-    y = as_float_array(y, "y (offset)")
-    if np.any(c < 0):
-        raise ValueError("c must be non-negative (E[(c R + y)_+] with c >= 0)")
-    try:
-        c, y = np.broadcast_arrays(c, y)
-    except ValueError:
-        raise ValueError(f"c and y must broadcast; got shapes {c.shape} and {y.shape}") from None
-    out = np.array(np.maximum(y, 0.0), dtype=np.float64)
-    inside = np.abs(y) < c
-    if np.any(inside):
-        cc, yy = c[inside], y[inside]
-        P, M1 = coordinate_tail(k, -yy / cc)
-        out[inside] = cc * M1 + yy * P
-    return out[()] if out.ndim == 0 else out
 
 
 def _tanh_sinh(level_h: float = 1 / 16, umax: float = 3.3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1235,7 +1235,7 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "numerics.kernels.train_all_layers": {"max_steps": 5},
     "numerics.kernels.feature_product_moments": {"a": np.array([1.0, -0.5]),
                                                  "b": np.array([0.2, 0.1])},
-    "numerics.reduced.coordinate_tail": {"a": np.array([0.5])},
+    "numerics.sphere.relu_affine_mean_mp": {"k": 5, "c": 1.0, "y": 0.3, "dps": 15},
     "numerics.reduced.reduced_velocity": {"c": np.array([0.5, 1.0]), "G": np.array([0.1, 0.2]),
                                           "dG": np.array([0.3, -0.1])},
     "numerics.reduced.PhiTable": {"n_theta": 33, "n_phi": 8},

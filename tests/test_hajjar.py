@@ -153,14 +153,15 @@ def test_odd_target_rate_range_and_domain():
         odd_target_rate(1e300, 1e300, 1.0)
 
 
-def test_haar_average_matches_incomplete_beta_form():
+def test_haar_average_matches_quadrature_of_the_definition():
+    from numerics.sphere import relu_affine_mean_mp
     for k in (3, 4):
         expr, y, z = dh.haar_relu_average(k)
         f = sp.lambdify((y, z), expr, ["scipy", "numpy"])
         for yy, zz in [(0.3, 0.5), (-0.2, 0.7), (1.2, 0.4), (-2.0, 1.0)]:
             with np.errstate(invalid="ignore"):  # numpy evaluates every Piecewise branch
                 val = float(f(yy, zz))
-            assert abs(val - zz * float(rd.expected_relu_affine(1.0, yy / zz, k))) < 1e-14
+            assert abs(val - float(relu_affine_mean_mp(k, zz, yy)[0])) < 1e-14
 
 
 def test_reduced_velocity_field_is_derived():

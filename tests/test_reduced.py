@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 
 from numerics import reduced as rd
+from numerics.sphere import relu_affine_mean_mp
 from verify.formulas import phi_tilde, phi_tilde_dtheta
 from verify.formulas.hajjar import phi_kernel
 
@@ -28,18 +29,19 @@ angle = st.floats(0.0, HALF, allow_nan=False)
 @given(st.integers(1, 40), st.floats(-1.0, 1.0))
 @example(2, 0.999999)
 @example(3, -1.0)
-def test_coordinate_tail_matches_mpmath(k, a):
-    P, M1 = rd.coordinate_tail(k, a)
+def test_relu_affine_mean_matches_the_angular_quadrature(k, a):
+    """E[(R - a)_+] by the coordinate density (numerics.sphere) vs the same expectation
+    written over the angle w, R = cos(w), density sin^{k-2}(w)."""
+    E = float(relu_affine_mean_mp(k, 1.0, -a)[0])
     if k == 1:
-        refP = 1.0 if a <= -1 else (0.0 if a >= 1 else 0.5)
-        refM = 0.0 if a >= 1 else 0.5
+        ref = (max(1 - a, 0.0) + max(-1 - a, 0.0)) / 2
     else:
         with mpmath.workdps(30):
             Z = mpmath.beta(0.5, (k - 1) / mpmath.mpf(2))
-            w0 = mpmath.acos(a)   # R = cos(w) > a  <=>  w < acos(a); density sin^{k-2}(w)
-            refP = float(mpmath.quad(lambda w: mpmath.sin(w) ** (k - 2), [0, w0]) / Z)
-            refM = float(mpmath.quad(lambda w: mpmath.cos(w) * mpmath.sin(w) ** (k - 2), [0, w0]) / Z)
-    assert abs(P - refP) < 1e-13 and abs(M1 - refM) < 1e-13
+            w0 = mpmath.acos(a)
+            ref = float(mpmath.quad(lambda w: (mpmath.cos(w) - a) * mpmath.sin(w) ** (k - 2),
+                                    [0, w0]) / Z)
+    assert abs(E - ref) < 1e-13
 
 
 @pytest.mark.parametrize("theta,phi,d,d_H", [(0.3, 0.7, 30, 5), (1.2, 0.25, 4, 2),
@@ -136,13 +138,14 @@ def test_reduced_gd_decreases_energy_and_is_deterministic():
         rd.simulate_gd(mk(), tab, 50.0, 200, record_every=10, velocity=_velocity())
 
 
-def test_expected_relu_affine_monte_carlo():
+def test_relu_affine_mean_monte_carlo():
     rng = np.random.default_rng(3)
     g = rng.standard_normal((200_000, 6))
     R = g[:, 0] / np.linalg.norm(g, axis=1)
-    for c, y in [(1.0, 0.3), (0.5, -0.2), (0.2, 0.9), (0.0, 0.4)]:
+    for c, y in [(1.0, 0.3), (0.5, -0.2), (0.2, 0.9), (1e-3, 0.4)]:
         v = np.maximum(c * R + y, 0)
-        assert abs(v.mean() - rd.expected_relu_affine(c, y, 6)) < 5.5 * v.std() / math.sqrt(v.size) + 1e-15
+        ref = float(relu_affine_mean_mp(6, c, y)[0])
+        assert abs(v.mean() - ref) < 5.5 * v.std() / math.sqrt(v.size) + 1e-15
 
 
 @pytest.mark.parametrize("args,match", [((0.1, 0.2, 5, 5), "d_H must be < d"),

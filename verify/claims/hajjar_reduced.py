@@ -17,7 +17,7 @@ from derivations import hajjar_reduced as dh
 from numerics import meanfield as mf
 from numerics import reduced as rd
 from numerics import twolayer as tl
-from numerics.sphere import sample_sphere
+from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from verify.claims._core import Claim, Derivation, Evidence, Outcome, RunContext, Table
 from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances
 from verify.claims.hajjar import alpha_by_quadrature, _init_particles, _norm_target_grad, _variants
@@ -77,23 +77,6 @@ def _h1e_measure(der: Derivation, phi_fn, dphi_fn, dps: int):
     return measure
 
 
-def _inner_reference(k: int, c: float, y: float, dps: int = 30):
-    """(E[(cR + y)_+], E[R; cR + y > 0], P(cR + y > 0)) for R the first coordinate of
-    Unif(S^{k-1}) by mpmath quadrature of its density (1 - t^2)^{(k-3)/2} (k >= 2) or the
-    two-point law (k = 1): the definition, no closed form."""
-    with mpmath.workdps(dps):
-        c, y = mpmath.mpf(c), mpmath.mpf(y)
-        a = -y / c
-        if k == 1:
-            pts = [t for t in (mpmath.mpf(-1), mpmath.mpf(1)) if t > a]
-            return (sum((c * t + y) for t in pts) / 2, sum(pts) / 2, mpmath.mpf(len(pts)) / 2)
-        dens = lambda t: (1 - t * t) ** (mpmath.mpf(k - 3) / 2)  # noqa: E731
-        Z = mpmath.quad(dens, [-1, 0, 1])
-        M = mpmath.quad(lambda t: t * dens(t), [a, 1]) / Z
-        P = mpmath.quad(dens, [a, 1]) / Z
-        return c * M + y * P, M, P
-
-
 def _inner_check(swap: bool) -> SubCheck:
     """The derived inner expectation E_R[(cR + y)_+] and its partial derivatives (the
     kernel phi_tilde integrates over S), in both float64 forms (a^2 < 1/2 and >= 1/2) and
@@ -104,7 +87,7 @@ def _inner_check(swap: bool) -> SubCheck:
     for k in (1, 2, 3, 5, 12, 40):
         for r in (-0.95, -0.8, -0.3, -0.05, 0.2, 0.75, 0.9):
             y = r * c
-            ref = [float(v) for v in _inner_reference(k + swap, c, y)]
+            ref = [float(v) for v in relu_affine_mean_mp(k + swap, c, y)]
             gc, gy = kern.inner_grad(k, np.array([c]), np.array([y]))
             got = [float(kern.inner(k, np.array([c]), np.array([y]))[0]), float(gc[0]), float(gy[0])]
             if y < 0:  # the tail mean E[R; R > a], a = -y/c > 0 (the closed part over S)
