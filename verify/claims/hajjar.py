@@ -470,6 +470,19 @@ def _moment_field(der: Derivation, d: int):
     return F
 
 
+def _ode_states(F, c: np.ndarray, Sig: np.ndarray, z0: np.ndarray, t_eval: np.ndarray,
+                rtol: float, atol: float) -> np.ndarray:
+    """States of the derived moment ODE z' = F(z) (DOP853) at ``t_eval``, one row each;
+    rows past a point where the integrator stopped (a blow-up) are NaN."""
+    sol = solve_ivp(lambda _t, z: F(z, c, Sig), (0, float(t_eval[-1])), z0, method="DOP853",
+                    t_eval=t_eval, rtol=rtol, atol=atol)
+    Y = np.full((len(t_eval), len(z0)), np.nan)
+    y = np.asarray(sol.y, dtype=float)
+    if y.size:
+        Y[:y.shape[1]] = y.T
+    return Y
+
+
 _H1C_RUNS: dict = {}
 
 
@@ -584,11 +597,10 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     z0 = np.concatenate([np.zeros(d), (B.T @ B / m).ravel(), [a @ a / m]])
     iso = float(max(np.abs(B.T @ B / m - np.eye(d) / d).max(), np.abs(Sig - np.eye(d) / d).max(),
                     abs(a @ a / m - 1.0)))
-    sol = solve_ivp(lambda _t, z: F(z, c, Sig), (0, t[-1]), z0, method="DOP853", t_eval=t,
-                    rtol=1e-12, atol=1e-14)
-    w_ode = sol.y[:d].T
+    Z_ode = _ode_states(F, c, Sig, z0, t, 1e-12, 1e-14)
     # a derived ODE that stops the integrator early (blow-up) is compared where it got to
-    t_ode = t[:w_ode.shape[0]]
+    got = np.isfinite(Z_ode).all(axis=1)
+    w_ode, t_ode = Z_ode[got, :d], t[got]
     qe = float(w_star @ w_star)
     s_emp, _ = derived_s_of_t(der, V, v, qe)
     w_ray = np.array([s_emp(tt) for tt in t_ode])[:, None] * w_star[None, :]
@@ -622,9 +634,7 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     #     at t -> 0 the local rate is the reconstructed bound rate V v/4 (rate_bound); late,
     #     lambda(s) -> lambda_inf (rate_inf) with 0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V
     def ray_fraction(tt: np.ndarray) -> np.ndarray:
-        sol_r = solve_ivp(lambda _t, z: F(z, c, Sig), (0, float(tt[-1])), z0, method="DOP853",
-                          t_eval=tt, rtol=1e-13, atol=1e-16)
-        return 1.0 - (sol_r.y[:d].T @ w_star) / qe
+        return 1.0 - (_ode_states(F, c, Sig, z0, tt, 1e-13, 1e-16)[:, :d] @ w_star) / qe
     h = 1e-3
     u0 = ray_fraction(np.array([h / 2, h]))
     rate0 = float(-np.log(u0[1] / u0[0]) / (h / 2))
@@ -645,11 +655,10 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
         return s_, ds_
     speed_fn = sp.lambdify(sy["s"], der.results["speed"].subs({sy["V"]: V, sy["v"]: v,
                                                                sy["q"]: qe}), "numpy")
-    sol_s = solve_ivp(lambda _t, z: F(z, c, Sig), (0, t[-1]), z0, method="DOP853",
-                      t_eval=np.linspace(0.5, t[-1], 40), rtol=1e-13, atol=1e-16)
-    s_v, ds_v = field_rate(sol_s.y.T)
+    s_v, ds_v = field_rate(_ode_states(F, c, Sig, z0, np.linspace(0.5, t[-1], 40), 1e-13, 1e-16))
     mid = (s_v > 0.02) & (s_v < 0.98)
-    speed_err = float(np.max(np.abs(ds_v[mid] - speed_fn(s_v[mid])) / np.abs(ds_v[mid])))
+    speed_err = (float(np.max(np.abs(ds_v[mid] - speed_fn(s_v[mid])) / np.abs(ds_v[mid])))
+                 if mid.any() else float("nan"))
     speed_tol = 1e-10 + 100 * iso
     s0, ds0 = field_rate(z0[None, :])
     bound_err = abs(float(ds0[0]) - r_bound) / r_bound
@@ -657,13 +666,13 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     # from late ODE states (u ~ 1e-3 .. 1e-6) with a quadratic fit; the linear fit's
     # intercept differs by the size of the neglected terms (the error estimate)
     t_l = np.log(np.array([1e3, 3e3, 1e4, 3e4, 1e5])) / rate_inf_v
-    sol_l = solve_ivp(lambda _t, z: F(z, c, Sig), (0, float(t_l[-1])), z0, method="DOP853",
-                      t_eval=t_l, rtol=1e-13, atol=1e-16)
-    s_l, ds_l = field_rate(sol_l.y.T)
+    s_l, ds_l = field_rate(_ode_states(F, c, Sig, z0, t_l, 1e-13, 1e-16))
     u_l = 1.0 - s_l
     lam_l = ds_l / u_l
-    lam_q = float(np.polyfit(u_l, lam_l, 2)[-1])
-    lam_c = float(np.polyfit(u_l, lam_l, 3)[-1])
+    fin = np.isfinite(lam_l)
+    lam_q, lam_c = ((float(np.polyfit(u_l[fin], lam_l[fin], 2)[-1]),
+                     float(np.polyfit(u_l[fin], lam_l[fin], 3)[-1])) if fin.all()
+                    else (float("nan"), float("nan")))
     inf_err = abs(lam_c - rate_inf_v) / rate_inf_v
     inf_tol = 10 * abs(lam_c - lam_q) / rate_inf_v + 1e-10
     bound_ratio = float(np.max(np.linalg.norm(ws - w_star, axis=1)
