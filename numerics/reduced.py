@@ -72,9 +72,9 @@ _MAX_MP_DPS = 200
 #: (5e-12 on E cos^2 phi = d_H / d, exact for the rule)
 MAX_DIM = 1000
 #: largest d of the mpmath reference :func:`phi_tilde_mp`: it resolves the 1/sqrt(d)-wide
-#: peaks of the sphere densities by cutting there; measured up to d = 1e18 at ~2 s
-#: (d_H = 2) and ~20 s (d_H = d/2, independent of d), while d = 2^63 - 1 ran past 20 s
-_MAX_MP_DIM = 10 ** 18
+#: peaks of the sphere densities by cutting there; its large-d test runs d = 1e8 (~2 s at
+#: d_H = 5), while d = 2^31 ran past 5 s on a loaded machine and d = 2^63 - 1 past 20 s
+_MAX_MP_DIM = 10 ** 8
 
 
 def _require_dim(d: int, limit: int = MAX_DIM) -> int:
