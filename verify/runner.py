@@ -512,11 +512,13 @@ class Executor:
         else:
             # a task whose worker dies is tried once more; a worker holds one task at a
             # time, so a dying worker takes no queued innocent task with it
+            # dashboard on a free port (":0"): None still binds 8787, and a second cluster on
+            # the machine then warns that the port is taken
             with dask.config.set({"distributed.scheduler.allowed-failures": 1,
                                   "distributed.scheduler.worker-saturation": 1.0}):
                 self.cluster = distributed.LocalCluster(
                     n_workers=self.workers, threads_per_worker=1, processes=True,
-                    dashboard_address=None, silence_logs=logging.CRITICAL, env=dict(BLAS_ENV))
+                    dashboard_address=":0", silence_logs=logging.CRITICAL, env=dict(BLAS_ENV))
             self.client = distributed.Client(self.cluster, set_as_default=False)
         self._check_workers()
 
