@@ -28,7 +28,7 @@ from typing import Protocol
 import numpy as np
 
 from numerics.groups import GroupAction
-from numerics.validation import (MAX_ELEMENTS, ArgumentTypeError, as_float_array,
+from numerics.validation import (MAX_ELEMENTS, ArgumentTypeError, DivergenceError, as_float_array,
                                  as_float_scalar, as_int_array, require_choice,
                                  require_finite_result, require_generator, require_positive_int,
                                  require_size)
@@ -54,8 +54,6 @@ _MAX_DIM = 4096
 _MAX_WORK = 2 ** 46
 
 
-class DivergenceError(FloatingPointError):
-    """Noisy SGD produced non-finite parameters (the step size is too large)."""
 
 
 def _logistic(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

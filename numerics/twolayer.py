@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
-from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError,
+from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError, DivergenceError,
                                  as_float_array, as_float_scalar, ldexp_clipped, merge_pow2,
                                  require_choice, require_finite_result, require_positive_int,
                                  require_size, require_time_grid, require_tolerance, row_pow2_scale, sum_pow2)
@@ -59,8 +59,6 @@ _STEP_OVERHEAD = 2000
 _MIN_RTOL = 100 * np.finfo(float).eps
 
 
-class DivergenceError(FloatingPointError):
-    """A simulation produced a non-finite or exploding state; the message names the step."""
 
 
 def _validate_params(a, B) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "DivergenceError",
     "ArgumentTypeError",
     "as_float_array",
     "as_float_scalar",
@@ -64,6 +65,13 @@ __all__ = [
     "two_sum",
     "dot2",
 ]
+
+
+class DivergenceError(FloatingPointError):
+    """A simulation (gradient descent, noisy SGD, a flow) produced a non-finite or exploding
+    state; the message names the step and the step size or budget to change.  One class
+    for every engine (``numerics.twolayer``, ``numerics.equivariant``)."""
+
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
