@@ -383,26 +383,17 @@ def _formula_targets() -> list[Target]:
             boundary=DIM_H_BOUND, invalid=[0, -1, 1.5, 2 ** 63, 2 ** 64, NAN, INF, "3", None,
                                            True, 1j, np.array([[[0]]])])],
         accuracy=agrees(1e-12)))
-    T.append(Target("phi_tilde", F.phi_tilde, [
-        Arg("theta", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, HALF - 1e-16, -0.0],
-            invalid=INVALID_COMMON + [-0.1, 2.0, 1e300]),
-        Arg("phi", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, -0.0],
-            invalid=INVALID_COMMON + [-0.1, 2.0]),
-        Arg("d", lambda ctx: st.just(ctx["d_pair"][0]), boundary=[10 ** 8, 2 ** 40],
-            invalid=[0, 1, 1.5, -3, 2 ** 63, NAN, "30", None, True]),
-        Arg("d_H", lambda ctx: st.just(ctx["d_pair"][1]), boundary=[1],
-            invalid=[0, -1, 2.5, NAN, "5", None, True, 10 ** 9])],
-        share=_d_pair, weight=0.5))
-    T.append(Target("phi_tilde_dtheta", F.phi_tilde_dtheta, [
-        Arg("theta", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, HALF - 1e-16, -0.0],
-            invalid=INVALID_COMMON + [-0.1, 2.0, 1e300]),
-        Arg("phi", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, -0.0],
-            invalid=INVALID_COMMON + [-0.1, 2.0]),
-        Arg("d", lambda ctx: st.just(ctx["d_pair"][0]), boundary=[10 ** 8, 2 ** 40],
-            invalid=[0, 1, 1.5, -3, 2 ** 63, NAN, "30", None, True]),
-        Arg("d_H", lambda ctx: st.just(ctx["d_pair"][1]), boundary=[1],
-            invalid=[0, -1, 2.5, NAN, "5", None, True, 10 ** 9])],
-        share=_d_pair, weight=0.5))
+    for name in ("phi_tilde", "phi_tilde_dtheta"):  # the same arguments and domains
+        T.append(Target(name, getattr(F, name), [
+            Arg("theta", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, HALF - 1e-16, -0.0],
+                invalid=INVALID_COMMON + [-0.1, 2.0, 1e300]),
+            Arg("phi", scalar_or_vec(0.0, HALF), boundary=[0.0, HALF, TINY, -0.0],
+                invalid=INVALID_COMMON + [-0.1, 2.0]),
+            Arg("d", lambda ctx: st.just(ctx["d_pair"][0]), boundary=[10 ** 8, 2 ** 40],
+                invalid=[0, 1, 1.5, -3, 2 ** 63, NAN, "30", None, True]),
+            Arg("d_H", lambda ctx: st.just(ctx["d_pair"][1]), boundary=[1],
+                invalid=[0, -1, 2.5, NAN, "5", None, True, 10 ** 9])],
+            share=_d_pair, weight=0.5))
     T.append(Target("best_linear_approximator", F.best_linear_approximator, [
         Arg("X", mat("rows", "d"), boundary=[np.ones((4, 2)), np.full((3, 1), 1e300),
                                               np.full((3, 1), 1e-300)],
