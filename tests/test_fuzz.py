@@ -145,6 +145,19 @@ class Outcome:
     detail: str = ""
 
 
+def _stopped_or_unexpected(exc: Exception, may_stop: bool) -> Outcome:
+    """An exception other than a refusal: a documented integrator stop (FloatingPointError
+    or RuntimeError naming divergence, a budget, ...) where the target may stop, otherwise
+    unexpected (a library exception is reported with where it was raised)."""
+    if isinstance(exc, (FloatingPointError, RuntimeError)):
+        if may_stop and any(w in str(exc).lower() for w in _STOP_WORDS):
+            return Outcome("stopped", str(exc)[:120])
+        return Outcome("unexpected", f"{type(exc).__name__}: {str(exc)[:200]}")
+    tb = traceback.extract_tb(exc.__traceback__)[-1]
+    return Outcome("unexpected", f"{type(exc).__name__}: {str(exc)[:160]} at "
+                                 f"{os.path.basename(tb.filename)}:{tb.lineno}")
+
+
 def classify(target: "Target", mode: str, call: Callable[[], Any], names: list[str],
              check: Callable[[Any], str | None] | None = None) -> Outcome:
     try:
@@ -161,15 +174,8 @@ def classify(target: "Target", mode: str, call: Callable[[], Any], names: list[s
         if not names_an_argument(msg, names + target.extra_names):
             return Outcome("unnamed", f"{type(exc).__name__}: {msg[:200]}")
         return Outcome("refused", msg[:120])
-    except (FloatingPointError, RuntimeError) as exc:
-        msg = str(exc).lower()
-        if target.may_stop and any(w in msg for w in _STOP_WORDS):
-            return Outcome("stopped", str(exc)[:120])
-        return Outcome("unexpected", f"{type(exc).__name__}: {str(exc)[:200]}")
     except Exception as exc:  # noqa: BLE001 - the point of the suite
-        tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return Outcome("unexpected", f"{type(exc).__name__}: {str(exc)[:160]} at "
-                                     f"{os.path.basename(tb.filename)}:{tb.lineno}")
+        return _stopped_or_unexpected(exc, target.may_stop)
     where = nonfinite_in(value)
     if where:
         return Outcome("nonfinite", where)
@@ -1432,14 +1438,8 @@ def surface_call(t: SurfaceTarget, k: int | None, label: str, value: Any) -> Out
             return Outcome("hang", f"the refusal of a huge size took {took:.2f} s > "
                                    f"{SIZE_LIMIT} s: {msg[:100]}")
         return Outcome("refused", msg[:120])
-    except (FloatingPointError, RuntimeError) as exc:
-        if may_stop and any(w in str(exc).lower() for w in _STOP_WORDS):
-            return Outcome("stopped", str(exc)[:120])
-        return Outcome("unexpected", f"{type(exc).__name__}: {str(exc)[:200]}")
     except Exception as exc:  # noqa: BLE001 - the point of the suite
-        tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return Outcome("unexpected", f"{type(exc).__name__}: {str(exc)[:160]} at "
-                                     f"{os.path.basename(tb.filename)}:{tb.lineno}")
+        return _stopped_or_unexpected(exc, may_stop)
     where = nonfinite_in(out)
     if where and _all_finite_input(value) and label != "nan" and "inf" not in label:
         return Outcome("nonfinite", where)
