@@ -35,11 +35,12 @@ from numerics.validation import (MAX_ELEMENTS, ArgumentTypeError, DivergenceErro
 
 __all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "UVUnit",
            "UV_ACTIVATIONS", "SGDConfig",
-           "SCHEMES", "NOISE_MODES", "TEACHERS", "model_output", "symmetrized_output",
+           "SCHEMES", "NOISE_MODES", "PRECISIONS", "TEACHERS", "model_output", "symmetrized_output",
            "make_teacher", "init_particles", "train", "DivergenceError", "X_STD",
            "STUDENT_STD", "HeuristicIterate", "discover_fixed_space", "scheme_gradient"]
 
 SCHEMES = ("vanilla", "da_random", "da_orbit", "fa", "ea")
+PRECISIONS = ("float64", "float32")
 NOISE_MODES = ("iid", "orbit", "projected")
 TEACHERS = ("arbitrary", "WI", "SI")
 #: reference experiment: X ~ N(0, 16 I), student entries N(0, 1/16)
@@ -514,15 +515,21 @@ def init_particles(kind: str, n: int, unit: Unit, group: GroupAction,
 @dataclass(frozen=True)
 class SGDConfig:
     """Noisy SGD hyper-parameters (reference experiment defaults): step alpha / N,
-    L2 penalty tau |z|^2, noise temperature beta, batch size, number of steps."""
+    L2 penalty tau |z|^2, noise temperature beta, batch size, number of steps, and the
+    precision of the unit evaluations: ``float64`` (default; every exactness statement)
+    or ``float32`` (the matrix units only, for long statistical runs; see
+    :func:`_gradient_f32` for its rounding bound).  Parameters, data and noise are
+    float64 in both."""
     alpha: float = 50.0
     tau: float = 1e-4
     beta: float = 1e-6
     batch: int = 20
     steps: int = 100
     x_std: float = X_STD
+    precision: str = "float64"
 
     def __post_init__(self) -> None:
+        require_choice(self.precision, "SGDConfig.precision", PRECISIONS)
         for name in ("alpha", "tau", "beta", "x_std"):
             positive = name in ("alpha", "x_std")
             object.__setattr__(self, name, as_float_scalar(getattr(self, name), f"SGDConfig.{name}",
@@ -539,11 +546,14 @@ def _stack_orbit(group: GroupAction, x: np.ndarray, y: np.ndarray) -> tuple[np.n
 
 
 def _gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
-              x: np.ndarray, y: np.ndarray, gidx: np.ndarray | None) -> np.ndarray:
+              x: np.ndarray, y: np.ndarray, gidx: np.ndarray | None,
+              precision: str = "float64") -> np.ndarray:
     """The data term of the SGD direction for one batch (before the penalty)."""
     if scheme == "da_random":
         x = np.einsum("bij,bj->bi", group.rho[gidx], x)
         y = np.einsum("bij,bj->bi", group.rho_hat[gidx], y)
+    if precision == "float32":
+        return _gradient_f32(scheme, unit, group, theta, x, y)
     if isinstance(unit, (LogisticUnit, TanhUnit)):
         return _gradient_t(scheme, unit, group, theta, x, y)
     if scheme in ("da_orbit", "fa"):
@@ -577,6 +587,51 @@ def _gradient_t(scheme: str, unit, group: GroupAction, theta: np.ndarray, x: np.
     model = (s @ _uniform(theta.shape[0])).T                     # (B', dY)
     cot = _fa_cotangent(group, model, y) if scheme == "fa" else model - ys
     return unit._vjp_t(xs, theta, cot, s)
+
+
+#: float32 unit round-off, 2^-24
+_U32 = 2.0 ** -24
+
+
+def _gradient_f32(scheme: str, unit, group: GroupAction, theta: np.ndarray, x: np.ndarray,
+                  y: np.ndarray) -> np.ndarray:
+    """:func:`_gradient_t` with the unit evaluated in float32 (``SGDConfig.precision``):
+    one product for the logits, one vectorized tanh, a pairwise sum for the model and one
+    product for the pullback; returns float64.
+
+    The logistic unit is evaluated as logistic(a) = (1 + tanh(a/2)) / 2 (the halving rides
+    exactly on x) with slope (1 - t^2) / 4, t = tanh(a/2); the tanh unit as t = tanh(a),
+    slope 1 - t^2.  The slope's 1 is folded into the pullback: sum_kb (1 - t^2) W =
+    colsum(W) - sum_kb t^2 W, with W the block-diagonal (dY B', D) cotangent matrix.
+
+    Rounding (u = 2^-24, dX-term logits, N particles, K = dY B' terms in the pullback):
+    |delta a| <= (dX + 2) u sum_j |z_j x_j| (the casts and the dot product); |delta t| <=
+    2 u + |delta a| (float32 tanh within 2 ulp, |tanh'| <= 1); the model, a pairwise sum
+    over N, within (log2 N + 16) u max|t|; the pullback within (K + 2) u sum_kb |W_kb|.
+    Relative to the size of the data term, sum_kb |W_kb| ~ |c| |x|, the step's error is a
+    few 1e-5 at the reference sizes (|a| <= ~30, N <= 5000, K = 80): in a noisy SGD run
+    it is a perturbation four to five decades below the step's own batch fluctuation.
+    Exactness statements (identities to 1e-12) must use float64."""
+    logistic = isinstance(unit, LogisticUnit)
+    if scheme in ("da_orbit", "fa"):
+        xs, ys = _stack_orbit(group, x, y)
+    else:
+        xs, ys = x, y
+    N, nb, dy, dx = theta.shape[0], xs.shape[0], unit.dim_y, unit.dim_x
+    x32 = (0.5 * xs if logistic else xs).astype(np.float32)
+    z32 = theta.astype(np.float32).reshape(N, dy, dx).transpose(1, 2, 0)
+    t = np.matmul(x32, z32)                                      # (dY, B', N) logits
+    np.tanh(t, out=t)
+    tbar = t.sum(axis=2, dtype=np.float32).T.astype(np.float64) / N      # (B', dY)
+    model = 0.5 + 0.5 * tbar if logistic else tbar
+    cot = _fa_cotangent(group, model, y) if scheme == "fa" else model - ys
+    W = np.zeros((dy * nb, dy * dx))
+    xs_w = xs * ((0.25 if logistic else 1.0) / nb)
+    for k in range(dy):
+        W[k * nb:(k + 1) * nb, k * dx:(k + 1) * dx] = cot[:, k, None] * xs_w
+    np.square(t, out=t)
+    g = t.reshape(dy * nb, N).T @ W.astype(np.float32)           # (N, D) float32
+    return W.sum(axis=0) - g
 
 
 def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
@@ -652,6 +707,9 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
     require_size(width, "one step's values (|G| batch x N x D)")
     if record_every:
         require_size((config.steps // record_every + 1) * N * D, "the snapshots")
+    if config.precision == "float32" and not isinstance(unit, (LogisticUnit, TanhUnit)):
+        raise ValueError(f"SGDConfig.precision 'float32' is implemented for LogisticUnit and "
+                         f"TanhUnit only; use 'float64' with {type(unit).__name__}")
     if noise == "orbit" and N % group.order:
         raise ValueError(f"noise='orbit' needs N divisible by |G| = {group.order}; got {N}")
     if orbit_closed_data and config.batch % group.order:
@@ -693,7 +751,8 @@ def _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise, 
             y = Yc[j]
             if orbit_closed_data:
                 x, y = _stack_orbit(group, x, y)
-            grad = _gradient(scheme, unit, group, theta, x, y, None if Gc is None else Gc[j])
+            grad = _gradient(scheme, unit, group, theta, x, y, None if Gc is None else Gc[j],
+                             config.precision)
             grad += 2.0 * config.tau * theta
             if scheme == "ea":
                 grad = grad @ P.T

@@ -12,9 +12,10 @@ Instances (groups, units, particle systems, widths) are drawn by Hypothesis
 Sizes.  Exactness statements (M1a, M1b, the finite-N identities of M1c/M1d) hold to
 rounding at any size.  The N-trends use the reference experiment (C_2 swap, logistic unit,
 alpha = 50, tau = 1e-4, batch 20, X ~ N(0, 16 I), students N(0, 1/16), N T steps of size
-alpha/N) at T = 2: the QUICK profile uses N in {10, 20, 50, 100, 200} (8 replicates),
-the FULL profile N up to the paper's 5000 (see FULL).  The paper's horizon T = 20 is
-reproduced by the experiment ``maass-rmd``.
+alpha/N): the QUICK profile uses N in {10, 20, 50, 100, 200} (8 replicates) at T = 2,
+the FULL profile the paper's sizes, N up to 5000 at the paper's horizon T = 20 (see
+FULL; 4 replicates up to N = 1000, 2 at 2000, 1 at 5000).  The trends evaluate the unit
+in float32 (``TrendSettings.precision``), the exactness sub-checks in float64.
 """
 from __future__ import annotations
 
@@ -57,22 +58,26 @@ def _Eq(lhs, rhs) -> sp.Eq:
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TrendSettings:
-    """Sizes of the N-trend runs (see the module docstring)."""
+    """Sizes of the N-trend runs (see the module docstring).  ``precision`` is that of the
+    unit evaluations in the SGD step (``numerics.equivariant.SGDConfig``): the trends are
+    statistical, and float32's per-step rounding is four to five decades below the step's
+    own batch fluctuation (bound in ``numerics.equivariant``; measured effect on the trend
+    statistics in the tests); every exactness sub-check runs in float64."""
     Ns: tuple[int, ...]
     T: float
     replicates: int
     beta: float = 1e-6
+    precision: str = "float32"
 
     def steps(self, N: int) -> int:
         return max(1, int(round(N * self.T)))
 
 
 QUICK = TrendSettings(Ns=(10, 20, 50, 100, 200), T=2.0, replicates=8)
-#: the full profile extends N to the paper's 5000 at the quick horizon: the cost of a run
-#: is ~ N^2 T exp-evaluations (B |G| N dY per step, N T steps), so the paper's T = 20 at
-#: N = 5000 alone costs ~1 h on 2 cores; the paper horizon is reproduced by the
-#: experiment ``maass-rmd``, the claims test the N-dependence
-FULL = TrendSettings(Ns=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000), T=2.0, replicates=4)
+#: the full profile runs the paper's sizes: horizon T = 20 and N up to 5000 (a run costs
+#: ~ N^2 T unit evaluations, B |G| N dY per step for N T steps; in float32 the M1c trend
+#: takes about 5 CPU-min, the M1d trends about 1.5)
+FULL = TrendSettings(Ns=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000), T=20.0, replicates=4)
 
 
 def settings(ctx: RunContext) -> TrendSettings:

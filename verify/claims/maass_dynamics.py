@@ -49,7 +49,7 @@ def scheme_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
         acc = {k: [] for k in samples}
         for r in range(_reps(s, N)):
             th0 = init_particles("iid", N, u, G, make_rng(seed, tag, "init", N, r))
-            cfg = SGDConfig(steps=s.steps(N), beta=s.beta)
+            cfg = SGDConfig(steps=s.steps(N), beta=s.beta, precision=s.precision)
             fin = {sc: train(u, G, th0, teacher, sc, cfg, make_rng(seed, tag, "data", N, r),
                              make_rng(seed, tag, "noise", N, r),
                              make_rng(seed, tag, "g", N, r))[0] for sc in schemes}
@@ -243,7 +243,8 @@ def si_escape_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
         acc = []
         for r in range(_reps(s, N)):
             th0 = init_particles("SI", N, u, G, make_rng(seed, tag, "init", N, r))
-            th, _ = train(u, G, th0, teacher, scheme, SGDConfig(steps=s.steps(N), beta=beta),
+            cfg = SGDConfig(steps=s.steps(N), beta=beta, precision=s.precision)
+            th, _ = train(u, G, th0, teacher, scheme, cfg,
                           make_rng(seed, tag, "data", N, r), make_rng(seed, tag, "noise", N, r),
                           make_rng(seed, tag, "g", N, r))
             acc.append(float(formulas.rmd(th, formulas.project_to_fixed_space(th, G)[0])))
