@@ -36,7 +36,7 @@ from numerics.validation import (MAX_ELEMENTS, ArgumentTypeError, DivergenceErro
 __all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "UVUnit",
            "UV_ACTIVATIONS", "SGDConfig",
            "SCHEMES", "NOISE_MODES", "PRECISIONS", "TEACHERS", "model_output", "symmetrized_output",
-           "make_teacher", "init_particles", "train", "DivergenceError", "X_STD",
+           "make_teacher", "init_particles", "train", "train_schemes", "DivergenceError", "X_STD",
            "STUDENT_STD", "HeuristicIterate", "discover_fixed_space", "scheme_gradient"]
 
 SCHEMES = ("vanilla", "da_random", "da_orbit", "fa", "ea")
@@ -672,10 +672,47 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
     Data: X ~ N(0, x_std^2 I_dX), Y = Phi_teacher(X).  With ``orbit_closed_data`` each
     batch is batch/|G| draws together with their orbits (the empirical data law is then
     itself G-invariant).  The three generators give common random numbers across schemes:
-    the same seeds give the same data and noise to every scheme.  ``record_every > 0``
-    keeps snapshots ``(step, theta)``.  Returns ``(theta_final, snapshots)``; raises
+    the same seeds give the same data and noise to every scheme (:func:`train_schemes`
+    runs several schemes on one draw).  ``record_every > 0`` keeps snapshots
+    ``(step, theta)``.  Returns ``(theta_final, snapshots)``; raises
     :class:`DivergenceError` naming the step size when parameters become non-finite."""
     require_choice(scheme, "scheme", SCHEMES)
+    record_every = require_positive_int(record_every, "record_every", minimum=0)
+    run = _prepare(unit, group, theta0, teacher, (scheme,), config, rng_data, rng_noise,
+                   rng_group, noise, orbit_closed_data)
+    if record_every:
+        N, D = run["thetas"][0].shape
+        require_size((config.steps // record_every + 1) * N * D, "the snapshots")
+    with np.errstate(over="ignore", invalid="ignore"):
+        thetas, snaps = _sgd_loop(run, record_every)
+    return thetas[0], snaps
+
+
+def train_schemes(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarray,
+                  schemes, config: SGDConfig, rng_data: np.random.Generator,
+                  rng_noise: np.random.Generator, rng_group: np.random.Generator | None = None,
+                  *, noise: str = "iid", orbit_closed_data: bool = False) -> dict[str, np.ndarray]:
+    """Several ``schemes`` from the same ``theta0`` on ONE draw of data, noise and group
+    elements per step (common random numbers, claim M1c): equal bit for bit to
+    ``{sc: train(..., sc, ...)[0]}`` with generators in the same state, at the cost of one
+    draw instead of one per scheme.  Returns ``{scheme: theta_final}``."""
+    if isinstance(schemes, str) or not isinstance(schemes, (tuple, list)) or not schemes:
+        raise ArgumentTypeError(f"schemes must be a non-empty tuple of scheme names from "
+                                f"{SCHEMES}; got {schemes!r:.60}")
+    schemes = tuple(require_choice(sc, "schemes entry", SCHEMES) for sc in schemes)
+    if len(set(schemes)) != len(schemes):
+        raise ValueError(f"schemes must be distinct; got {schemes}")
+    run = _prepare(unit, group, theta0, teacher, schemes, config, rng_data, rng_noise,
+                   rng_group, noise, orbit_closed_data)
+    with np.errstate(over="ignore", invalid="ignore"):
+        thetas, _ = _sgd_loop(run, 0)
+    return dict(zip(schemes, thetas))
+
+
+def _prepare(unit, group, theta0, teacher, schemes, config, rng_data, rng_noise, rng_group,
+             noise, orbit_closed_data) -> dict:
+    """Validated inputs and the derived constants of a run of :func:`train` /
+    :func:`train_schemes`."""
     require_choice(noise, "noise", NOISE_MODES)
     _require_unit(unit)
     _require_group(group, unit)
@@ -683,12 +720,11 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
         raise ArgumentTypeError(f"config must be an SGDConfig; got {type(config).__name__}")
     rng_data = require_generator(rng_data, "rng_data")
     rng_noise = require_generator(rng_noise, "rng_noise")
-    if rng_group is not None or scheme == "da_random":
+    if rng_group is not None or "da_random" in schemes:
         if rng_group is None:
             raise ValueError("scheme 'da_random' needs rng_group (the stream of random g)")
         rng_group = require_generator(rng_group, "rng_group")
     orbit_closed_data = _require_bool(orbit_closed_data, "orbit_closed_data")
-    record_every = require_positive_int(record_every, "record_every", minimum=0)
     theta = as_float_array(theta0, "theta0 (initial particles)").copy()
     if theta.ndim != 2 or theta.shape[0] == 0:
         raise ValueError(f"theta0 must have shape (N, D) with N >= 1; got {theta.shape}")
@@ -702,11 +738,10 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
                          f"{teacher.shape}")
     N, D = theta.shape
     width = group.order * config.batch * (N + teacher.shape[0]) * max(D, unit.dim_y)
-    require_size(config.steps * width, "the work steps x |G| batch x N x D", limit=_MAX_WORK,
-                 what="multiply-adds", hint="use fewer steps, particles or a smaller batch")
+    require_size(len(schemes) * config.steps * width, "the work schemes x steps x |G| batch x "
+                 "N x D", limit=_MAX_WORK, what="multiply-adds",
+                 hint="use fewer steps, particles or a smaller batch")
     require_size(width, "one step's values (|G| batch x N x D)")
-    if record_every:
-        require_size((config.steps // record_every + 1) * N * D, "the snapshots")
     if config.precision == "float32" and not isinstance(unit, (LogisticUnit, TanhUnit)):
         raise ValueError(f"SGDConfig.precision 'float32' is implemented for LogisticUnit and "
                          f"TanhUnit only; use 'float64' with {type(unit).__name__}")
@@ -715,64 +750,73 @@ def train(unit: Unit, group: GroupAction, theta0: np.ndarray, teacher: np.ndarra
     if orbit_closed_data and config.batch % group.order:
         raise ValueError(f"orbit_closed_data needs batch divisible by |G| = {group.order}")
     P = group.projector()
-    if scheme == "ea":
-        theta = theta @ P.T
-        noise = "projected"
-    s = config.alpha / N
-    amp = np.sqrt(2.0 * config.beta * s)
+    # EA starts on E^G and moves by projected gradients and projected noise
+    noises = tuple("projected" if sc == "ea" else noise for sc in schemes)
+    n_noise = {N // group.order if nz == "orbit" else N for nz in noises}
+    if len(n_noise) > 1:
+        raise ValueError(f"the schemes {schemes} draw different amounts of noise (noise = "
+                         f"'orbit' with 'ea'); run them with train() one at a time")
+    n_noise = n_noise.pop()
     n_draw = config.batch // group.order if orbit_closed_data else config.batch
-    n_noise = N // group.order if noise == "orbit" else N
-    chunk = int(max(1, min(config.steps, 2_000_000 // max(1, n_noise * D + n_draw * unit.dim_x))))
-    snaps: list[tuple[int, np.ndarray]] = []
-    if record_every:
-        snaps.append((0, theta.copy()))
-    k = 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise,
-                         rng_group, noise, orbit_closed_data, record_every, P, s, amp,
-                         n_draw, n_noise, chunk, snaps)
+    s = config.alpha / N
+    return {"unit": unit, "group": group, "teacher": teacher, "config": config,
+            "schemes": schemes, "noises": noises,
+            "thetas": [theta @ P.T if sc == "ea" else theta.copy() for sc in schemes],
+            "rng_data": rng_data, "rng_noise": rng_noise, "rng_group": rng_group,
+            "orbit_closed_data": orbit_closed_data, "P": P, "s": s,
+            "amp": np.sqrt(2.0 * config.beta * s), "n_draw": n_draw, "n_noise": n_noise,
+            "chunk": int(max(1, min(config.steps,
+                                    2_000_000 // max(1, n_noise * D + n_draw * unit.dim_x))))}
 
 
-def _sgd_loop(unit, group, theta, teacher, scheme, config, rng_data, rng_noise, rng_group,
-              noise, orbit_closed_data, record_every, P, s, amp, n_draw, n_noise, chunk, snaps):
-    """The step loop of :func:`train` (chunks of pre-drawn data and noise)."""
-    N, D = theta.shape
+def _sgd_loop(run: dict, record_every: int) -> tuple[list[np.ndarray], list[tuple[int, np.ndarray]]]:
+    """The step loop of :func:`train` / :func:`train_schemes` (chunks of pre-drawn data,
+    noise and group elements, shared by the schemes); snapshots of the first scheme."""
+    unit, group, config, P, s, amp = (run[k] for k in ("unit", "group", "config", "P", "s", "amp"))
+    thetas, schemes, noises = run["thetas"], run["schemes"], run["noises"]
+    N, D = thetas[0].shape
+    snaps: list[tuple[int, np.ndarray]] = [(0, thetas[0].copy())] if record_every else []
+    da_random = "da_random" in schemes
     k = 0
     while k < config.steps:
-        m = min(chunk, config.steps - k)
-        Xc = config.x_std * rng_data.standard_normal((m, n_draw, unit.dim_x))
-        Ec = rng_noise.standard_normal((m, n_noise, D)) if config.beta > 0 else None
-        Gc = (rng_group.integers(0, group.order, size=(m, config.batch))
-              if scheme == "da_random" else None)
+        m = min(run["chunk"], config.steps - k)
+        Xc = config.x_std * run["rng_data"].standard_normal((m, run["n_draw"], unit.dim_x))
+        Ec = (run["rng_noise"].standard_normal((m, run["n_noise"], D)) if config.beta > 0
+              else None)
+        Gc = (run["rng_group"].integers(0, group.order, size=(m, config.batch))
+              if da_random else None)
         # teacher labels for the whole chunk in one product (the student's are per step)
-        Yc = _average(unit._value(Xc.reshape(-1, unit.dim_x), teacher), None).reshape(m, n_draw, -1)
+        Yc = _average(unit._value(Xc.reshape(-1, unit.dim_x), run["teacher"]),
+                      None).reshape(m, run["n_draw"], -1)
         for j in range(m):
             x = Xc[j]
             y = Yc[j]
-            if orbit_closed_data:
+            if run["orbit_closed_data"]:
                 x, y = _stack_orbit(group, x, y)
-            grad = _gradient(scheme, unit, group, theta, x, y, None if Gc is None else Gc[j],
-                             config.precision)
-            grad += 2.0 * config.tau * theta
-            if scheme == "ea":
-                grad = grad @ P.T
-            theta -= s * grad
-            if Ec is not None:
-                xi = Ec[j]
-                if noise == "orbit":
-                    xi = np.einsum("gij,nj->gni", group.M, xi).reshape(N, D)
-                elif noise == "projected":
-                    xi = xi @ P.T
-                theta += amp * xi
+            for scheme, nz, theta in zip(schemes, noises, thetas):
+                grad = _gradient(scheme, unit, group, theta, x, y,
+                                 Gc[j] if scheme == "da_random" else None, config.precision)
+                grad += 2.0 * config.tau * theta
+                if scheme == "ea":
+                    grad = grad @ P.T
+                theta -= s * grad
+                if Ec is not None:
+                    xi = Ec[j]
+                    if nz == "orbit":
+                        xi = np.einsum("gij,nj->gni", group.M, xi).reshape(N, D)
+                    elif nz == "projected":
+                        xi = xi @ P.T
+                    theta += amp * xi
             k += 1
             if record_every and k % record_every == 0:
-                snaps.append((k, theta.copy()))
-            if k % 64 == 0 and not np.isfinite(theta).all():
+                snaps.append((k, thetas[0].copy()))
+            if k % 64 == 0 and not all(np.isfinite(th).all() for th in thetas):
                 break
-        if not np.all(np.isfinite(theta)):
-            raise DivergenceError(f"noisy SGD ({scheme}) diverged before step {k}: step size "
-                                  f"s = alpha/N = {s:.4g} is too large; reduce alpha")
-    return theta, snaps
+        for scheme, theta in zip(schemes, thetas):
+            if not np.all(np.isfinite(theta)):
+                raise DivergenceError(f"noisy SGD ({scheme}) diverged before step {k}: step "
+                                      f"size s = alpha/N = {s:.4g} is too large; reduce alpha")
+    return thetas, snaps
 
 
 # ----------------------------------------------------------------------------------------
@@ -823,7 +867,6 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     the DATA only).  ``group`` is used only for its dimensions and, with ``da_orbit``, its
     data actions rho, rho^; the heuristic never looks at M_g.
     Returns ``(basis of the final E_j, iterates, converged)``."""
-    from numerics.transport import rmd as _rmd
     _require_unit(unit)
     _require_group(group, unit)
     rng = require_generator(rng)
@@ -839,6 +882,7 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     require_size(max_iter * config.steps * group.order * config.batch * n_particles * unit.dim_z,
                  "the work max_iter x steps x |G| batch x N x D", limit=_MAX_WORK,
                  what="multiply-adds", hint="use fewer steps, particles or iterations")
+    from numerics.transport import rmd as _rmd     # after validation (imports scipy)
     D = unit.dim_z
     basis = np.zeros((D, 0))
     iterates: list[HeuristicIterate] = []

@@ -102,3 +102,64 @@ def test_discover_fixed_space_refuses_a_huge_n_particles_at_once():
         eq.discover_fixed_space(u, G, teacher, eq.SGDConfig(steps=1, batch=1), 2 ** 31,
                                 np.random.default_rng(0), max_iter=1)
     assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("unit", [eq.LogisticUnit(2, 2), eq.TanhUnit(3, 3)])
+@pytest.mark.parametrize("scheme", ["vanilla", "da_orbit", "fa"])
+def test_float32_gradient_within_its_rounding_bound(unit, scheme):
+    """SGDConfig(precision='float32'): the data term of the step against the float64 one,
+    within the stated bound, a few 1e-5 of sum_kb |W_kb| (the size of the data term),
+    at the reference sizes (N = 2000, B = 20, |a| up to ~30)."""
+    G = c2_swap() if unit.dim_x == 2 else cyclic_shifts(3)
+    rng = np.random.default_rng(2)
+    th = 0.25 * rng.standard_normal((2000, unit.dim_z))
+    th[:10] *= 8.0                                        # a few saturated units
+    x, y = 4.0 * rng.standard_normal((20, unit.dim_x)), rng.standard_normal((20, unit.dim_y))
+    g64 = eq._gradient(scheme, unit, G, th, x, y, None)
+    g32 = eq._gradient(scheme, unit, G, th, x, y, None, "float32")
+    assert g32.dtype == np.float64 and g32.shape == g64.shape
+    xs, ys = (x, y) if scheme == "vanilla" else eq._stack_orbit(G, x, y)
+    model = eq.model_output(unit, xs, th)
+    cot = eq._fa_cotangent(G, model, y) if scheme == "fa" else model - ys
+    size = np.abs(cot).sum(axis=0).max() * np.abs(xs).max() / xs.shape[0]   # >= sum |W| / dY
+    err = np.abs(g32 - g64).max()
+    assert err <= 1e-4 * size, (err, size)
+    assert err > 0                                   # it is the float32 path
+
+
+def test_float32_refused_where_not_implemented():
+    u, G = eq.UVUnit(2, 2), eq_uv_group()
+    th = np.zeros((4, 4))
+    with pytest.raises(ValueError, match="precision"):
+        eq.train(u, G, th, th, "vanilla", eq.SGDConfig(steps=1, precision="float32"),
+                 np.random.default_rng(0), np.random.default_rng(1))
+    with pytest.raises(ValueError, match="precision"):
+        eq.SGDConfig(precision="float16")
+
+
+def eq_uv_group():
+    from numerics.groups import c2_swap_uv
+    return c2_swap_uv()
+
+
+@pytest.mark.parametrize("precision, beta", [("float64", 1e-6), ("float32", 1e-6),
+                                             ("float32", 0.0)])
+def test_train_schemes_equals_separate_runs_bit_for_bit(precision, beta):
+    """Common random numbers: one draw per step shared by the schemes gives exactly the
+    runs of train() with generators in the same state."""
+    u, G = eq.LogisticUnit(2, 2), c2_swap()
+    rng = lambda tag: np.random.default_rng([7, tag])  # noqa: E731
+    teacher = eq.make_teacher("WI", u, G, rng(0))
+    th0 = eq.init_particles("iid", 30, u, G, rng(1))
+    cfg = eq.SGDConfig(steps=200, beta=beta, precision=precision)
+    schemes = ("vanilla", "da_orbit", "fa", "da_random", "ea")
+    together = eq.train_schemes(u, G, th0, teacher, schemes, cfg, rng(2), rng(3), rng(4))
+    for sc in schemes:
+        alone = eq.train(u, G, th0, teacher, sc, cfg, rng(2), rng(3), rng(4))[0]
+        assert np.array_equal(together[sc], alone), sc
+    with pytest.raises(ValueError, match="distinct"):
+        eq.train_schemes(u, G, th0, teacher, ("fa", "fa"), cfg, rng(2), rng(3))
+    with pytest.raises(TypeError, match="schemes"):
+        eq.train_schemes(u, G, th0, teacher, "fa", cfg, rng(2), rng(3))
+    with pytest.raises(ValueError, match="noise"):
+        eq.train_schemes(u, G, th0, teacher, ("fa", "ea"), cfg, rng(2), rng(3), noise="orbit")

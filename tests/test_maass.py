@@ -373,3 +373,25 @@ def test_maass_claims_draw_through_the_context() -> None:
     from verify.claims import maass, maass_dynamics
     for mod in (maass, maass_dynamics):
         assert "default_rng" not in inspect.getsource(mod), mod.__name__
+
+
+def test_float32_trends_match_float64_far_below_their_standard_errors() -> None:
+    """The N-trends evaluate the unit in float32 (TrendSettings.precision): at the quick
+    sizes the fitted rates of M1c and M1d move by far less than their standard errors
+    (measured ~1e-8 against SE ~0.05), and every RMD by < 1e-4 relative."""
+    import dataclasses
+    from verify.claims.maass import QUICK, fit_rate
+    from verify.claims.maass_dynamics import scheme_trend, si_escape_trend
+    assert QUICK.precision == "float32"
+    s64 = dataclasses.replace(QUICK, precision="float64")
+    for seed in (0, 1):
+        pairs = []
+        a32, a64 = scheme_trend("WI", QUICK, seed, "t"), scheme_trend("WI", s64, seed, "t")
+        pairs += [(a32["samples"][k], a64["samples"][k]) for k in ("vanilla|da_orbit", "da_orbit|fa")]
+        for tk in ("WI", "arbitrary"):
+            pairs.append((si_escape_trend(tk, QUICK, seed, "t")["samples"],
+                          si_escape_trend(tk, s64, seed, "t")["samples"]))
+        for v32, v64 in pairs:
+            f32, f64 = fit_rate(QUICK.Ns, v32), fit_rate(QUICK.Ns, v64)
+            assert abs(f32.slope - f64.slope) < 1e-3 * f64.se, (f32, f64)
+            assert np.abs(np.array(v32) / np.array(v64) - 1).max() < 1e-4

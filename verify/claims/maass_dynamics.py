@@ -20,7 +20,7 @@ from scipy.linalg import subspace_angles
 from derivations import maass as dm
 from numerics.equivariant import (LogisticUnit, SGDConfig, discover_fixed_space,
                                   init_particles, make_teacher, model_output, scheme_gradient,
-                                  symmetrized_output, train)
+                                  symmetrized_output, train, train_schemes)
 from numerics.groups import GroupAction
 from numerics.rng import make_rng
 from numerics.transport import second_moment, w2_squared_uniform
@@ -50,9 +50,9 @@ def scheme_trend(teacher_kind: str, s: TrendSettings, seed: int, tag: str,
         for r in range(_reps(s, N)):
             th0 = init_particles("iid", N, u, G, make_rng(seed, tag, "init", N, r))
             cfg = SGDConfig(steps=s.steps(N), beta=s.beta, precision=s.precision)
-            fin = {sc: train(u, G, th0, teacher, sc, cfg, make_rng(seed, tag, "data", N, r),
-                             make_rng(seed, tag, "noise", N, r),
-                             make_rng(seed, tag, "g", N, r))[0] for sc in schemes}
+            fin = train_schemes(u, G, th0, teacher, tuple(schemes), cfg,
+                                make_rng(seed, tag, "data", N, r),
+                                make_rng(seed, tag, "noise", N, r), make_rng(seed, tag, "g", N, r))
             for a, b in pairs:
                 acc[f"{a}|{b}"].append(float(formulas.rmd(fin[a], fin[b])))
         for k in samples:
