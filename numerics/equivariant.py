@@ -630,8 +630,8 @@ def _gradient_f32(scheme: str, unit, group: GroupAction, theta: np.ndarray, x: n
     for k in range(dy):
         W[k * nb:(k + 1) * nb, k * dx:(k + 1) * dx] = cot[:, k, None] * xs_w
     np.square(t, out=t)
-    g = t.reshape(dy * nb, N).T @ W.astype(np.float32)           # (N, D) float32
-    return W.sum(axis=0) - g
+    g = W.T.astype(np.float32) @ t.reshape(dy * nb, N)           # (D, N) float32
+    return W.sum(axis=0) - g.T
 
 
 def scheme_gradient(scheme: str, unit: Unit, group: GroupAction, theta: np.ndarray,
