@@ -8,6 +8,7 @@ import pytest
 from hypothesis import assume, given, strategies as st
 
 from numerics import relu1d as N
+from numerics.validation import DivergenceError
 
 finite = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)
 
@@ -151,7 +152,7 @@ def test_gd_divergence_names_step_size():
     b = [-0.91847482, -0.28234513, -0.23294793, 0.56757142]
     c = [-2.5459046, -0.34062494, 0.75961515, -0.36168824]
     y = [-1.52693697, 0.32659817, 0.33668691, -0.27048939, -1.15979571]
-    with pytest.raises(FloatingPointError, match="eta=3"):
+    with pytest.raises(DivergenceError, match="eta=3"):
         N.gradient_descent(a, b, c, np.linspace(-1, 1, 5), y, 1, eta=3.0, steps=60)
     # a small step size converges
     g = N.gradient_descent(a, b, c, np.linspace(-1, 1, 5), y, 1, eta=0.01, steps=60)
@@ -310,7 +311,8 @@ def test_loss_and_grad_unrepresentable_gradient_is_named():
 def test_reduced_flow_chattering_stops_with_a_named_cause():
     """Fuzz finding: two samples 1e-45 apart (nearly coincident sample lines) made a
     near-zero neuron switch 50,000 times; the flow ran for minutes before max_steps.  Now
-    a RuntimeError naming the chattering pair after MAX_PAIR_EVENTS events (also for two
+    the shared chattering guard stops it after MAX_CROSSINGS events of one pair with a
+    ChatteringError (a RuntimeError and a DivergenceError) naming the pair (also for two
     samples 0 and 3.6e-158 apart, alternating between both pairs)."""
     r = np.array([1.7708170900121476, 1.3208596800850356])
     theta = np.array([2.9938033664641190e-233, 1.6179250469355813])
@@ -408,6 +410,12 @@ def test_gradient_descent_refuses_absurd_step_counts_fast():
         N.gradient_descent(np.ones(1000), np.zeros(1000), np.ones(1000), [1.0], [0.0], "m",
                            eta=0.1, steps=10 ** 6)
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_gradient_descent_refuses_a_last_time_beyond_float64():
+    """The result records the times k eta: eta * steps must be a float64."""
+    with pytest.raises(ValueError, match=r"eta \* steps"):
+        N.gradient_descent([1.0], [0.0], [0.0], [1.0], [0.0], "m", eta=1e308, steps=1000)
 
 
 def test_plane_metric_at_r_zero_is_named_without_a_warning():
