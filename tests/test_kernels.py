@@ -115,7 +115,7 @@ def test_interpolants_interpolate(data, init, kernel):
 def test_uniform_end_condition_relations_hold_for_sections():
     """The derived W3b relations annihilate every K(., x'), x' in [-1, 1] (numerically, from
     the float64 formula by one-sided polynomial fits near +-1)."""
-    from derivations import kernels as dk
+    from derivations import williams_kernels as dk
     M = np.array(dk.derive_spline_end_conditions().matrix.tolist(), dtype=float)
     for xp in (-0.8, 0.1, 0.65):
         tl = np.linspace(-1, xp - 0.05, 8)
@@ -348,7 +348,7 @@ _PERTURBED_RUN = r'''
 import json, sys
 import numpy as np
 import sympy as sp
-from derivations import kernels as dk
+from derivations import williams_kernels as dk
 from derivations.base import Derivation
 
 eps = float(sys.argv[1])
@@ -407,7 +407,7 @@ def _formula_outputs(eps: float) -> dict:
 
 
 def test_every_kernel_formula_evaluates_its_derivation():
-    """Every builder of derivations.kernels.DERIVATIONS wrapped so that each result becomes
+    """Every builder of derivations.williams_kernels.DERIVATIONS wrapped so that each result becomes
     e (1 + 1e-3) + 1e-3 (fresh process): the output of every kernel formula moves, each init
     and each kernel separately, at every point (no hand-typed copy answers instead).
     The kernel values move by >= 1e-4 relative; interpolants are invariant under K -> (1 + e) K,
@@ -423,7 +423,7 @@ def test_every_kernel_formula_evaluates_its_derivation():
 def test_stable_gaussian_form_is_derived_and_equal_to_the_primary_form():
     """The float64 gaussian forms are results of the derivation, proven equal to the primary
     arc-cosine forms at 50 digits on every branch (the series branch included)."""
-    from derivations import kernels as dk
+    from derivations import williams_kernels as dk
     from verify import derived
     st_ = dk.derive_gaussian_stable()
     assert st_.max_rel_diff <= 1e-30 and st_.grid_size >= 200
@@ -449,7 +449,7 @@ def test_wrong_gaussian_variance_in_the_derivation_fails_against_quadrature(cid)
     """A derivation done with (a, b) ~ N(0, (1 + 1e-7) I_2) instead of N(0, I_2): the claim's
     comparison with quadrature of the definition fails by measurement (not by exception)."""
     import sympy as sp
-    from derivations import kernels as dk
+    from derivations import williams_kernels as dk
     from verify import derived
     from verify.claims import get
     wrong = {"W3c": dk.derive_w3c, "W3d": dk.derive_w3d}[cid](sp.Rational(10_000_001, 10_000_000))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, example, given, strategies as st
 
-from derivations import relu1d as D
+from derivations import williams_dynamics as D
 from numerics import relu1d as N
 from verify import formulas as F
 

@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
+
+
+def public_modules(package: str, path: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """``(name, module)`` for every non-underscore module of ``package``, imported."""
+    for info in pkgutil.iter_modules(path):
+        if not info.name.startswith("_"):
+            yield info.name, importlib.import_module(f"{package}.{info.name}")
 
 
 def discover(package: str, path: Iterable[str], attr: str,
@@ -11,14 +18,11 @@ def discover(package: str, path: Iterable[str], attr: str,
     """``{key(item): item}`` over ``module.<attr>`` of every public module of ``package``;
     a key defined twice raises ``RuntimeError`` naming the module."""
     found: dict[str, Any] = {}
-    for info in pkgutil.iter_modules(path):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{package}.{info.name}")
+    for name, mod in public_modules(package, path):
         for item in getattr(mod, attr, []):
             k = key(item)
             if k in found:
-                raise RuntimeError(f"{k!r} from {package}.{info.name} is defined twice")
+                raise RuntimeError(f"{k!r} from {package}.{name} is defined twice")
             found[k] = item
     return found
 

@@ -1,7 +1,7 @@
 """Claims W2a-W2h: mean-field dynamics of shallow univariate ReLU networks (Williams,
 Trager, Silva, Panozzo, Zorin, Bruna, NeurIPS 2019).
 
-Derivations: ``derivations.relu1d.DERIVATIONS`` (read here only through
+Derivations: ``derivations.williams_dynamics.DERIVATIONS`` (read here only through
 ``ctx.derivation().results`` / ``verify.derived`` and the formulas, which read the same
 objects).  Numerics: ``numerics.relu1d`` (dense gradients, event-driven DOP853 gradient
 flow with Filippov sliding, reduced canonical flow).  Every check compares a derived
@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from derivations import relu1d as D
+from derivations import williams_dynamics as D
 from numerics import relu1d as N
 from numerics.rng import make_rng
 from verify import derived

@@ -5,7 +5,7 @@ Conventions (docs/conventions.md, section 1): "uniform" init (a, b) ~ U([-1, 1]^
 (a, b) ~ N(0, I_2), E c^2 = sigma_c^2; K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+];
 K_NTK = K_RF + sigma_c^2 (1 + x x') P(a x > b, a x' > b).
 
-Derivations: ``derivations.kernels`` (SymPy; ``DERIVATIONS``), read here only through
+Derivations: ``derivations.williams_kernels`` (SymPy; ``DERIVATIONS``), read here only through
 ``ctx.derivation().results`` and the verified formulas (which read the same objects).
 Independent numerics: ``numerics.kernels`` (mpmath quadrature of the defining integrals,
 quadrature / i.i.d. particles, output-layer training).
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.interpolate import CubicSpline
 
-from derivations import kernels as dk
+from derivations import williams_kernels as dk
 from numerics import kernels as nk
 from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
 from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, loglog_slope

@@ -9,22 +9,17 @@ names are collected from the ``__all__`` of every non-underscore module of this 
 >>> float(formulas.alpha_constant(2))  # doctest: +ELLIPSIS
 3.14159265358979...
 """
-import importlib as _importlib
-import pkgutil as _pkgutil
-
+from verify._discovery import public_modules as _public_modules
 from verify.formulas._base import VerifiedFormula
 
 __all__: list[str] = ["VerifiedFormula"]
 
 
 def _collect() -> None:
-    for info in _pkgutil.iter_modules(__path__):
-        if info.name.startswith("_"):
-            continue
-        mod = _importlib.import_module(f"{__name__}.{info.name}")
+    for module_name, mod in _public_modules(__name__, __path__):
         for name in getattr(mod, "__all__", []):
             if name in globals() and globals()[name] is not getattr(mod, name):
-                raise RuntimeError(f"formula name {name!r} defined twice (module {info.name})")
+                raise RuntimeError(f"formula name {name!r} defined twice (module {module_name})")
             globals()[name] = getattr(mod, name)
             __all__.append(name)
 

@@ -52,7 +52,7 @@ class _DerivedPhiKernel:
 
     def _m(self, k: int) -> float:
         if k not in self._mean:
-            from verify.formulas.alpha import alpha_constant
+            from verify.formulas.hajjar_alpha import alpha_constant
             top = 2 ** 53                  # the domain of alpha_constant
             if k <= top:
                 self._mean[k] = float(1.0 / alpha_constant(k))

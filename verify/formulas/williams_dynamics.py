@@ -29,7 +29,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from derivations import relu1d as D
+from derivations import williams_dynamics as D
 from numerics.validation import as_float_array, dot2, require_same_shape
 from verify import derived
 from verify.formulas._base import DerivedFunction, check_dps

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from derivations import kernels as dk
+from derivations import williams_kernels as dk
 from numerics.validation import as_float_array, require_choice, require_distinct
 from verify import derived
 from verify.formulas._base import DerivedFunction, check_dps
