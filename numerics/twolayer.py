@@ -15,10 +15,9 @@ the pre-activations, one pass for the activation mask, one for the ReLU, one GEM
 outputs and one GEMM for the gradient; the blocks stay in cache and their buffers are reused
 across calls (no n x m array is ever formed).
 
-Population expectations for Gaussian data rho = N(0, s2 I_d) are available in closed form
-(arc-cosine kernel of degree 1): :func:`gaussian_relu_kernel`,
-:func:`population_loss_and_grad_norm_target` (target f*(x) = |x_H|, one 1-D
-Gauss-Gegenbauer quadrature for the target term).
+Population expectations for Gaussian data rho = N(0, s2 I_d) (the arc-cosine kernel of
+degree 1: :func:`gaussian_relu_kernel`, :func:`population_loss_and_grad_norm_target`) live
+in :mod:`numerics.gaussian_relu` and are re-exported here.
 """
 from __future__ import annotations
 
@@ -29,6 +28,9 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
+from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
+                                    gaussian_relu_kernel_grad,
+                                    population_loss_and_grad_norm_target)
 from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError, DivergenceError,
                                  as_float_array, as_float_scalar, ldexp_clipped, merge_pow2,
                                  require_choice, require_finite_result, require_positive_int,
@@ -59,15 +61,6 @@ _STEP_OVERHEAD = 2000
 _MIN_RTOL = 100 * np.finfo(float).eps
 
 
-
-
-def _validate_params(a, B) -> tuple[np.ndarray, np.ndarray]:
-    """``a`` (m,) and ``B`` (m, d) as finite float64 arrays with matching m."""
-    a = as_float_array(a, "a (output weights)", ndim=1, allow_empty=False)
-    B = as_float_array(B, "B (input weights, shape (m, d))", ndim=2, allow_empty=False)
-    if B.shape[0] != a.shape[0]:
-        raise ValueError(f"a has {a.shape[0]} entries but B has {B.shape[0]} rows; both must be m")
-    return a, B
 
 
 def _validate(a, B, X, Y=None, weights=None, *, need_y: bool = False):
@@ -221,26 +214,34 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
 
 def _block_sums(a, B, X, w_m, wy, c, f, r) -> np.ndarray:
     """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
-    weighted residuals into ``r``; blocks of c samples, all m neurons at once."""
+    weighted residuals into ``r``; blocks of c samples, all m neurons at once.  Per block
+    the passes beyond the two GEMMs: the mask as booleans (1 byte per entry), its exact
+    0.0 / 1.0 copy (a uint8 -> float64 cast: together cheaper than a comparison into
+    float64), the ReLU as the product with it, and the GEMV."""
     m, d = B.shape
     n = X.shape[0]
     Z, M, RX, T = (_buffer("Z", (c, m)), _buffer("M", (c, m)), _buffer("RX", (c, d)),
                    _buffer("T", (m, d)))
+    mask = _buffer("mask", (c, m), dtype=np.bool_)
+    bits = mask.view(np.uint8)
     G = np.zeros((m, d))
-    BT = B.T
+    BT, MT = B.T, M.T
+    dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
     for s in range(0, n, c):
         e = min(n, s + c)
-        if e - s < Z.shape[0]:
-            Z, M, RX = Z[: e - s], M[: e - s], RX[: e - s]
+        if e - s < c:
+            Z, M, RX, mask, bits = Z[: e - s], M[: e - s], RX[: e - s], mask[: e - s], bits[: e - s]
+            MT = M.T
         Xs, fs, rs = X[s:e], f[s:e], r[s:e]
-        np.dot(Xs, BT, out=Z)                # pre-activations b_j . x_i
-        np.greater(Z, 0.0, out=M)            # the mask 1{b_j . x_i > 0} as 0.0 / 1.0
-        np.multiply(Z, M, out=Z)             # relu (a -inf times 0 gives nan: rescaled path)
-        np.dot(Z, a, out=fs)                 # m f(x_i)
-        np.multiply(fs, w_m[s:e], out=rs)
+        dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
+        greater(Z, 0.0, out=mask)            # the mask 1{b_j . x_i > 0}
+        copyto(M, bits)                      # ... as 0.0 / 1.0
+        multiply(Z, M, out=Z)                # relu (a -inf times 0 gives nan: rescaled path)
+        dot(Z, a, out=fs)                    # m f(x_i)
+        multiply(fs, w_m[s:e], out=rs)
         rs -= wy[s:e]                        # w_i (f(x_i) - y_i)
-        np.multiply(Xs, rs[:, None], out=RX)
-        np.dot(M.T, RX, out=T)
+        multiply(Xs, rs[:, None], out=RX)
+        dot(MT, RX, out=T)
         G += T
     return G
 
@@ -248,43 +249,54 @@ def _block_sums(a, B, X, w_m, wy, c, f, r) -> np.ndarray:
 def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
     """:func:`_block_sums` with the forward pass also blocked over mb neurons: per
     (c x mb) block one GEMM, the mask as booleans into a (c x m) array (1 byte per
-    entry), the ReLU in place and a GEMV accumulating m f; then per column block the
-    float64 mask and the gradient GEMM into its rows of G.  Every pass over a block
-    stays in the core's cache."""
+    entry), its 0.0 / 1.0 copy, the ReLU as the product with it and a GEMV accumulating
+    m f; then per column block the 0.0 / 1.0 mask again and the gradient GEMM into its
+    rows of G.  Every pass over a block stays in the core's cache."""
     m, d = B.shape
     n = X.shape[0]
     cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
     BTs = [B[j0:j1].T for j0, j1 in cols]
     As = [a[j0:j1] for j0, j1 in cols]
     Zbuf, Mbuf = _buffer("Zb", (c * mb,)), _buffer("Mb", (c * mb,))
-    Mask = _buffer("mask", (c, m), dtype=np.bool_)
+    mask = _buffer("mask", (c, m), dtype=np.bool_)
     RX, T, part = _buffer("RX", (c, d)), _buffer("T", (m, d)), _buffer("part", (c,))
     G = np.zeros((m, d))
+    dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
     for s in range(0, n, c):
         e = min(n, s + c)
         k = e - s
-        Xs, fs, rs, pk, Mk, RXk = X[s:e], f[s:e], r[s:e], part[:k], Mask[:k], RX[:k]
+        Xs, fs, rs, pk, RXk = X[s:e], f[s:e], r[s:e], part[:k], RX[:k]
+        bits = mask[:k].view(np.uint8)
         fs[:] = 0.0
         for (j0, j1), BT, aj in zip(cols, BTs, As):
             Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
-            np.dot(Xs, BT, out=Z)
-            np.greater(Z, 0.0, out=Mk[:, j0:j1])
-            np.maximum(Z, 0.0, out=Z)
-            np.dot(Z, aj, out=pk)
+            M = Mbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+            dot(Xs, BT, out=Z)
+            greater(Z, 0.0, out=mask[:k, j0:j1])
+            copyto(M, bits[:, j0:j1])
+            multiply(Z, M, out=Z)
+            dot(Z, aj, out=pk)
             fs += pk
-        np.multiply(fs, w_m[s:e], out=rs)
+        multiply(fs, w_m[s:e], out=rs)
         rs -= wy[s:e]
-        np.multiply(Xs, rs[:, None], out=RXk)
+        multiply(Xs, rs[:, None], out=RXk)
         for j0, j1 in cols:
             M = Mbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
-            np.copyto(M, Mk[:, j0:j1])
-            np.dot(M.T, RXk, out=T[j0:j1])
+            copyto(M, bits[:, j0:j1])
+            dot(M.T, RXk, out=T[j0:j1])
         G += T
     return G
 
 
 def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
-    return bool(np.isfinite(loss) and np.all(np.isfinite(ga)) and np.all(np.isfinite(gB)))
+    """True if the loss and every gradient entry are finite.  A NaN or infinite term makes
+    a float sum non-finite, so a finite sum settles it in one pass without a temporary;
+    only a sum that overflows from finite terms needs the entrywise test."""
+    if not np.isfinite(loss):
+        return False
+    if np.isfinite(np.sum(ga) + np.sum(gB)):
+        return True
+    return bool(np.all(np.isfinite(ga)) and np.all(np.isfinite(gB)))
 
 
 def _loss_and_grad_checked(a, B, X, Y, w, c) -> tuple[float, np.ndarray, np.ndarray]:
@@ -315,7 +327,8 @@ def loss_and_grad(a, B, X, Y, *, weights=None, chunk: int | None = None
     _require_work(n, *B.shape)
     w = vals[4] if weights is not None else np.full(n, 1.0 / n)
     c = _chunk_rows(a.shape[0], n, chunk)
-    if _tiny_factors(a, B, X, Y, w):
+    # the default weights 1/n are never below _TINY (that would take n > 2^140 samples)
+    if _tiny_factors(a, B, X, Y, *vals[4:]):
         loss, ga, gB = _loss_and_grad_scaled(a, B, X, Y, w, c)
     else:
         loss, ga, gB = _loss_and_grad_checked(a, B, X, Y, w, c)
@@ -724,117 +737,3 @@ def orbit_samples(X, group) -> np.ndarray:
     G = _group_stack(group, X.shape[1])
     require_size(G.shape[0] * X.size, "the orbit sample (|G| x n x d entries)")
     return np.concatenate([X @ g.T for g in G])
-
-
-# ---------------------------------------------------------------- Gaussian population
-def _unit_rows(U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(U_i / |U_i|, |U_i| as mantissa and power-of-two exponent), without overflow or
-    underflow: rows are scaled exactly by powers of two first; zero rows give 0."""
-    Uh, e = row_pow2_scale(U)
-    n = np.linalg.norm(Uh, axis=1)
-    unit = np.divide(Uh, n[:, None], out=np.zeros_like(Uh), where=n[:, None] > 0)
-    return unit, n, e
-
-
-def _angles(U: np.ndarray, V: np.ndarray):
-    """cos, angle and sin between the rows of U and V (0, pi/2, 1 where a row is 0) and
-    the norms |u_i| |v_j| as (mantissa, exponent)."""
-    uu, nu, eu = _unit_rows(U)
-    vv, nv, ev = _unit_rows(V)
-    cos = np.clip(uu @ vv.T, -1.0, 1.0)
-    gam = np.arccos(cos)
-    sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
-    return (np.outer(nu, nv), eu[:, None] + ev[None, :]), cos, gam, sin, uu
-
-
-def _validate_pair(U, V, s2) -> tuple[np.ndarray, np.ndarray, float]:
-    U = as_float_array(U, "U (shape (k, d))", ndim=2, allow_empty=False)
-    V = as_float_array(V, "V (shape (l, d))", ndim=2, allow_empty=False)
-    if U.shape[1] != V.shape[1]:
-        raise ValueError(f"U has {U.shape[1]} columns but V has {V.shape[1]}; both must be d")
-    s2 = as_float_scalar(s2, "s2 (data variance)", lo=0.0, lo_open=True)
-    require_size(U.shape[0] * V.shape[0], "the kernel matrix (len(U) x len(V))")
-    return U, V, s2
-
-
-def gaussian_relu_kernel(U, V, s2: float) -> np.ndarray:
-    """K_ij = E[relu(u_i . x) relu(v_j . x)], x ~ N(0, s2 I) (Cho & Saul arc-cosine kernel):
-    s2 |u||v| (sin g + (pi - g) cos g) / (2 pi), g the angle between u_i and v_j
-    (claims H1e, H1h); K = 0 for a zero row; a ValueError if K exceeds float64."""
-    U, V, s2 = _validate_pair(U, V, s2)
-    (nm, ne), cos, gam, sin, _ = _angles(U, V)
-    ms, es = np.frexp(s2)
-    mant = (ms / (2 * np.pi)) * nm * (sin + (np.pi - gam) * cos)
-    return ldexp_clipped(mant, ne + int(es), "gaussian_relu_kernel: K",
-                         "|u| |v| s2 beyond float64")
-
-
-def gaussian_relu_kernel_grad(U, V, s2: float, coef) -> np.ndarray:
-    """sum_j coef_ij E[1{u_i . x > 0} x relu(v_j . x)] for x ~ N(0, s2 I), i.e. the
-    gradient in u_i of sum_j coef_ij K(u_i, v_j):  s2/(2 pi) [(pi - g) v_j + sin g |v_j| u_i/|u_i|]
-    (0 for u_i = 0, where the indicator vanishes); a ValueError if it exceeds float64."""
-    U, V, s2 = _validate_pair(U, V, s2)
-    c = as_float_array(coef, "coef (shape (len(U), len(V)))", ndim=2)
-    if c.shape != (U.shape[0], V.shape[0]):
-        raise ValueError(f"coef must have shape {(U.shape[0], V.shape[0])}; got {c.shape}")
-    _, cos, gam, sin, uu = _angles(U, V)
-    zero_u = ~np.any(U != 0, axis=1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = (c * (np.pi - gam)) @ V
-        out += ((c * sin) @ np.linalg.norm(V, axis=1))[:, None] * uu
-        out *= s2 / (2 * np.pi)
-    out[zero_u] = 0.0
-    return require_finite_result(out, "gaussian_relu_kernel_grad", "coef, V or s2 too large")
-
-
-def population_loss_and_grad_norm_target(a, B, d_H: int, s2: float, r_nodes, r_weights
-                                         ) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
-    """Exact population loss 1/2 E[(f(x) - |x_H|)^2], x ~ N(0, s2 I_d), H = span(e_1..e_dH),
-    and its gradient (claim H1e target; used by claim H1h).
-
-    The target term uses |x_H| = alpha E_w relu(w . x_H), w ~ Unif(S^{d_H-1}): by rotation
-    invariance E[|x_H| relu(b . x)] = alpha E_R k(R |b_H|, |b|) with R the first coordinate
-    of w; ``(r_nodes, r_weights)`` is a quadrature rule for the law of R (nodes in [-1, 1],
-    normalized, alpha included in the weights: sum(weights) = alpha)."""
-    a, B = _validate_params(a, B)
-    m, d = B.shape
-    d_H = require_positive_int(d_H, "d_H (dimension of the subspace H)", maximum=d)
-    s2 = as_float_scalar(s2, "s2 (data variance)", lo=0.0, lo_open=True)
-    r_nodes = as_float_array(r_nodes, "r_nodes (quadrature nodes in [-1, 1])", ndim=1,
-                             allow_empty=False)
-    r_weights = as_float_array(r_weights, "r_weights (quadrature weights)", ndim=1)
-    if r_weights.shape != r_nodes.shape:
-        raise ValueError(f"r_weights must have one entry per node ({r_nodes.size}); got "
-                         f"{r_weights.size}")
-    if np.any(np.abs(r_nodes) > 1.0):
-        raise ValueError("r_nodes must lie in [-1, 1] (a coordinate of a unit vector)")
-    require_size(m * m, "the kernel matrix (m x m)")
-    require_size(m * r_nodes.size, "the quadrature table (m x len(r_nodes))")
-    with np.errstate(over="ignore", invalid="ignore"):
-        K = gaussian_relu_kernel(B, B, s2)                      # (m, m)
-        Ka = K @ a / m                                          # E[f relu(b_j x)]
-        bH = B[:, :d_H]
-        _, nbh, eb = _unit_rows(B)
-        nb = np.ldexp(nbh, eb)
-        nbH = np.linalg.norm(bH, axis=1)
-        rho = np.divide(nbH, nb, out=np.zeros_like(nb), where=nb > 0)
-        cos = np.clip(rho[:, None] * r_nodes[None, :], -1.0, 1.0)   # (m, q)
-        gam = np.arccos(cos)
-        sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
-        pref = s2 / (2 * np.pi)
-        T = pref * nb * ((sin + (np.pi - gam) * cos) @ r_weights)   # E[|x_H| relu(b_j x)]
-        f_ff = float(a @ K @ a) / m ** 2
-        f_fs = float(a @ T) / m
-        loss = 0.5 * (f_ff - 2 * f_fs + s2 * d_H)
-        ga = (Ka - T) / m
-        # E[f 1{b_j x>0} x] and E[|x_H| 1{b_j x>0} x]
-        gf = gaussian_relu_kernel_grad(B, B, s2, np.broadcast_to(a / m, (m, m)))
-        e_bH = np.divide(bH, nbH[:, None], out=np.zeros_like(bH), where=nbH[:, None] > 0)
-        gs = pref * (((np.pi - gam) * r_nodes[None, :]) @ r_weights)[:, None] * \
-            np.pad(e_bH, ((0, 0), (0, d - d_H)))
-        gs += pref * (sin @ r_weights)[:, None] * np.divide(
-            B, nb[:, None], out=np.zeros_like(B), where=nb[:, None] > 0)
-        gB = (a / m)[:, None] * (gf - gs)
-    require_finite_result((loss, ga, gB), "population_loss_and_grad_norm_target",
-                          "a, B or s2 too large")
-    return loss, (ga, gB)

@@ -1,0 +1,145 @@
+"""Population expectations of the bias-free two-layer ReLU network under Gaussian data
+rho = N(0, s2 I_d) (Hajjar & Chizat 2023, docs/conventions.md, section 2; claims H1e, H1h):
+the arc-cosine kernel of degree 1 (Cho & Saul 2009),
+
+    K(u, v) = E[relu(u . x) relu(v . x)] = s2 |u| |v| (sin g + (pi - g) cos g) / (2 pi),
+
+g the angle between u and v, its gradient in u, and the exact population loss of
+f(x) = (1/m) sum_j a_j relu(b_j . x) against the target f*(x) = |x_H| (one 1-D quadrature
+over the law of a coordinate of a uniform unit vector for the target term).
+
+Norms are carried as (mantissa, power-of-two exponent) so that huge or tiny weights
+neither overflow nor underflow before the final product.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numerics.validation import (as_float_array, as_float_scalar, ldexp_clipped,
+                                 require_finite_result, require_positive_int, require_size,
+                                 row_pow2_scale)
+
+__all__ = ["gaussian_relu_kernel", "gaussian_relu_kernel_grad",
+           "population_loss_and_grad_norm_target"]
+
+
+def _particles(a, B) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` (m,) and ``B`` (m, d) as finite float64 arrays with matching m."""
+    a = as_float_array(a, "a (output weights)", ndim=1, allow_empty=False)
+    B = as_float_array(B, "B (input weights, shape (m, d))", ndim=2, allow_empty=False)
+    if B.shape[0] != a.shape[0]:
+        raise ValueError(f"a has {a.shape[0]} entries but B has {B.shape[0]} rows; both must be m")
+    return a, B
+
+
+def _unit_rows(U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(U_i / |U_i|, |U_i| as mantissa and power-of-two exponent), without overflow or
+    underflow: rows are scaled exactly by powers of two first; zero rows give 0."""
+    Uh, e = row_pow2_scale(U)
+    n = np.linalg.norm(Uh, axis=1)
+    unit = np.divide(Uh, n[:, None], out=np.zeros_like(Uh), where=n[:, None] > 0)
+    return unit, n, e
+
+
+def _angles(U: np.ndarray, V: np.ndarray):
+    """cos, angle and sin between the rows of U and V (0, pi/2, 1 where a row is 0) and
+    the norms |u_i| |v_j| as (mantissa, exponent)."""
+    uu, nu, eu = _unit_rows(U)
+    vv, nv, ev = _unit_rows(V)
+    cos = np.clip(uu @ vv.T, -1.0, 1.0)
+    gam = np.arccos(cos)
+    sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
+    return (np.outer(nu, nv), eu[:, None] + ev[None, :]), cos, gam, sin, uu
+
+
+def _validate_pair(U, V, s2) -> tuple[np.ndarray, np.ndarray, float]:
+    U = as_float_array(U, "U (shape (k, d))", ndim=2, allow_empty=False)
+    V = as_float_array(V, "V (shape (l, d))", ndim=2, allow_empty=False)
+    if U.shape[1] != V.shape[1]:
+        raise ValueError(f"U has {U.shape[1]} columns but V has {V.shape[1]}; both must be d")
+    s2 = as_float_scalar(s2, "s2 (data variance)", lo=0.0, lo_open=True)
+    require_size(U.shape[0] * V.shape[0], "the kernel matrix (len(U) x len(V))")
+    return U, V, s2
+
+
+def gaussian_relu_kernel(U, V, s2: float) -> np.ndarray:
+    """K_ij = E[relu(u_i . x) relu(v_j . x)], x ~ N(0, s2 I) (Cho & Saul arc-cosine kernel):
+    s2 |u||v| (sin g + (pi - g) cos g) / (2 pi), g the angle between u_i and v_j
+    (claims H1e, H1h); K = 0 for a zero row; a ValueError if K exceeds float64."""
+    U, V, s2 = _validate_pair(U, V, s2)
+    (nm, ne), cos, gam, sin, _ = _angles(U, V)
+    ms, es = np.frexp(s2)
+    mant = (ms / (2 * np.pi)) * nm * (sin + (np.pi - gam) * cos)
+    return ldexp_clipped(mant, ne + int(es), "gaussian_relu_kernel: K",
+                         "|u| |v| s2 beyond float64")
+
+
+def gaussian_relu_kernel_grad(U, V, s2: float, coef) -> np.ndarray:
+    """sum_j coef_ij E[1{u_i . x > 0} x relu(v_j . x)] for x ~ N(0, s2 I), i.e. the
+    gradient in u_i of sum_j coef_ij K(u_i, v_j):  s2/(2 pi) [(pi - g) v_j + sin g |v_j| u_i/|u_i|]
+    (0 for u_i = 0, where the indicator vanishes); a ValueError if it exceeds float64."""
+    U, V, s2 = _validate_pair(U, V, s2)
+    c = as_float_array(coef, "coef (shape (len(U), len(V)))", ndim=2)
+    if c.shape != (U.shape[0], V.shape[0]):
+        raise ValueError(f"coef must have shape {(U.shape[0], V.shape[0])}; got {c.shape}")
+    _, cos, gam, sin, uu = _angles(U, V)
+    zero_u = ~np.any(U != 0, axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (c * (np.pi - gam)) @ V
+        out += ((c * sin) @ np.linalg.norm(V, axis=1))[:, None] * uu
+        out *= s2 / (2 * np.pi)
+    out[zero_u] = 0.0
+    return require_finite_result(out, "gaussian_relu_kernel_grad", "coef, V or s2 too large")
+
+
+def population_loss_and_grad_norm_target(a, B, d_H: int, s2: float, r_nodes, r_weights
+                                         ) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+    """Exact population loss 1/2 E[(f(x) - |x_H|)^2], x ~ N(0, s2 I_d), H = span(e_1..e_dH),
+    and its gradient (claim H1e target; used by claim H1h).
+
+    The target term uses |x_H| = alpha E_w relu(w . x_H), w ~ Unif(S^{d_H-1}): by rotation
+    invariance E[|x_H| relu(b . x)] = alpha E_R k(R |b_H|, |b|) with R the first coordinate
+    of w; ``(r_nodes, r_weights)`` is a quadrature rule for the law of R (nodes in [-1, 1],
+    normalized, alpha included in the weights: sum(weights) = alpha)."""
+    a, B = _particles(a, B)
+    m, d = B.shape
+    d_H = require_positive_int(d_H, "d_H (dimension of the subspace H)", maximum=d)
+    s2 = as_float_scalar(s2, "s2 (data variance)", lo=0.0, lo_open=True)
+    r_nodes = as_float_array(r_nodes, "r_nodes (quadrature nodes in [-1, 1])", ndim=1,
+                             allow_empty=False)
+    r_weights = as_float_array(r_weights, "r_weights (quadrature weights)", ndim=1)
+    if r_weights.shape != r_nodes.shape:
+        raise ValueError(f"r_weights must have one entry per node ({r_nodes.size}); got "
+                         f"{r_weights.size}")
+    if np.any(np.abs(r_nodes) > 1.0):
+        raise ValueError("r_nodes must lie in [-1, 1] (a coordinate of a unit vector)")
+    require_size(m * m, "the kernel matrix (m x m)")
+    require_size(m * r_nodes.size, "the quadrature table (m x len(r_nodes))")
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = gaussian_relu_kernel(B, B, s2)                      # (m, m)
+        Ka = K @ a / m                                          # E[f relu(b_j x)]
+        bH = B[:, :d_H]
+        _, nbh, eb = _unit_rows(B)
+        nb = np.ldexp(nbh, eb)
+        nbH = np.linalg.norm(bH, axis=1)
+        rho = np.divide(nbH, nb, out=np.zeros_like(nb), where=nb > 0)
+        cos = np.clip(rho[:, None] * r_nodes[None, :], -1.0, 1.0)   # (m, q)
+        gam = np.arccos(cos)
+        sin = np.sqrt(np.maximum(1.0 - cos * cos, 0.0))
+        pref = s2 / (2 * np.pi)
+        T = pref * nb * ((sin + (np.pi - gam) * cos) @ r_weights)   # E[|x_H| relu(b_j x)]
+        f_ff = float(a @ K @ a) / m ** 2
+        f_fs = float(a @ T) / m
+        loss = 0.5 * (f_ff - 2 * f_fs + s2 * d_H)
+        ga = (Ka - T) / m
+        # E[f 1{b_j x>0} x] and E[|x_H| 1{b_j x>0} x]
+        gf = gaussian_relu_kernel_grad(B, B, s2, np.broadcast_to(a / m, (m, m)))
+        e_bH = np.divide(bH, nbH[:, None], out=np.zeros_like(bH), where=nbH[:, None] > 0)
+        gs = pref * (((np.pi - gam) * r_nodes[None, :]) @ r_weights)[:, None] * \
+            np.pad(e_bH, ((0, 0), (0, d - d_H)))
+        gs += pref * (sin @ r_weights)[:, None] * np.divide(
+            B, nb[:, None], out=np.zeros_like(B), where=nb[:, None] > 0)
+        gB = (a / m)[:, None] * (gf - gs)
+    require_finite_result((loss, ga, gB), "population_loss_and_grad_norm_target",
+                          "a, B or s2 too large")
+    return loss, (ga, gB)
