@@ -269,6 +269,24 @@ def _old_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.old")
 
 
+def why_not_replaceable(target: str | Path) -> str | None:
+    """Why the suite may not replace the directory ``target`` (None if it may): it exists
+    and is not a directory, holds what the report did not write, or ``.NAME.old`` is in
+    the way.  The one refuse-to-replace rule, checked before work starts
+    (``verify._paths.validate_report_out``) and again at the swap (:func:`replace_dir`)."""
+    target = Path(target).absolute()
+    if os.path.lexists(target):
+        if target.is_symlink() or not target.is_dir():
+            return "it is a file, not a directory"
+        ok, why = owns_directory(target)
+        if not ok:
+            return why
+    old = _old_name(target)
+    if os.path.lexists(old):
+        return f"{old} exists and was not written by the report (no marker)"
+    return None
+
+
 def _staging_prefix(target: Path) -> str:
     return f".{target.name}.tmp"
 
@@ -333,14 +351,11 @@ def replace_dir(staging: str | Path, target: str | Path) -> None:
     if not staging.is_dir():
         raise ValueError(f"staging directory {staging} does not exist")
     recover_interrupted(target)
+    why = why_not_replaceable(target)
+    if why is not None:
+        raise ValueError(f"refusing to replace {target}: {why}; choose a new or empty "
+                         "directory for --out, or move it away")
     if os.path.lexists(target):
-        if target.is_symlink() or not target.is_dir():
-            raise ValueError(f"refusing to replace {target}: it is not a directory; choose "
-                             "a new or empty directory for --out")
-        ok, why = owns_directory(target)
-        if not ok:
-            raise ValueError(f"refusing to replace {target}: {why}; choose a new or empty "
-                             "directory for --out, or move it away")
         if os.listdir(target) and read_marker(target) is None:
             _write_marker(target, "complete")  # adopt a report of an earlier version
     os.chmod(staging, umask_mode(True))
@@ -365,9 +380,9 @@ def replace_dir(staging: str | Path, target: str | Path) -> None:
         _stage("cleaned")
         return
     old = _old_name(target)
-    if os.path.lexists(old):
-        raise ValueError(f"refusing to replace {target}: {old} exists and was not written by "
-                         "`verify report`; move it away and run again")
+    if os.path.lexists(old):  # absent at the check above: it appeared during the swap
+        raise ValueError(f"refusing to replace {target}: {old} appeared meanwhile; move it "
+                         "away and run again")
     os.replace(target, old)
     _stage("moved-aside")
     os.replace(staging, target)

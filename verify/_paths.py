@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from verify._atomic import MARKER, owns_directory, recover_interrupted
+from verify._atomic import MARKER, recover_interrupted, why_not_replaceable
 
 __all__ = ["OutputPathError", "validate_output_dir", "validate_output_file",
            "validate_report_out"]
@@ -104,15 +104,10 @@ def validate_report_out(path: Any, what: str = "--out") -> Path:
         raise OutputPathError(f"{what} {p}: refusing to replace a mount point; {fix}")
     _require_writable_dir(target.parent, what, p)
     recover_interrupted(target)
-    if target.is_dir():
-        ok, why = owns_directory(target)
-        if not ok:
-            raise OutputPathError(f"{what} {p}: refusing to replace it: {why}; {fix}, or "
-                                  "move it away yourself")
-    old = target.with_name(f".{target.name}.old")
-    if os.path.lexists(old):
-        raise OutputPathError(f"{what} {p}: {old} exists and was not written by the report "
-                              "(no marker); move it away and run again")
+    why = why_not_replaceable(target)
+    if why is not None:
+        raise OutputPathError(f"{what} {p}: refusing to replace it: {why}; {fix}, or "
+                              "move it away yourself")
     return target
 
 

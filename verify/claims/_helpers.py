@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from verify.claims._core import Outcome, RunContext, Table
+from verify.claims._core import Outcome, RunContext, Table, jsonable
 
 __all__ = ["Margin", "SubCheck", "combine", "control_margin", "fmt", "loglog_slope",
            "for_all_instances", "margin", "no_shrinking", "without_local_constants"]
@@ -195,20 +195,17 @@ def _ratio(sc: SubCheck) -> float:
 
 
 def _describe(instance: Any) -> Any:
-    """A compact JSON-able description of a drawn instance for the evidence."""
+    """A compact JSON-able description of a drawn instance for the evidence: arrays
+    rounded to 12 decimals, or summarised when large; everything else as :func:`jsonable`."""
     if isinstance(instance, dict):
         return {str(k): _describe(v) for k, v in instance.items()}
     if isinstance(instance, (list, tuple)):
         return [_describe(v) for v in instance]
     if isinstance(instance, np.ndarray):
         if instance.size <= 64:
-            return np.round(instance, 12).tolist()
+            return jsonable(np.round(instance, 12))
         return f"array{instance.shape}(min={instance.min():.6g}, max={instance.max():.6g})"
-    if isinstance(instance, (np.floating, float)):
-        return float(instance)
-    if isinstance(instance, (np.integer, int, bool, str)) or instance is None:
-        return instance if not isinstance(instance, np.integer) else int(instance)
-    return repr(instance)
+    return jsonable(instance)
 
 
 @contextlib.contextmanager
