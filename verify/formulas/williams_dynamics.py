@@ -72,16 +72,14 @@ def _hypot_rewrite(expr: Any) -> Any:
     return expr.replace(lambda e: legs(e) is not None, to_hypot)
 
 
-def _lam(claim: str, key: str | tuple, args: tuple, careful: bool = True, mp: bool = False):
-    """Evaluator of a derived result (cached per derivation generation)."""
+def _hypot_form(claim: str, key: str, args: tuple, mp: bool = False):
+    """The derived result ``derived.results(claim)[key]`` with every sqrt of a sum of
+    squares as hypot (:func:`_hypot_rewrite`), lambdified to NumPy (to mpmath if ``mp``);
+    cached per derivation generation.  Plain evaluators are ``derived.lambdified``."""
     def build():
-        expr: Any = derived.results(claim)
-        for k in (key if isinstance(key, tuple) else (key,)):
-            expr = expr[k]
-        if careful:
-            expr = _hypot_rewrite(sp.sympify(expr))
+        expr = _hypot_rewrite(sp.sympify(derived.results(claim)[key]))
         return sp.lambdify(args, expr, modules=_MP if mp else _NP)
-    return _cached(build, (claim, key, args, careful, mp))
+    return _cached(build, (claim, key, args, mp))
 
 
 _CACHE: dict[tuple, Any] = {}
@@ -138,8 +136,8 @@ def _canonical_from_full(a: Any, b: Any, c: Any):
                          "a neuron with (a, b) = (0, 0); drop such neurons (they are constant 0)")
     args = (D.a, D.b, D.c)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = np.asarray(_lam("W2a", "r", args)(a, b, c), dtype=np.float64)
-        th = np.asarray(_lam("W2a", "theta", args)(a, b, c), dtype=np.float64)
+        r = np.asarray(_hypot_form("W2a", "r", args)(a, b, c), dtype=np.float64)
+        th = np.asarray(_hypot_form("W2a", "theta", args)(a, b, c), dtype=np.float64)
     _finite_or_raise("r = c |(a, b)|", r, "rescale (a, b, c) -> (k a, k b, c / k) first")
     dl = _delta(a, b, c)
     shape = np.broadcast_shapes(a.shape)
@@ -183,7 +181,7 @@ def _delta(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 def _canonical_from_full_mp(a: Any, b: Any, c: Any, dps: int = 30):
     dps = check_dps(dps)
     args = (D.a, D.b, D.c)
-    fns = [_lam("W2a", k, args, mp=True) for k in ("r", "theta", "delta")]
+    fns = [_hypot_form("W2a", k, args, mp=True) for k in ("r", "theta", "delta")]
 
     def one(A, B, C):
         if A == 0 and B == 0:
@@ -217,8 +215,8 @@ def _scaled_nu2(r: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarra
     rs, ds = np.ldexp(r, -2 * e), np.ldexp(delta, -2 * e)
     args = (D.r, D.delta)
     with np.errstate(divide="ignore", invalid="ignore"):
-        nu2 = np.where(ds > 0, _lam("W2a", "nu2_rationalized", args)(rs, ds),
-                       _lam("W2a", "nu2", args)(rs, ds))
+        nu2 = np.where(ds > 0, _hypot_form("W2a", "nu2_rationalized", args)(rs, ds),
+                       _hypot_form("W2a", "nu2", args)(rs, ds))
     return np.asarray(nu2, dtype=np.float64), e
 
 
@@ -246,7 +244,7 @@ def _full_from_canonical(r: Any, theta: Any, delta: Any):
 def _full_from_canonical_mp(r: Any, theta: Any, delta: Any, dps: int = 30):
     dps = check_dps(dps)
     args = (D.r, D.delta)
-    fns = {k: _lam("W2a", k, args, mp=True) for k in ("nu2_rationalized", "nu2")}
+    fns = {k: _hypot_form("W2a", k, args, mp=True) for k in ("nu2_rationalized", "nu2")}
 
     def one(R, T, Dl):
         if R == 0 and Dl >= 0:
@@ -286,10 +284,10 @@ def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
     require_same_shape(x_data=x_data, residuals=residuals)
     args = (D.r, D.theta, D.x, D.rho)
     R, TH = r[..., None], theta[..., None]
-    inner = np.asarray(_lam("W2e", "inner", args)(R, TH, x_data, residuals))
+    inner = np.asarray(_hypot_form("W2e", "inner", args)(R, TH, x_data, residuals))
     act = np.broadcast_to(inner > 0, R.shape[:-1] + x_data.shape)  # ReLU'(0) = 0
-    t_r = np.broadcast_to(_lam("W2e", "dV_dr_term", args)(R, TH, x_data, residuals), act.shape)
-    t_th = np.broadcast_to(_lam("W2e", "dV_dtheta_term", args)(R, TH, x_data, residuals), act.shape)
+    t_r = np.broadcast_to(_hypot_form("W2e", "dV_dr_term", args)(R, TH, x_data, residuals), act.shape)
+    t_th = np.broadcast_to(_hypot_form("W2e", "dV_dtheta_term", args)(R, TH, x_data, residuals), act.shape)
     g_r = np.where(act, t_r, 0.0).sum(axis=-1)
     g_th = np.where(act, t_th, 0.0).sum(axis=-1)
     _finite_or_raise("dV/dr or dV/dtheta", np.stack([g_r, g_th]), "rescale r or the residuals")
@@ -299,7 +297,7 @@ def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
 def _potential_gradient_mp(r: Any, theta: Any, x_data: Any, residuals: Any, dps: int = 30):
     dps = check_dps(dps)
     args = (D.r, D.theta, D.x, D.rho)
-    fi, fr, ft = (_lam("W2e", k, args, careful=False, mp=True)
+    fi, fr, ft = (derived.lambdified("W2e", k, args, modules=_MP)
                   for k in ("inner", "dV_dr_term", "dV_dtheta_term"))
     with mpmath.workdps(dps):
         R, T = mpmath.mpf(float(r)), mpmath.mpf(float(theta))
@@ -342,7 +340,7 @@ def _velocity_jump(r: Any, x_star: Any, rho_star: Any):
     # degree-1 homogeneity in r and in rho*: evaluate on the mantissas, add the exponents
     mr, er = np.frexp(r)
     mq, eq = np.frexp(rho_star)
-    val = np.asarray(_lam("W2f", "magnitude", (D.r, D.x, D.rho))(mr, x_star, mq), dtype=np.float64)
+    val = np.asarray(_hypot_form("W2f", "magnitude", (D.r, D.x, D.rho))(mr, x_star, mq), dtype=np.float64)
     with np.errstate(over="ignore"):
         out = np.ldexp(val, er + eq)
     _finite_or_raise("|r rho*| sqrt(1 + x*^2)", out, "the jump exceeds float64")
@@ -351,7 +349,7 @@ def _velocity_jump(r: Any, x_star: Any, rho_star: Any):
 
 def _velocity_jump_mp(r: Any, x_star: Any, rho_star: Any, dps: int = 30):
     dps = check_dps(dps)
-    f = _lam("W2f", "magnitude", (D.r, D.x, D.rho), careful=False, mp=True)
+    f = derived.lambdified("W2f", "magnitude", (D.r, D.x, D.rho), modules=_MP)
     return _mp_elementwise(lambda R, X, Q: (+f(R, X, Q),), ("r", "x_star", "rho_star"),
                            (r, x_star, rho_star), 1, broadcast=True, dps=dps)[0]
 
