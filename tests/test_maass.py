@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, example, find, given, settings, strategies a
 
 from derivations import maass as dm
 from numerics.equivariant import (DivergenceError, HiddenLayerUnit, LinearUnit, LogisticUnit,
-                                  SGDConfig, TanhUnit, UVUnit, _gradient, _stack_orbit,
-                                  discover_fixed_space, init_particles, make_teacher,
-                                  model_output, scheme_gradient, train)
+                                  SGDConfig, TanhUnit, UVUnit, discover_fixed_space,
+                                  init_particles, make_teacher, model_output, scheme_gradient,
+                                  train)
+from numerics.equivariant_sgd import _gradient, _stack_orbit
 from numerics.groups import (c2_swap, c2_swap_uv, cyclic_network_action, cyclic_shifts,
                              permutation_action, sign_flips, symmetric_group_matrices,
                              uv_action)
@@ -372,7 +373,24 @@ def test_maass_claims_draw_through_the_context() -> None:
     import inspect
     from verify.claims import maass, maass_dynamics
     for mod in (maass, maass_dynamics):
-        assert "default_rng" not in inspect.getsource(mod), mod.__name__
+        src = inspect.getsource(mod)
+        assert "default_rng" not in src and "make_rng" not in src, mod.__name__
+        # one claim shape: the kit's public names, never the claims' private modules
+        assert "claims._core" not in src and "claims._helpers" not in src, mod.__name__
+
+
+def test_m1d_trends_are_shared_by_the_check_and_its_control() -> None:
+    """The trends come from the run's streams (ctx.rng), the same for a check and its
+    negative control: cached per run, keyed by the context without the control flag."""
+    from verify.claims import maass_dynamics as md
+    from verify.kit import RunContext
+    check = RunContext("M1d", "quick", 3)
+    control = RunContext("M1d", "quick", 3, negative_control=True)
+    assert md._run_key(check) == md._run_key(control)
+    assert md._run_key(check) != md._run_key(RunContext("M1d", "quick", 4))
+    a = check.rng("escape", "WI").standard_normal(3)
+    b = control.rng("escape", "WI").standard_normal(3)
+    assert np.array_equal(a, b)
 
 
 def test_float32_trends_match_float64_far_below_their_standard_errors() -> None:
@@ -386,11 +404,12 @@ def test_float32_trends_match_float64_far_below_their_standard_errors() -> None:
     s64 = dataclasses.replace(QUICK, precision="float64")
     for seed in (0, 1):
         pairs = []
-        a32, a64 = scheme_trend("WI", QUICK, seed, "t"), scheme_trend("WI", s64, seed, "t")
+        a32 = scheme_trend("WI", QUICK, make_rng(seed, "t"))
+        a64 = scheme_trend("WI", s64, make_rng(seed, "t"))
         pairs += [(a32["samples"][k], a64["samples"][k]) for k in ("vanilla|da_orbit", "da_orbit|fa")]
         for tk in ("WI", "arbitrary"):
-            pairs.append((si_escape_trend(tk, QUICK, seed, "t")["samples"],
-                          si_escape_trend(tk, s64, seed, "t")["samples"]))
+            pairs.append((si_escape_trend(tk, QUICK, make_rng(seed, "e", tk))["samples"],
+                          si_escape_trend(tk, s64, make_rng(seed, "e", tk))["samples"]))
         for v32, v64 in pairs:
             f32, f64 = fit_rate(QUICK.Ns, v32), fit_rate(QUICK.Ns, v64)
             assert abs(f32.slope - f64.slope) < 1e-3 * f64.se, (f32, f64)

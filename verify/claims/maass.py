@@ -36,9 +36,8 @@ from numerics.equivariant import (HiddenLayerUnit, LinearUnit, LogisticUnit, Tan
 from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_action,
                              cyclic_shifts, permutation_action, sign_flips, uv_action,
                              symmetric_group_matrices)
-from verify import derived
-from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
-from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances, loglog_slope
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
+                        for_all_instances, lambdified, loglog_slope)
 
 SOURCE = "Maass Martinez & Fontbona (NeurIPS 2024), arXiv 2405.19995"
 EXACT_TOL = 1e-12
@@ -81,8 +80,8 @@ FULL = TrendSettings(Ns=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000), T=20.0, r
 
 
 def settings(ctx: RunContext) -> TrendSettings:
-    quick = ctx.quick
-    return QUICK if quick else FULL
+    """The N-trend sizes of the run's profile."""
+    return QUICK if ctx.quick else FULL
 
 
 def reference() -> tuple[GroupAction, LogisticUnit]:
@@ -148,7 +147,7 @@ def _rel_err(a, b) -> float:
 
 def _lam(cid: str, key, args, modules=("numpy",)):
     """The derived result ``key`` of claim ``cid`` lambdified (cached per generation)."""
-    return derived.lambdified(cid, key, args, modules=modules)
+    return lambdified(cid, key, args, modules=modules)
 
 
 # ----------------------------------------------------------------------------------------

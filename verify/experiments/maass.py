@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from numerics.rng import make_rng
 from verify.claims.maass import TrendSettings
 from verify.kit import loglog_slope
 from verify.claims.maass_dynamics import (HeuristicSettings, heuristic_examples, heuristic_run,
@@ -110,7 +111,6 @@ def rmd2_to_fixed_space(group, theta: np.ndarray) -> float:
 
 def _teacher(params: dict[str, Any], kind: str, G, u, seed: int) -> np.ndarray:
     from numerics.equivariant import make_teacher
-    from numerics.rng import make_rng
     if params["teacher"] == "fixed":
         return fixed_teacher(kind, str(params["unit"]), G)
     if params["teacher"] != "random":
@@ -122,7 +122,6 @@ def _one_run(params, G, u, teacher, init: str, scheme: str, N: int, rep: int, se
              tag: str) -> float:
     """RMD^2 to E^G after N T noisy SGD steps of ``scheme`` from an ``init`` start."""
     from numerics.equivariant import DivergenceError, init_particles, train
-    from numerics.rng import make_rng
     steps = max(1, int(round(N * float(params["T"]))))
     th0 = init_particles("SI" if init == "SI" else "iid", N, u, G,
                          make_rng(seed, tag, "init", init, N, rep))
@@ -184,7 +183,8 @@ def run_rmd(params: dict[str, Any], profile: str, seed: int):
         # alpha = 50, tau = 1e-4, beta = 1e-6, i.i.d. start): RMD (not squared) between schemes
         s = TrendSettings(Ns=tuple(Ns), T=float(params["T"]), replicates=reps)
         data["rmd_between_schemes_claim_settings"] = {
-            tk: scheme_trend(tk, s, seed, f"exp-{tk}")["rmd"] for tk in teachers}
+            tk: scheme_trend(tk, s, make_rng(seed, "maass-rmd", "claim-trend", tk))["rmd"]
+            for tk in teachers}
     return data, fig
 
 
@@ -197,7 +197,9 @@ def run_heuristic(params: dict[str, Any], profile: str, seed: int):
     data: dict[str, Any] = {"settings": hs.__dict__, "runs": {}}
     fig, ax = new_figure(width=5.0)
     for name, G, u in heuristic_examples():
-        res = heuristic_run(G, u, str(params["teacher"]), hs, seed, f"exp-heuristic-{name}")
+        tag = f"exp-heuristic-{name}"
+        res = heuristic_run(G, u, str(params["teacher"]), hs, make_rng(seed, tag, "teacher"),
+                            make_rng(seed, tag, "heuristic"))
         data["runs"][name] = res
         its = res["iterates"]
         ax.semilogy([it["dim"] for it in its], [max(it["rmd_escape"], 1e-17) for it in its],
