@@ -294,7 +294,9 @@ def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
     only a sum that overflows from finite terms needs the entrywise test."""
     if not np.isfinite(loss):
         return False
-    if np.isfinite(np.sum(ga) + np.sum(gB)):
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(ga) + np.sum(gB)
+    if np.isfinite(total):
         return True
     return bool(np.all(np.isfinite(ga)) and np.all(np.isfinite(gB)))
 

@@ -349,3 +349,37 @@ def test_gradient_flow_refuses_an_rtol_below_what_the_solver_honours(rtol):
             tl.gradient_flow(a, B, X, Y, [0.0, 0.01], rtol=rtol)
         res = tl.gradient_flow(a, B, X, Y, [0.0, 0.01], rtol=100 * np.finfo(float).eps)
     assert res.rtol == 100 * np.finfo(float).eps and np.all(np.isfinite(res.a))
+
+
+def test_gaussian_population_lives_in_its_module_and_is_reexported():
+    """The arc-cosine kernel and the population loss are numerics.gaussian_relu's; the
+    network module re-exports the same objects under its public names."""
+    from numerics import gaussian_relu as gr
+    for name in gr.__all__:
+        assert name in tl.__all__ and getattr(tl, name) is getattr(gr, name)
+
+
+def test_finiteness_of_results_in_one_pass():
+    """A finite sum proves every term finite; a sum that overflows from finite terms falls
+    back to the entrywise test; NaN and inf anywhere are caught."""
+    big = np.full(3, 1e308)
+    assert tl._all_finite(0.5, big, np.ones((3, 2)))
+    for bad in (np.nan, np.inf, -np.inf):
+        gB = np.ones((3, 2))
+        gB[1, 1] = bad
+        assert not tl._all_finite(0.5, big, gB)
+        assert not tl._all_finite(0.5, np.array([0.0, bad]), np.ones((3, 2)))
+    assert not tl._all_finite(np.inf, np.ones(2), np.ones((2, 2)))
+
+
+def test_block_mask_is_the_exact_zero_one_comparison():
+    """The step's mask (a boolean comparison, then its uint8 view cast to float64) is
+    exactly the float64 comparison 1{z > 0}, at signed zeros, subnormals, infinities and
+    NaN too."""
+    z = np.array([[-0.0, 0.0, 5e-324, -5e-324, np.inf, -np.inf, np.nan, 1.0, -1.0]])
+    mask = np.empty(z.shape, dtype=np.bool_)
+    M = np.empty(z.shape)
+    np.greater(z, 0.0, out=mask)
+    np.copyto(M, mask.view(np.uint8))
+    assert M.tobytes() == np.greater(z, 0.0).astype(np.float64).tobytes()
+    assert M.tolist() == [[0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0]]
