@@ -49,7 +49,7 @@ from types import SimpleNamespace  # noqa: E402
 import pytest  # noqa: E402
 import sympy as sp  # noqa: E402
 
-from verify.report import render  # noqa: E402
+from verify.report import mathml, render  # noqa: E402
 
 _x, _y = sp.symbols("x y")
 
@@ -61,34 +61,34 @@ def _outside_math(html_text: str) -> str:
 
 def test_piecewise_renders_as_cases() -> None:
     pw = sp.Piecewise((_x**2, _x < 0), (_x, True))
-    out = render.display_mathml(pw, "g(x)")
+    out = mathml.display_mathml(pw, "g(x)")
     assert "piecewise" not in out.lower() and "<mtable" in out and "otherwise" in out
     assert "&lt;" in out and "<mo><</mo>" not in out  # x < 0 escaped
-    assert "\\begin{cases}" in "\n".join(render.display_latex(pw, "g(x)"))
+    assert "\\begin{cases}" in "\n".join(mathml.display_latex(pw, "g(x)"))
 
 
 def test_long_expression_gets_readable_form_and_collapsible_full_form() -> None:
     long = sum(sp.sin(k * _x) * sp.cos(_y) ** k / (k + 1) for k in range(1, 30))
-    out = render.display_mathml(sp.Eq(sp.Symbol("F"), long))
+    out = mathml.display_mathml(sp.Eq(sp.Symbol("F"), long))
     assert out.count("<details>") == 1 and "full expression" in out
     readable = out.split("<details>")[0]
     assert "<mtable" in readable  # the sum is broken over several lines
-    widths = [render._mathml_width(m) for m in re.findall(r"<mtr>.*?</mtr>", readable)]
-    assert max(widths) <= render.LINE_BUDGET + 25
-    md = "\n".join(render.display_latex(sp.Eq(sp.Symbol("F"), long)))
+    widths = [mathml._mathml_width(m) for m in re.findall(r"<mtr>.*?</mtr>", readable)]
+    assert max(widths) <= mathml.LINE_BUDGET + 25
+    md = "\n".join(mathml.display_latex(sp.Eq(sp.Symbol("F"), long)))
     assert "\\begin{aligned}" in md and "<details>" in md
 
 
 def test_wide_product_names_its_parts() -> None:
     wide = sp.Piecewise((sum(_x**k / (k + 2) for k in range(16)), _x < 1), (1, True)) * sp.exp(
         sum(_y**k / (k + 3) for k in range(24)))
-    assert render._width(wide) > render.LINE_BUDGET + 40
-    out = render.display_mathml(wide, "K")
+    assert mathml._width(wide) > mathml.LINE_BUDGET + 40
+    out = mathml.display_mathml(wide, "K")
     assert "where" in out and "&#926;" in out  # Xi_1, Xi_2, ... defined under the formula
 
 
 def test_short_expression_is_one_math_element() -> None:
-    out = render.display_mathml(sp.sqrt(_x**2 + 1), "r")
+    out = mathml.display_mathml(sp.sqrt(_x**2 + 1), "r")
     assert out.count("<math") == 1 and "<details>" not in out
 
 
@@ -163,8 +163,8 @@ def test_every_claim_renders_cleanly() -> None:
             for i, step in enumerate(c.derivation().steps, 1):
                 html_parts.append(render._text_html(step.text, f"{c.id} step {i}"))
                 if step.expr is not None:
-                    html_parts.append(render.display_mathml(step.expr, step.lhs))
-                    render.display_latex(step.expr, step.lhs)
+                    html_parts.append(mathml.display_mathml(step.expr, step.lhs))
+                    mathml.display_latex(step.expr, step.lhs)
         except render.ReportRenderError as exc:
             problems.append(str(exc))
             continue
@@ -195,10 +195,10 @@ def test_quick_report_of_all_claims_is_clean(tmp_path) -> None:
 
 def test_wide_exact_numbers_shown_rounded_with_exact_form_collapsible() -> None:
     row = sp.Matrix([[sp.Rational(10716432000 + k, 981997) for k in range(10)]])  # mutable
-    out = render.display_mathml(row, r"\alpha^T")
+    out = mathml.display_mathml(row, r"\alpha^T")
     readable, full = out.split("<details>")
     assert "&#x2248;" in readable and "10912." in readable and "981997" in full
-    assert any("\\approx" in line for line in render.display_latex(row, r"\alpha^T"))
+    assert any("\\approx" in line for line in mathml.display_latex(row, r"\alpha^T"))
 
 
 def test_no_typed_text_as_sympy_symbols() -> None:
