@@ -285,38 +285,41 @@ class ChatteringGuard:
     """Counts the activation switches of every (neuron i, sample j) pair of a flow and
     raises :class:`ChatteringError` once one pair exceeds ``limit``.
 
-    ``limit = MAX_CROSSINGS * switches_per_crossing``: the guard allows each pair 100
-    crossings of its kink u_ij = 0 (the knot of neuron i passing sample j).  An honest
-    flow crosses a given kink a handful of times over a horizon: the knot turns only where
-    its velocity changes sign, and each turn takes a finite time (at most 5 events of one
-    pair in every flow of claims W2b, W2c, W2g, W2h at seeds 0-4), so 100 is a 20-fold
-    margin.  A sliding mode that the integrator does not resolve switches the pair at
-    every step of a step size that shrinks towards the rounding level: it reaches the
-    limit in a fraction of a second instead of running for minutes into a step budget.
+    ``limit = crossings * switches_per_crossing``: each pair may cross its kink u_ij = 0
+    (the knot of neuron i passing sample j) ``crossings`` times, by default
+    :data:`MAX_CROSSINGS` = 100.  An honest flow crosses a given kink a handful of times
+    over a horizon: the knot turns only where its velocity changes sign, and each turn
+    takes a finite time (at most 5 events of one pair in every flow of claims W2b, W2c,
+    W2g, W2h at seeds 0-19), so 100 is a 20-fold margin.  A sliding mode that the
+    integrator does not resolve switches the pair at every step of a step size that
+    shrinks towards the rounding level: it reaches the limit in a fraction of a second
+    instead of running for minutes into a step budget.
 
     ``switches_per_crossing`` is what one crossing costs in the engine's bookkeeping:
 
     - 1 where crossings are located as events and the integrator restarts on the new
       side (``numerics.relu1d``, :meth:`switch`);
-    - :data:`SAMPLED_SWITCHES_PER_CROSSING` (300) where the pattern is compared between
-      successive field evaluations (:meth:`switches`): the field jumps at the kink, so
-      DOP853 rejects steps until h ~ tol / jump, and each attempt evaluates stages on both
-      sides (its 12 stages are not in time order).  Measured for one crossing of a jump
-      (ratios 0.1..2 of the speed, rtol 1e-3..2.3e-14): at most 257 switches, growing like
-      log(1/rtol), which float64 bounds (rtol >= 100 eps).  Under that bookkeeping a
-      sliding mode costs about 4 field evaluations per switch (1.2e5 evaluations to the
-      limit).
+    - up to :data:`SAMPLED_SWITCHES_PER_CROSSING` = 300 where the pattern is compared
+      between successive field evaluations (:meth:`switches`): the field jumps at the
+      kink, so DOP853 rejects steps until h ~ tol / jump, and each attempt evaluates
+      stages on both sides (its 12 stages are not in time order).  Measured for one
+      crossing of a jump (speed ratios 1/4..4 across it, rtol 1e-3..2.3e-14): at most 257
+      switches, growing like log(1/rtol), which float64 bounds (rtol >= 100 eps).  Under
+      that bookkeeping a sliding mode costs about 4 field evaluations per switch, so
+      100 crossings' worth is 1.2e5 evaluations; an engine whose evaluations are
+      expensive may allow fewer ``crossings`` and must say so where it builds its guard.
 
     ``kink`` describes the kink in the engine's notation (e.g. ``"b_j . x_i = 0"``) and
     ``hint`` what the user may change; both go into the message."""
 
     def __init__(self, n_neurons: int, n_samples: int, *, switches_per_crossing: int = 1,
-                 kink: str = "u_ij = 0", hint: str = ""):
+                 crossings: int = MAX_CROSSINGS, kink: str = "u_ij = 0", hint: str = ""):
         self.n_neurons = require_positive_int(n_neurons, "n_neurons")
         self.n_samples = require_positive_int(n_samples, "n_samples")
         require_size(self.n_neurons * self.n_samples, "n_neurons x n_samples (the switch "
                      "counts)", hint="use fewer neurons or samples")
-        self.limit = MAX_CROSSINGS * require_positive_int(
+        self.crossings = require_positive_int(crossings, "crossings", maximum=10 ** 6)
+        self.limit = self.crossings * require_positive_int(
             switches_per_crossing, "switches_per_crossing", maximum=1000)
         for name, v in (("kink", kink), ("hint", hint)):
             if not isinstance(v, str):
@@ -354,5 +357,5 @@ class ChatteringGuard:
             f"chattering: neuron {i} switched more than {self.limit} times at sample {j} "
             f"before t={t:.6g}: it slides along its kink {self.kink} for that sample (the "
             "field points into the kink from both sides, a Filippov sliding mode the "
-            f"integrator does not resolve; more than {MAX_CROSSINGS} crossings)"
+            f"integrator does not resolve; more than {self.crossings} crossings)"
             + (f"; {self.hint}" if self.hint else ""))

@@ -311,6 +311,8 @@ def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, 
 
 # --------------------------------------------------------------------------- the two fields
 class _FullProblem(_Problem):
+    """dz/dt = -grad L(z), z = (a, b, c) stacked; switching values u_ij = a_i x_j - b_i."""
+
     def __init__(self, x: np.ndarray, y: np.ndarray, alpha: float, m: int):
         self.x, self.yd, self.al, self.m, self.s = x, y, alpha, m, x.size
         self.xt2 = 1.0 + x * x  # |x~_j|^2
@@ -373,6 +375,9 @@ class _FullProblem(_Problem):
 
 
 class _ReducedProblem(_Problem):
+    """dw_i/dt = -time_scale G_i^{-1} grad_{w_i} L~, w = (r, theta) stacked; switching
+    values u_ij = <x~_j, d(theta_i)>; sliding freezes theta_i."""
+
     def __init__(self, x, y, delta, ginv: InverseMetric, time_scale: float, m: int):
         self.x, self.yd, self.delta, self.ginv, self.ts, self.m, self.s = x, y, delta, ginv, time_scale, m, x.size
 

@@ -41,7 +41,7 @@ def test_guard_stops_a_constructed_sliding_mode_naming_neuron_and_sample():
     above, +1 below: a Filippov sliding mode DOP853 cannot pass), while neurons 0 and 1
     cross kinks transversally: the guard names neuron 2 and sample 1."""
     guard = ChatteringGuard(3, X.size, switches_per_crossing=SAMPLED_SWITCHES_PER_CROSSING,
-                            kink="z_i = x_j", hint="perturb the data")
+                            crossings=10, kink="z_i = x_j", hint="perturb the data")
 
     def speed(i, active):
         if i == 2:
@@ -49,7 +49,7 @@ def test_guard_stops_a_constructed_sliding_mode_naming_neuron_and_sample():
         return 2.0 if i == 0 else -1.5
 
     with pytest.raises(ChatteringError, match=r"chattering: neuron 2 switched more than "
-                       r"30000 times at sample 1 .*slides along its kink z_i = x_j.*Filippov "
+                       r"3000 times at sample 1 .*slides along its kink z_i = x_j.*Filippov "
                        r"sliding mode.*; perturb the data"):
         _sampled_flow(speed, np.array([-6.0, 8.0, 1.5]), 5.0, 1e-8, guard)
     assert guard.counts[2, 1] == guard.limit + 1
@@ -58,11 +58,11 @@ def test_guard_stops_a_constructed_sliding_mode_naming_neuron_and_sample():
 
 @pytest.mark.parametrize("rtol", [1e-3, 1e-8, 2.3e-14])
 def test_one_crossing_of_a_jump_costs_at_most_the_stated_sampled_switches(rtol):
-    """The speed jumps at every kink (by a factor 1/4 .. 2 across it), so DOP853 rejects
+    """The speed jumps at every kink (by a factor 1/4 .. 4 across it), so DOP853 rejects
     steps near it: one crossing still costs at most SAMPLED_SWITCHES_PER_CROSSING
     switches, and the flow crossing the kinks at 7, 3 and 0.5 runs to its end."""
     guard = ChatteringGuard(1, X.size, switches_per_crossing=SAMPLED_SWITCHES_PER_CROSSING)
-    for ratio in (0.25, 0.5, 2.0):
+    for ratio in (0.25, 0.5, 2.0, 4.0):
         guard.counts[:] = 0
         sol = _sampled_flow(lambda i, act: -2.0 * ratio if act.sum() % 2 else -2.0,
                             np.array([7.9]), 30.0, rtol, guard)
@@ -92,6 +92,18 @@ def test_guard_event_mode_limit_and_error_types():
         guard.switches(np.zeros((2, 3)), 0.0)
     with pytest.raises(ValueError, match="n_neurons x n_samples"):
         ChatteringGuard(2 ** 40, 2 ** 40)
+
+
+def test_guard_limit_is_crossings_times_switches_per_crossing():
+    guard = ChatteringGuard(1, 1, crossings=4, switches_per_crossing=250)
+    assert guard.limit == 1000
+    changed = np.ones((1, 1), dtype=bool)
+    for _ in range(1000):
+        guard.switches(changed, 0.0)
+    with pytest.raises(ChatteringError, match="more than 1000 times.*more than 4 crossings"):
+        guard.switches(changed, 0.0)
+    with pytest.raises(ValueError, match="crossings"):
+        ChatteringGuard(1, 1, crossings=0)
 
 
 def test_guard_switches_accept_a_transposed_view():
