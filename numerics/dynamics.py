@@ -197,9 +197,12 @@ class FlowResult(_ByName):
             if self.names and len(self.names) != self.state.shape[1]:
                 raise ValueError(f"names must name the {self.state.shape[1]} rows of state; "
                                  f"got {list(self.names)}")
-            if self.trajectory:
+            if self.trajectory and (tuple(self.trajectory) != self.names or not all(
+                    np.array_equal(self.trajectory[n], self.state[:, k])
+                    for k, n in enumerate(self.names))):  # (dataclasses.replace passes both)
                 raise ValueError("trajectory: pass either the stacked state or the "
-                                 "trajectory by name, not both")
+                                 "trajectory by name, not both (unless it holds the rows of "
+                                 "state)")
             self.trajectory = {n: self.state[:, k] for k, n in enumerate(self.names)}
         else:
             self.trajectory = _arrays(self.trajectory, "trajectory", n_t)

@@ -2,6 +2,7 @@
 guard (numerics.dynamics)."""
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -146,6 +147,7 @@ def test_gd_result_of_the_1d_engine_carries_both_engines_fields():
     assert g.a.shape == (4, 4) and g.a is g.trajectory["a"]     # by name: the trajectory
     assert np.array_equal(g.final["c"], g.c[-1])
     assert len(g.snapshots) == 4 and np.array_equal(g.snapshots[1][1], g.b[1])
+    assert dataclasses.replace(g, by_name="final").a is g.final["a"]
     assert np.array_equal(g.a[0], a)
     with pytest.raises(AttributeError, match="parameters are a, b, c"):
         g.B  # noqa: B018
@@ -184,6 +186,10 @@ def test_flow_result_of_the_1d_engine_names_its_parameters():
     assert fl.times is fl.t and fl.state.shape == (3, 3, 4)
     assert np.shares_memory(fl.a, fl.state) and np.array_equal(fl.c, fl.state[:, 2])
     assert fl.nfev > fl.n_steps > 0 and fl.rtol == 1e-12 and fl.atol == 1e-14
+    again = dataclasses.replace(fl, n_steps=1)
+    assert again.n_steps == 1 and np.shares_memory(again.b, fl.state)
+    back = pickle.loads(pickle.dumps(dataclasses.replace(fl, segments=[])))
+    assert np.array_equal(back.c, fl.c) and back.names == fl.names
     red = relu1d.reduced_flow(np.abs(a) + 0.5, b, 1.0, x, y, [0.0, 0.2])
     assert red.names == ("r", "theta") and np.array_equal(red.theta[0], b)
 
