@@ -300,9 +300,8 @@ def test_feature_product_moments_mean_is_the_kernel(init):
 def test_w3f_exact_interpolant_matches_formula():
     from verify import derived
     alpha = np.array([float(v) for v in derived.results("W3f")["alpha_fig4"]])
-    x = np.linspace(-0.9, 0.9, 10)
-    y = np.where(np.arange(10) // 2 % 2 == 0, 1.0, -1.0)
-    f = F.kernel_interpolant(x, y)
+    from verify.claims.williams_kernels import FIG4_X, FIG4_Y
+    f = F.kernel_interpolant(FIG4_X, FIG4_Y)
     assert np.allclose(f.coefficients, alpha, rtol=64 * f.condition * 2**-52, atol=0)
 
 
@@ -578,3 +577,91 @@ def test_kernel_step_budgets_and_empty_points_are_refused_fast():
         nk.feature_product_moments(a, b, np.array([1.0]), [])
     with pytest.raises(ValueError, match="exponent"):
         nk.rkhs_weight_quad_mp(0.3, exponent=20.5)
+
+
+# ------------------------------------------------------------ numerics.splines (claim W3b)
+def _natural_at_ends() -> np.ndarray:
+    """Relations f(-1) = f(1) = 0 and f''(-1) = f''(1) = 0 on [l_0..l_3, r_0..r_3]."""
+    rel = np.zeros((4, 8))
+    rel[0, 0] = rel[1, 4] = rel[2, 2] = rel[3, 6] = 1.0
+    return rel
+
+
+@given(st.lists(st.floats(-0.9, 0.9), min_size=1, max_size=8, unique=True),
+       st.data())
+def test_spline_with_end_conditions_is_scipys_spline_with_those_ends(xs, data):
+    """Independent of the kernel: relations f = f'' = 0 at +-1 give scipy's natural spline
+    through (-1, 0), the data, (1, 0)."""
+    from scipy.interpolate import CubicSpline
+    from numerics.splines import spline_with_end_conditions
+    x = np.sort(np.array(xs))
+    if np.min(np.diff(np.concatenate([[-1.0], x, [1.0]]))) < 1e-3:
+        return
+    y = np.array(data.draw(st.lists(st.floats(-2, 2), min_size=x.size, max_size=x.size)))
+    s = spline_with_end_conditions(x, y, _natural_at_ends())
+    ref = CubicSpline(np.concatenate([[-1.0], x, [1.0]]), np.concatenate([[0.0], y, [0.0]]),
+                      bc_type="natural")
+    g = np.linspace(-1, 1, 201)
+    assert np.allclose(s(g), ref(g), rtol=0, atol=1e-9 * (1 + np.max(np.abs(y))))
+
+
+def test_spline_with_derived_end_conditions_is_the_uniform_kernel_interpolant():
+    from numerics.splines import spline_with_end_conditions
+    from verify import derived
+    from verify.claims.williams_kernels import FIG4_X, FIG4_Y
+    M = np.array(derived.results("W3b")["end_conditions"].tolist(), dtype=float)
+    f = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="uniform")
+    g = np.linspace(-1, 1, 401)
+    assert np.max(np.abs(spline_with_end_conditions(FIG4_X, FIG4_Y, M)(g) - f(g))) \
+        <= 64 * f.condition * 2**-52
+    M[2, 6] *= 1 + 1e-6   # the W3b near miss: off by far more than rounding
+    assert np.max(np.abs(spline_with_end_conditions(FIG4_X, FIG4_Y, M)(g) - f(g))) \
+        > 10 * 64 * f.condition * 2**-52
+
+
+@pytest.mark.parametrize("args, match", [
+    (([0.5, 1.0], [1.0, 2.0], None), "x_data"),
+    (([0.5, -0.5], [1.0, 2.0], None), "x_data"),
+    (([0.5, 0.5 + 1e-12], [1.0, 2.0], None), "x_data"),
+    (([np.nan], [1.0], None), "x_data"),
+    (([[0.1]], [1.0], None), "x_data"),
+    (([], [], None), "x_data"),
+    (([0.1, 0.2], [1.0], None), "y_data"),
+    (([0.1], [np.inf], None), "y_data"),
+    (([0.1], ["a"], None), "y_data"),
+    (([0.1], [1.0], np.zeros((4, 8))), "relations"),
+    (([0.1], [1.0], np.zeros((3, 8))), "relations"),
+    (([0.1], [1.0], np.full((4, 8), np.nan)), "relations"),
+    (([0.1], [1.0], "M"), "relations"),
+    ((np.linspace(-0.5, 0.5, 2_000_001), np.zeros(2_000_001), None), "x_data"),
+])
+def test_spline_with_end_conditions_refuses_bad_input_by_name(args, match):
+    import time
+    from numerics.splines import spline_with_end_conditions
+    x, y, rel = args
+    t0 = time.perf_counter()
+    with pytest.raises((ValueError, TypeError), match=match):
+        spline_with_end_conditions(x, y, _natural_at_ends() if rel is None else rel)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_figure4_data_has_one_source():
+    """The float64 Figure-4 data of the claims are the correctly rounded exact rationals
+    the derivation solves with (no second typed copy)."""
+    from derivations import williams_kernels as dk
+    from verify.claims.williams_kernels import FIG4_X, FIG4_Y
+    xs, ys = dk.fig4_data()
+    assert FIG4_X.tolist() == [float(v) for v in xs] and FIG4_Y.tolist() == [float(v) for v in ys]
+
+
+def test_iid_particles_are_shared_by_a_check_and_its_negative_control():
+    """One claim shape: the cached i.i.d. draws take the run context; the negative control
+    (and --examples) reuse the same draws, a different seed does not."""
+    import dataclasses
+    from verify.claims import williams_kernels as wk
+    from verify.kit import RunContext
+    ctx = RunContext("W3a", "quick", 3)
+    g = wk._iid_grams(ctx, "uniform")
+    assert wk._iid_grams(dataclasses.replace(ctx, negative_control=True, examples=2), "uniform") is g
+    other = wk._iid_grams(RunContext("W3a", "quick", 4), "uniform")
+    assert not np.array_equal(other[100], g[100])

@@ -1,0 +1,310 @@
+"""Claims W3b, W3e: the kernel interpolants of shallow univariate ReLU networks (Williams,
+Trager, Silva, Panozzo, Zorin, Bruna, NeurIPS 2019, Sec. 4 "kernel regime", Thm 5).
+
+- W3b (Thm 5): the uniform-init random-feature kernel interpolant of data in [-1, 1] is a
+  C^2 cubic spline with knots at the data and third-derivative jumps alpha_j / 8; it is not
+  the natural spline: its end conditions are derived (``numerics.splines`` builds the
+  spline from them, independently of the kernel);
+- W3e: the RKHS norm is the weighted L2 norm int f''^2 / omega plus an affine part, with
+  the derived weight omega(x) = int |a|^3 p_0(a, a x) da checked against quadrature.
+
+The kernels themselves (W3a, W3c, W3d) are in :mod:`verify.claims.williams_kernels`,
+Figure 4 (W3f) in :mod:`verify.claims.williams_kernels_finite_width`.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import mpmath
+import numpy as np
+import sympy as sp
+from hypothesis import strategies as st
+from scipy.interpolate import CubicSpline
+
+from derivations import williams_kernels as dk
+from numerics import kernels as nk
+from numerics.splines import spline_with_end_conditions
+from verify.claims._williams_kernels_common import (EPS, FIG4_X, FIG4_Y, REL_TOL, SOURCE, XP, X,
+                                                    datasets, formulas, point_pairs,
+                                                    relative_error_vs_mpmath)
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
+                        derived_results, fmt, for_all_instances, lambdified)
+
+__all__ = ["CLAIMS"]
+
+
+# ==================================================================== W3b
+def _piecewise_fit_stats(f: Callable, xd: np.ndarray, deg: int = 3) -> tuple[float, np.ndarray]:
+    """Fit a degree-``deg`` polynomial to f on each interval between consecutive knots
+    (-1, data, 1) from 12 interior samples; return the max fit residual (relative to max|f|)
+    and the jumps of derivatives 0..3 of adjacent fits at every data point."""
+    nodes = np.concatenate([[-1.0], xd, [1.0]])
+    polys, resid, scale = [], 0.0, 1.0
+    for lo, hi in zip(nodes[:-1], nodes[1:]):
+        t = lo + (hi - lo) * (0.5 - 0.5 * np.cos(np.pi * (np.arange(12) + 0.5) / 12))
+        c = (lo + hi) / 2
+        v = f(t)
+        scale = max(scale, float(np.max(np.abs(v))))
+        p = np.polynomial.Polynomial.fit(t - c, v, deg, domain=[lo - c, hi - c])
+        resid = max(resid, float(np.max(np.abs(p(t - c) - v))))
+        polys.append((p, c))
+
+    def d(j: int, k: int, x0: float) -> float:
+        p, c = polys[j]
+        return float(p.deriv(k)(x0 - c) if k else p(x0 - c))
+    jumps = np.array([[d(j + 1, k, x0) - d(j, k, x0) for k in range(4)] for j, x0 in enumerate(xd)])
+    return resid / scale, jumps
+
+
+_W3B_DATA = datasets(min_points=3, max_points=9, min_gap=0.12, x_range=(-0.95, 0.95), y_range=(-2.0, 2.0))
+
+
+_JUMP_H = 0.05   # node spacing of the one-sided cubic pieces
+
+
+@lru_cache(maxsize=256)
+def _section_quadrature(xp: float) -> tuple[tuple[mpmath.mpf, ...], tuple[mpmath.mpf, ...]]:
+    """K_RF(x' + k h, x') for k = -3..0 and 0..3 (uniform init) by 2-D quadrature of the
+    definition at 40 digits: the nodes of the cubic pieces left and right of x'."""
+    with mpmath.workdps(45):
+        X0 = mpmath.mpf(xp)
+        val = {k: nk.rf_kernel_quad_mp(X0 + k * mpmath.mpf(_JUMP_H), X0, "uniform", dps=40)
+               for k in range(-3, 4)}
+    return tuple(val[k] for k in (-3, -2, -1, 0)), tuple(val[k] for k in (0, 1, 2, 3))
+
+
+def _jumps_vs_quadrature(xp: float, jumps: Callable[[Any], Any]) -> SubCheck:
+    """On [-1, 1] each side of the section K_RF(., x') is a cubic (W3b): the cubic through
+    4 quadrature values on each side gives its derivatives at x' exactly (up to the 40-digit
+    quadrature); their jumps against the derived jumps J_k(x'), k = 0..3 (``jumps``: the
+    derived tuple lambdified in mpmath)."""
+    left, right = _section_quadrature(xp)
+    with mpmath.workdps(40):
+        X0, h = mpmath.mpf(xp), mpmath.mpf(_JUMP_H)
+
+        def derivs(vals: tuple, ks: tuple[int, ...]) -> list:
+            # Newton form in t = (x - x') / h through the nodes t = ks; derivatives at t = 0
+            pts = [mpmath.mpf(k) for k in ks]
+            coef = list(vals)
+            for lev in range(1, 4):
+                for i in range(3, lev - 1, -1):
+                    coef[i] = (coef[i] - coef[i - 1]) / (pts[i] - pts[i - lev])
+            t = mpmath.mpf(0)
+            p = lambda t: coef[0] + (t - pts[0]) * (coef[1] + (t - pts[1]) * (coef[2] + (t - pts[2]) * coef[3]))  # noqa: E731
+            return [mpmath.diff(p, t, k) / h**k for k in range(4)]
+        dl = derivs(left, (-3, -2, -1, 0))
+        dr = derivs(right, (0, 1, 2, 3))
+        J = jumps(X0)
+        errs = [abs((dr[k] - dl[k]) - J[k]) for k in range(4)]
+        err = float(max(errs))
+    return SubCheck("", err, 1e-25, f"at x' = {xp:.6g}: measured jumps "
+                    f"{[mpmath.nstr(dr[k] - dl[k], 8) for k in range(4)]}; cubic through 4 nodes "
+                    f"h = {_JUMP_H} apart on each side from 40-digit quadrature: k-th derivative "
+                    "error <= 1e-40 (2/h)^k k! 10 < 1e-33; tolerance 1e-25 absolute (K = O(1))")
+
+
+def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
+    """``matrix_perturbation``: negative control, the derived relation f''_L = -f''_R used
+    as f''_L = -(1 + perturbation) f''_R (one matrix entry)."""
+    F = formulas()
+    res = ctx.derivation().results
+    M = np.array(res["end_conditions"].tolist(), dtype=float)
+    if matrix_perturbation:
+        M[2, 6] *= 1 + matrix_perturbation   # row fL2 + fR2 - 2 fR3: coefficient of fR2
+    J = lambdified(ctx.claim_id, "jumps", XP, modules="numpy")
+    rows: list[list[Any]] = []
+    memo: dict[bytes, list[SubCheck]] = {}
+
+    def measure(data: tuple[np.ndarray, np.ndarray]) -> list[SubCheck]:
+        xd, yd = np.asarray(data[0], float), np.asarray(data[1], float)
+        key = xd.tobytes() + yd.tobytes()
+        if key not in memo:
+            memo[key] = _measure_w3b(xd, yd)
+        return memo[key]
+
+    def _measure_w3b(xd: np.ndarray, yd: np.ndarray) -> list[SubCheck]:
+        f = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
+        spl = spline_with_end_conditions(xd, yd, M)
+        grid = np.linspace(-1, 1, 1001)
+        scale = max(1.0, float(np.max(np.abs(yd))))
+        cond = f.condition
+        dsp = float(np.max(np.abs(f(grid) - spl(grid)))) / scale
+        tol_sp = 64 * cond * EPS
+        fit_res, jumps = _piecewise_fit_stats(f, xd)
+        h = float(np.min(np.diff(np.concatenate([[-1.0], xd, [1.0]]))))
+        pred = np.array([np.asarray(J(x0), dtype=float).reshape(4) for x0 in xd]) * f.coefficients[:, None]
+        amax = float(np.max(np.abs(f.coefficients)))
+        # fitted cubics: derivative k of the fit amplifies the fit noise (<= fit_res*scale) by ~ (2/h)^k k!
+        noise = max(fit_res, 64 * cond * EPS) * scale
+        tol_k = np.array([noise * 64 * (2 / h) ** k * np.prod(range(1, k + 1)) for k in range(4)])
+        jerr = float(np.max(np.abs(jumps - pred) / (tol_k[None, :] + 1e-300)))
+        rows.append([xd.size, fmt(h), fmt(cond), fmt(dsp), fmt(fit_res), fmt(jerr)])
+        return [SubCheck("interpolant vs CubicSpline with the derived end conditions", dsp, tol_sp,
+                         f"both exact cubic splines; forward error of the Gram solve and the spline "
+                         f"system <= 64 cond eps (cond {cond:.3g})"),
+                SubCheck("piecewise cubic (degree-3 fit residual)", fit_res, 1e3 * cond * EPS,
+                         "exact cubics: the residual is the interpolant's rounding (cond eps |alpha|) "
+                         "times the fit's conditioning (<= 1e3)"),
+                SubCheck("derivative jumps at the data = alpha_j x derived jumps (k = 0..3)", jerr, 1.0,
+                         "error shown: max |measured - alpha_j J_k(x_j)| / bound_k, bound_k = fit noise "
+                         "x 64 (2/h)^k k! (derivatives of fitted cubics on intervals >= h)")]
+
+    subs: list[SubCheck] = []
+    for i, nm in enumerate(("interpolant vs CubicSpline with the derived end conditions",
+                            "piecewise cubic (degree-3 fit residual)",
+                            "derivative jumps at the data = alpha_j x derived jumps (k = 0..3)")):
+        subs.append(for_all_instances(ctx, nm, _W3B_DATA, lambda d, i=i: measure(d)[i],
+                                      quick=4, full=25, pinned=[(FIG4_X, FIG4_Y)]))
+    J_mp = lambdified(ctx.claim_id, "jumps", XP, modules="mpmath")
+    subs.append(for_all_instances(ctx, "derived jumps [d^k K_RF] at x = x' vs cubic pieces of quadrature values",
+                                  st.floats(-0.75, 0.75, allow_nan=False, allow_subnormal=False),
+                                  lambda v: _jumps_vs_quadrature(float(v), J_mp),
+                                  quick=1, full=8, pinned=[-0.6, 0.1, 0.7]))
+    g = np.linspace(-1, 1, 801)
+    return combine("uniform-init RF kernel interpolant vs cubic spline with the derived end "
+                   "conditions; piecewise cubic, C^2, third-derivative jumps alpha_j/8 (data "
+                   "sets drawn by Hypothesis in [-0.95, 0.95], Figure-4 square wave pinned)",
+                   subs, tables=[Table("Data sets (all sub-checks)", ["points", "min gap", "cond(Gram)",
+                                                                       "sup |f - spline|", "cubic-fit residual",
+                                                                       "jump error / bound"], rows)],
+                   artifacts={"x_data": FIG4_X, "y_data": FIG4_Y, "grid": g})
+
+
+def _figures_w3b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
+    from verify.kit import new_figure, save_figure
+    F = formulas()
+    art = ev.artifacts
+    xd, yd, g = art["x_data"], art["y_data"], art["grid"]
+    M = np.array(derived_results("W3b")["end_conditions"].tolist(), dtype=float)
+    f = F.kernel_interpolant(xd, yd, kernel="rf", init="uniform")
+    spl = spline_with_end_conditions(xd, yd, M)
+    nat = CubicSpline(xd, yd, bc_type="natural")
+    fig, (ax1, ax2) = new_figure(2, 1, width=4.8)
+    ax1.plot(g, f(g), lw=2.5, alpha=0.5, label="uniform RF kernel interpolant")
+    ax1.plot(g, spl(g), "k--", lw=1, label="CubicSpline, derived end conditions")
+    ax1.plot(g, nat(g), ":", label="natural cubic spline")
+    ax1.plot(xd, yd, "ko", ms=4)
+    ax1.set_xlabel("x"), ax1.legend(fontsize=7), ax1.set_title("Thm 5: a cubic spline")
+    ax2.semilogy(g, np.abs(f(g) - spl(g)) + 1e-18, label="|f - spline (derived ends)|")
+    ax2.semilogy(g, np.abs(f(g) - nat(g)) + 1e-18, label="|f - natural spline|")
+    ax2.set_xlabel("x"), ax2.legend(fontsize=7)
+    name = "W3b_spline.png"
+    save_figure(fig, outdir / name)
+    return [(name, "Uniform-init RF kernel interpolant of the Figure-4 square wave = cubic spline "
+                   "with the derived end conditions (agreement to rounding); the natural spline differs.")]
+
+
+# ==================================================================== W3e
+def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcome:
+    """``exponent_shift != 0``: negative control, omega = int |a|^(3 + shift) p_0(a, ax) da."""
+    F = formulas()
+    res = ctx.derivation().results
+    subs, tables = [], []
+    omegas: dict[str, Callable] = {}
+    for init in dk.INITS:
+        if exponent_shift:
+            om_expr = dk.rkhs_weight(init, 3 + exponent_shift)
+            om_np = sp.lambdify(X, om_expr, modules="mpmath")   # the near miss: not a derived result
+            omega_f: Callable = lambda v, f=om_np: float(f(mpmath.mpf(v)))
+        else:
+            omega_f = lambda v, i=init: float(F.rkhs_weight(v, init=i))
+        omegas[init] = omega_f
+        om_mp = lambdified(ctx.claim_id, f"omega_{init}", X, modules="mpmath")
+        rows: list[list[Any]] = []
+
+        def weight(xv: float, i: str = init, om: Callable = omega_f, rows: list = rows) -> SubCheck:
+            xv = float(xv)
+            ref = nk.rkhs_weight_quad_mp(xv, i, exponent=3)
+            val = om(xv)
+            err = relative_error_vs_mpmath(val, ref)
+            rows.append([i, fmt(xv), mpmath.nstr(ref, 16), f"{val:.16g}", fmt(err)])
+            return SubCheck("", err, REL_TOL, f"at x = {xv:.6g}")
+        found = for_all_instances(ctx, f"{init}: omega(x) vs mpmath quadrature",
+                                  st.floats(-20, 20, allow_nan=False, allow_subnormal=False), weight,
+                                  quick=3, full=20, pinned=[0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0])
+        found.reason = (f"{found.reason}; float64 closed form (a rational function) vs 30-digit "
+                        "quadrature of int |a|^3 p_0(a, ax) da")
+        subs.append(found)
+        tables.append(Table(f"{init}: omega", ["init", "x", "quadrature", "closed form", "rel. error"], rows))
+        s2 = res[f"sigma2_{init}"]
+        bps = (-1.0, 1.0) if init == "uniform" else ()
+
+        def ident(pt: tuple[float, float], i: str = init, om: Callable = om_mp, s2=s2, bps=bps) -> SubCheck:
+            z, zp = float(pt[0]), float(pt[1])
+            ref = nk.abs_moment_kernel_mp(z, zp, om, s2, breakpoints=bps)
+            err = relative_error_vs_mpmath(F.rf_kernel(z, zp, init=i), ref)
+            return SubCheck("", err, REL_TOL, f"at (z, z') = ({z:.6g}, {zp:.6g})")
+        subs.append(for_all_instances(ctx, f"{init}: K_RF = 1/4 int omega |t-z||t-z'| dt + sigma^2/4 (1+zz')",
+                                      point_pairs, ident, quick=2, full=12,
+                                      pinned=[(0.3, -0.6), (2.0, -1.5)]))
+
+    def second_derivative(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+        xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
+        worst = 0.0
+        for init in dk.INITS:
+            f = F.kernel_interpolant(xd, yd, kernel="rf", init=init)
+            t = np.linspace(xd[0] - 0.5, xd[-1] + 0.5, 61) + 0.0013
+            kinks = np.concatenate([xd, [-1.0, 1.0]]) if init == "uniform" else xd  # omega' jumps at |x| = 1
+            t = t[np.min(np.abs(t[:, None] - kinks[None, :]), axis=1) > 0.01]
+            hh = 1e-3
+            f2 = (f(t + hh) - 2 * f(t) + f(t - hh)) / hh**2
+            om = np.array([omegas[init](v) for v in t])
+            pred = om * 0.5 * (np.abs(t[:, None] - xd[None, :]) @ f.coefficients)
+            scale = float(np.max(np.abs(pred)))
+            worst = max(worst, float(np.max(np.abs(f2 - pred))) / scale)
+        return SubCheck("", worst, 1e-4, "central differences h = 1e-3 at points >= 0.01 from every "
+                        "kink (the data; |x| = 1 for the uniform init, where omega' jumps): truncation "
+                        "h^2 |f''''| / 12 plus rounding 4 eps |f| / h^2, relative to max |f''|")
+    subs.append(for_all_instances(ctx, "f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
+                                  datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.0, 2.0)),
+                                  second_derivative, quick=2, full=10, pinned=[(FIG4_X, FIG4_Y)]))
+    g = np.linspace(-4, 4, 401)
+    return combine("derived RKHS weight omega vs quadrature; RKHS identity for K_RF; f''/omega of "
+                   "interpolants", subs, tables=tables,
+                   artifacts={"grid": g, "omega": {i: F.rkhs_weight(g, init=i) for i in dk.INITS}})
+
+
+def _figures_w3e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
+    from verify.kit import new_figure, save_figure
+    g = ev.artifacts["grid"]
+    fig, ax = new_figure(1, 1, width=4.8)
+    for i, om in ev.artifacts["omega"].items():
+        ax.semilogy(g, om, label=f"omega, {i} init")
+    ax.set_xlabel("x"), ax.legend()
+    name = "W3e_weight.png"
+    save_figure(fig, outdir / name)
+    return [(name, "RKHS weights omega(x): the RKHS norm is int f''^2/omega + affine part "
+                   "(uniform: constant 1/8 on [-1, 1], 1/(8x^4) outside).")]
+
+
+CLAIM_W3B = Claim(
+    id="W3b", title="Theorem 5: the uniform-init kernel interpolant is a cubic spline; its end conditions",
+    source="Williams et al. (NeurIPS 2019), Thm 5",
+    statement=(r"With data in $[-1,1]$ the RF kernel interpolant $f=\sum_j\alpha_jK(\cdot,x_j)$ "
+               r"(uniform init) is piecewise cubic with knots at the data and $C^2$, "
+               r"$[f''']_{x_j}=\alpha_j/8$; it is not the natural spline: its outer pieces satisfy "
+               r"$f''_L \equiv -f''_R$ (as linear functions) and two affine relations (derived)."),
+    check=lambda ctx: _check_w3b(ctx),
+    negative_control=lambda ctx: _check_w3b(ctx, 1e-6),
+    negative_control_description="near miss: the derived end condition f''_L = -f''_R used as "
+                                 "f''_L = -(1 + 1e-6) f''_R (one matrix entry)",
+    negative_target="interpolant vs CubicSpline with the derived end conditions",
+    figures=_figures_w3b)
+
+CLAIM_W3E = Claim(
+    id="W3e", title="RKHS norm = weighted L2 norm of f'' plus an affine part",
+    source=SOURCE,
+    statement=(r"$\omega(x) = \int|a|^3p_0(a,ax)\,da$: uniform $\tfrac18\min(1, x^{-4})$, gaussian "
+               r"$2/(\pi(1+x^2)^2)$; $\partial_x^2K_{RF}(x,x') = \omega(x)|x-x'|/2$ and "
+               r"$K_{RF}(x,x') = \tfrac14\int\omega(t)|x-t||x'-t|dt + \tfrac{\sigma^2}{4}(1+xx')$, so "
+               r"$\|f\|_{\mathcal H}^2 = \int f''^2/\omega + \tfrac4{\sigma^2}(A_0^2+A_1^2)$ and the kernel "
+               r"interpolant minimizes it."),
+    check=lambda ctx: _check_w3e(ctx),
+    negative_control=lambda ctx: _check_w3e(ctx, sp.Rational(1, 10**10)),
+    negative_control_description="near miss: weight int |a|^(3 + 1e-10) p_0(a, ax) da",
+    negative_target="uniform: omega(x) vs mpmath quadrature",
+    figures=_figures_w3e)
+
+CLAIMS = [CLAIM_W3B, CLAIM_W3E]
