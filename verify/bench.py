@@ -104,9 +104,9 @@ FULL_CASES = (
     _c1("paper", 1000, 10, 500, 500),
     _c1("mid", 10_000, 1_000, 50, 5),
     _c1("large", 100_000, 10_000, 10, 2, "", True),
-    _c2("paper", 30, 1024, 1000, 40, 20),
-    _c2("mid", 30, 4096, 10_000, 9, 4, "", True),
-    _c2("large", 30, 10_000, 100_000, 5, 2, "", True),
+    _c2("paper", 30, 1024, 1000, 150, 30),
+    _c2("mid", 30, 4096, 10_000, 20, 4, "", True),
+    _c2("large", 30, 10_000, 100_000, 8, 2, "", True),
 )
 TINY_CASES = (  # for the unit tests
     _c1("tiny", 50, 7, 2, 2),
@@ -467,7 +467,9 @@ def _cpu_ms(r: dict[str, Any]) -> str:
 
 def _format_case(c: dict[str, Any]) -> str:
     sz = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items())
-    lines = [f"\n[{c['problem']} {c['scale']}: {sz}] load {c['loadavg_before']} -> {c['loadavg_after']}",
+    lines = [f"\n[{c['problem']} {c['scale']}: {sz}] min of k = {c['repeats']} (engine, floor) / "
+             f"{c['slow_repeats']} (dense, torch) repeats; load {c['loadavg_before']} -> "
+             f"{c['loadavg_after']}",
              f"  {'engine':8s} {'CPU min ms':>11s} {'wall min ms':>12s} {'wall med ms':>12s} "
              f"{'x engine (CPU/wall)':>20s} {'peak RSS MiB (+call)':>21s} {'agreement':>10s}"]
     for name, r in c["engines"].items():
