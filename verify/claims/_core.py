@@ -127,6 +127,12 @@ class RunContext:
         and its negative control, so the control differs only by the perturbation)."""
         return make_rng(self.seed, self.claim_id, *names)
 
+    def shared(self) -> "RunContext":
+        """This run without the negative-control flag: the key of a cached simulation that
+        a check and its control share (their ``rng`` streams are the same), so a control
+        that perturbs something downstream reuses the check's simulation in one process."""
+        return dataclasses.replace(self, negative_control=False)
+
     def derivation(self) -> Derivation:
         """The claim's derivation, read from the shared cache :mod:`verify.derived`
         (the object the formulas read too, and the one the mutation harness perturbs)."""

@@ -11,7 +11,6 @@ velocity field, jumps and attractors at sample lines: W2d-W2f, W2h) and
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -77,13 +76,6 @@ def draw_neurons(rng: np.random.Generator, m: int, scale_c: float = 1.0):
 def wrap_angle(angle: Any) -> np.ndarray:
     """The angle modulo 2 pi, in (-pi, pi]."""
     return np.angle(np.exp(1j * np.asarray(angle)))
-
-
-def run_key(ctx: RunContext) -> RunContext:
-    """The run a cached simulation belongs to: ``ctx`` without the negative-control flag
-    (its streams ``ctx.rng(...)`` are the same for a check and its control), so a control
-    that perturbs something downstream reuses the check's simulation."""
-    return dataclasses.replace(ctx, negative_control=False)
 
 
 def williams_claim(cid: str, title: str, statement: str, check: Callable[[RunContext, Any], Outcome],

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from derivations import williams_dynamics as D
 from numerics import relu1d as N
 from verify.claims._williams_dynamics import (NUMPY, SIGN_NOTE, U, draw_data, draw_neurons,
-                                              run_key, williams_claim, wrap_angle)
+                                              williams_claim, wrap_angle)
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
 from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, lambdified)
@@ -147,7 +147,7 @@ def _fd_loss_grad(a, b, c, x, y, h):
 
 @lru_cache(maxsize=4)
 def _w2b_flow(run: RunContext):
-    """The reference gradient flow of the run (``run_key(ctx)``: shared by the check and
+    """The reference gradient flow of the run (``ctx.shared()``: shared by the check and
     its control), drawn from ``run.rng("flow")``."""
     rng = run.rng("flow")
     m, s, T = (20, 6, 200.0) if run.quick else (60, 10, 2000.0)
@@ -189,7 +189,7 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
                                 "term -grad ell summed over the active samples)", inst,
                                 measure_field, quick=4, full=30)
 
-    (a, b, c, x, y), res = _w2b_flow(run_key(ctx))
+    (a, b, c, x, y), res = _w2b_flow(ctx.shared())
     A, B, C = res.state[:, 0], res.state[:, 1], res.state[:, 2]
     inv = C**2 - weight * (A**2 + B**2)
     # derived d(delta)/dt along the flow, integrated (trapezoid) over the output times

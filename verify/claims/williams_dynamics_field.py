@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from derivations import williams_dynamics as D
 from numerics import relu1d as N
 from verify.claims._williams_dynamics import (NUMPY, U, canonical_particles,
-                                              particle_on_sample_line, run_key, williams_claim)
+                                              particle_on_sample_line, williams_claim)
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
 from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
@@ -322,7 +322,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "
                                 "relative", particle_on_sample_line(), measure, quick=10, full=80)
-    sim = _w2h_sim(run_key(ctx))
+    sim = _w2h_sim(ctx.shared())
     disagree, ambiguous = 0, 0
     rows = []
     for (t, kind, i, j, rr, S, rs, xs, c0, g) in sim["event_data"]:
@@ -362,7 +362,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
 
 @lru_cache(maxsize=4)
 def _w2h_sim(run: RunContext) -> dict:
-    """Kernel- and adaptive-regime flows of the run (``run_key(ctx)``: shared by the check
+    """Kernel- and adaptive-regime flows of the run (``ctx.shared()``: shared by the check
     and its control), drawn from ``run.rng("sim")``."""
     quick = run.quick
     rng = run.rng("sim")
