@@ -317,6 +317,9 @@ M1D_OFFSET = 2e-12
 
 #: relative distance to E^G of the twin run that measures the transversal growth factor
 TWIN_OFFSET = 1e-14
+#: the twin's linear regime: relative distance to E^G at most this (growth <= 1e8), where
+#: second-order terms are ~1e-6 of the response it measures
+TWIN_LINEAR = 1e-6
 
 
 def _si_exact(ctx: RunContext, inst, T: float, offset: float = 0.0) -> SubCheck:
@@ -329,8 +332,11 @@ def _si_exact(ctx: RunContext, inst, T: float, offset: float = 0.0) -> SubCheck:
     TWIN_OFFSET: its relative distance D_twin(t) is the accumulated response to per-step
     injections, so the run's distance stays <= (4 eps / TWIN_OFFSET) max_t D_twin(t), at
     least 1e-12 (relative).  TWIN_OFFSET is small, so that growth up to ~1e13 is measured
-    before saturating at O(1).  Where E^G is strongly unstable (large steps alpha/N) the
-    bound is honest but loose: exactness is then not observable in float64."""
+    before saturating at O(1).  The bound is a linear response: it holds while the twin
+    stays within TWIN_LINEAR of E^G.  Where E^G is so unstable that the twin leaves that
+    regime (growth > 1e8; full profile, seed 0: S3 tanh, FA, N = 38, step 1.3, the twin
+    saturated at 0.28 and the run reached 0.12), exactness is not observable in float64
+    beyond that step: the comparison covers the steps up to it, and the reason says so."""
     k, scheme, teacher_kind, N, seed = inst
     name, G, u, alpha = _example(k)
     rng = ctx.rng("si-exact", seed)
@@ -361,10 +367,16 @@ def _si_exact(ctx: RunContext, inst, T: float, offset: float = 0.0) -> SubCheck:
         zt = zt + kick(zt)
         dist.append(rel_dist(z))
         twin.append(rel_dist(zt))
-    response = max(twin) / TWIN_OFFSET
+    # the observable window: the steps while the twin is in the linear regime
+    n = next((t for t, d in enumerate(twin) if d > TWIN_LINEAR), len(twin))
+    n = max(n, 1)
+    response = max(twin[:n]) / TWIN_OFFSET
     tol = max(EXACT_TOL, 4 * np.finfo(float).eps * response)
-    return SubCheck(name, max(dist), tol,
-                    f"{name}, {scheme}, {teacher_kind} teacher, N = {N}, {steps} steps: the "
+    window = (f"{steps} steps" if n == len(twin) else
+              f"the first {n - 1} of {steps} steps (after them the twin left the linear "
+              f"regime, distance > {TWIN_LINEAR:g}: exactness not observable in float64)")
+    return SubCheck(name, max(dist[:n]), tol,
+                    f"{name}, {scheme}, {teacher_kind} teacher, N = {N}, {window}: the "
                     f"field maps E^G into itself (derived); rounding 4 eps max|theta| per step, "
                     f"amplified as in a twin run kicked {TWIN_OFFSET:g} off E^G at every step "
                     f"(accumulated response {response:.3g}): 4 eps x response, at least 1e-12")
