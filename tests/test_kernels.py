@@ -665,3 +665,62 @@ def test_iid_particles_are_shared_by_a_check_and_its_negative_control():
     assert wk._iid_grams(dataclasses.replace(ctx, negative_control=True, examples=2), "uniform") is g
     other = wk._iid_grams(RunContext("W3a", "quick", 4), "uniform")
     assert not np.array_equal(other[100], g[100])
+
+
+# ------------------------------------------------- numerics.chi_square (claims W3a, W3c, W3f)
+def test_satterthwaite_interval_covers_at_its_level():
+    """Coverage of the level-0.1 interval for means of R = 50 squared Gaussian norms with
+    an anisotropic covariance, over 4000 independent experiments: ~0.1 outside (binomial
+    sd 0.005; the chi-square approximation is exact only for a projection)."""
+    from numerics.chi_square import mean_square_ratio_test
+    rng = np.random.default_rng(0)
+    lam = np.array([1.0, 0.5, 0.1])
+    G = rng.standard_normal((4000, 50, 3)) * np.sqrt(lam)
+    S = np.sum(G * G, axis=2)
+    outside = np.mean([not mean_square_ratio_test(s, lam.sum(), np.sum(lam**2), 1.0, 0.1).inside
+                       for s in S])
+    assert 0.07 <= outside <= 0.13, outside
+
+
+def test_satterthwaite_interval_is_exact_for_a_projection():
+    from scipy import stats
+    from numerics.chi_square import satterthwaite_interval
+    k, lam, R, a = 4, 0.3, 25, 1e-3
+    lo, hi = satterthwaite_interval(k * lam, k * lam**2, R, a)
+    ref = stats.chi2.ppf([a / 2, 1 - a / 2], R * k) / (R * k)
+    assert np.allclose([lo, hi], ref, rtol=1e-12)
+
+
+def test_ratio_test_sees_a_rate_off_by_001():
+    """The W3f negative control in miniature: a law scaled by 1000^0.02 (rate -0.51 instead
+    of -0.5 at m = 1000) is outside the interval of 8000 replicates, the true law inside."""
+    from numerics.chi_square import mean_square_ratio_test
+    rng = np.random.default_rng(1)
+    lam = np.array([1.0, 0.7, 0.2, 0.05])
+    S = np.sum(rng.standard_normal((8000, 4)) ** 2 * lam, axis=1)
+    assert mean_square_ratio_test(S, lam.sum(), np.sum(lam**2), 1.0, 2e-5).inside
+    off = mean_square_ratio_test(S, lam.sum(), np.sum(lam**2), 1000.0 ** -0.02, 2e-5)
+    assert not off.inside and off.distance > 1
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda f, g: f(0.0, 1.0, 10, 0.1), "trace"),
+    (lambda f, g: f(1.0, 2.0, 10, 0.1), "trace_sq"),
+    (lambda f, g: f(1.0, np.nan, 10, 0.1), "trace_sq"),
+    (lambda f, g: f(1.0, 0.5, 0, 0.1), "replicates"),
+    (lambda f, g: f(1.0, 0.5, True, 0.1), "replicates"),
+    (lambda f, g: f(1.0, 0.5, 10**40, 0.1), "replicates"),
+    (lambda f, g: f(1.0, 0.5, 10, 0.0), "alpha"),
+    (lambda f, g: f(1.0, 0.5, 10, 1.0), "alpha"),
+    (lambda f, g: f(1.0, 0.5, 10, "0.1"), "alpha"),
+    (lambda f, g: f(1.0, 0.5, 10, 1e-320), "alpha"),
+    (lambda f, g: g([1.0, -1.0], 1.0, 0.5, 1.0, 0.1), "squares"),
+    (lambda f, g: g([], 1.0, 0.5, 1.0, 0.1), "squares"),
+    (lambda f, g: g([[1.0]], 1.0, 0.5, 1.0, 0.1), "squares"),
+    (lambda f, g: g([1.0, 2.0], 1.0, 0.5, 0.0, 0.1), "scale"),
+    (lambda f, g: g([1e308, 1e308], 1e-300, 1e-600 + 1e-301, 1e-8, 0.1), "trace|squares"),
+])
+def test_chi_square_refuses_bad_input_by_name(call, match):
+    from numerics.chi_square import mean_square_ratio_test, satterthwaite_interval
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(satterthwaite_interval, mean_square_ratio_test)

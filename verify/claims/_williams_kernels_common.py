@@ -1,7 +1,8 @@
 """What the claims W3a-W3f share (Williams, Trager, Silva, Panozzo, Zorin, Bruna, NeurIPS
 2019, Sec. 4 "kernel regime", Thm 5, Fig. 4): conventions, tolerances, the Figure-4 data,
 the quadrature references of the defining expectations, the relative error against them,
-the Hypothesis strategies and the chi-square acceptance interval of the Monte Carlo laws.
+and the Hypothesis strategies (the chi-square acceptance intervals of the Monte Carlo laws
+are ``numerics.chi_square``).
 
 Conventions (docs/conventions.md, section 1): "uniform" init (a, b) ~ U([-1, 1]^2), "gaussian"
 init (a, b) ~ N(0, I_2), E c^2 = sigma_c^2; K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+];
@@ -19,7 +20,6 @@ from typing import Any
 import mpmath
 import numpy as np
 from hypothesis import strategies as st
-from scipy import stats
 
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
@@ -87,14 +87,3 @@ def relative_error_vs_mpmath(value: float, reference: Any) -> float:
     if reference == 0:
         return abs(float(value))
     return float(abs(mpmath.mpf(float(value)) / reference - 1))
-
-
-def chi2_interval(trace: float, trace_sq: float, replicates: int,
-                  alpha: float) -> tuple[float, float]:
-    """Acceptance interval for the mean of ``replicates`` i.i.d. copies of S = |G|^2, G a
-    centred Gaussian vector with covariance C (tr C = trace, tr C^2 = trace_sq):
-    Satterthwaite, R * mean(S) ~ g chi^2_nu with g = tr C^2 / tr C, nu = R (tr C)^2 / tr C^2;
-    two-sided level ``alpha``.  Returned relative to tr C."""
-    nu = replicates * trace**2 / trace_sq
-    lo, hi = stats.chi2.ppf([alpha / 2, 1 - alpha / 2], nu)
-    return float(lo / nu), float(hi / nu)

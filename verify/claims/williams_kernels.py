@@ -27,8 +27,9 @@ import sympy as sp
 
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
+from numerics.chi_square import mean_square_ratio_test
 from verify.claims._williams_kernels_common import (ALPHA_TEST, EPS, EXACT_TOL, FIG4_X, FIG4_Y,
-                                                    NEAR_MISS, REL_TOL, SOURCE, XP, X, chi2_interval,
+                                                    NEAR_MISS, REL_TOL, SOURCE, XP, X,
                                                     datasets, formulas, point_pairs,
                                                     quadrature_reference, relative_error_vs_mpmath)
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
@@ -173,10 +174,9 @@ def _particle_checks(ctx: RunContext, init: str, Kt: np.ndarray) -> tuple[list[S
     rows, worst, ok, data = [], 0.0, True, {"m": [], "rms": []}
     for m, G in grams.items():
         S = m * np.sum((G - Kt[None]) ** 2, axis=(1, 2))
-        lo, hi = chi2_interval(trc, trc2, S.size, ALPHA_TEST)
-        q = float(S.mean() / trc)
-        ok &= lo <= q <= hi
-        worst = max(worst, (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo))
+        q, inside, lo, hi, distance = mean_square_ratio_test(S, trc, trc2, 1.0, ALPHA_TEST)
+        ok &= inside
+        worst = max(worst, distance)
         rows.append([m, S.size, fmt(q, 5), f"[{lo:.4f}, {hi:.4f}]", fmt(float(np.sqrt(S.mean() / m / Kt.size)))])
         data["m"].append(m), data["rms"].append(float(np.sqrt(S.mean() / m / Kt.size)))
     n_tests = len(grams)

@@ -28,8 +28,9 @@ import sympy as sp
 
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
+from numerics.chi_square import mean_square_ratio_test
 from verify.claims._williams_kernels_common import (ALPHA_TEST, EPS, FIG4_X, FIG4_Y,
-                                                    chi2_interval, datasets, formulas)
+                                                    datasets, formulas)
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, loglog_slope)
 
@@ -79,14 +80,6 @@ def _w3f_linearization(xd: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, f
 def _psi(a: np.ndarray, b: np.ndarray, xd: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     PX, Px = nk.features(a, b, xd), nk.features(a, b, _W3F_EVAL)
     return (Px - beta.T @ PX) * (alpha @ PX)[None, :]
-
-
-def _ratio_test(sq: np.ndarray, trc: float, trc2: float, scale: float) -> tuple[float, bool, float, float, float]:
-    """Mean of the squared norms ``sq`` over replicates / (tr C * scale) against the
-    Satterthwaite chi-square interval; (ratio, inside, lo, hi, error/half-width)."""
-    q = float(sq.mean() / (trc * scale))
-    lo, hi = chi2_interval(trc, trc2, sq.size, ALPHA_TEST)
-    return q, lo <= q <= hi, lo, hi, (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo)
 
 
 @lru_cache(maxsize=1)
@@ -184,14 +177,15 @@ def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
             u = (PX * g).reshape(xd.size, nb, _PSI_WIDTH).mean(axis=2)
             v = (nk.features(a, b, _W3F_EVAL) * g).reshape(_W3F_EVAL.size, nb, _PSI_WIDTH).mean(axis=2)
             sq[r0:r0 + nb] = np.sum((v - beta.T @ u) ** 2, axis=0)
-        q1, ok1, lo1, hi1, w1 = _ratio_test(sq, trc, trc2, float(_PSI_WIDTH) ** (2 * rate))
+        q1, ok1, lo1, hi1, w1 = mean_square_ratio_test(sq, trc, trc2, float(_PSI_WIDTH) ** (2 * rate),
+                                                          ALPHA_TEST)
         rows.append([xd.size, fmt(f.condition), "psi means", _PSI_WIDTH, psi_reps, fmt(q1, 5), f"[{lo1:.4f}, {hi1:.4f}]"])
         # (2) trained networks (the min-norm limit of GD on c)
         w2, ok2 = 0.0, True
         for m in ms:
             vals = nk.min_norm_output_values(ctx.rng("w3f", key, m), m, xd, yd, _W3F_EVAL, reps)
-            q, ok, lo, hi, w = _ratio_test(np.sum((vals - f_inf[None, :]) ** 2, axis=1), trc, trc2,
-                                           float(m) ** (2 * rate))
+            q, ok, lo, hi, w = mean_square_ratio_test(np.sum((vals - f_inf[None, :]) ** 2, axis=1), trc,
+                                                      trc2, float(m) ** (2 * rate), ALPHA_TEST)
             w2, ok2 = max(w2, w), ok2 and ok
             rows.append([xd.size, fmt(f.condition), "trained", m, reps, fmt(q, 5), f"[{lo:.3f}, {hi:.3f}]"])
             if xd.size == FIG4_X.size and np.allclose(xd, FIG4_X):
