@@ -414,3 +414,21 @@ def test_float32_trends_match_float64_far_below_their_standard_errors() -> None:
             f32, f64 = fit_rate(QUICK.Ns, v32), fit_rate(QUICK.Ns, v64)
             assert abs(f32.slope - f64.slope) < 1e-3 * f64.se, (f32, f64)
             assert np.abs(np.array(v32) / np.array(v64) - 1).max() < 1e-4
+
+
+def test_m1d_exactness_is_compared_where_float64_can_observe_it() -> None:
+    """Where E^G is strongly transversally unstable (S3 tanh, FA, N = 38: step 1.3) the
+    twin run leaves its linear regime; the distance is compared over the steps before
+    that (the reason says how many), with the twin's bound, and the near miss (the init
+    moved off E^G by M1D_OFFSET) still fails at the first step."""
+    from verify.claims import maass_dynamics as md
+    from verify.kit import RunContext
+    ctx = RunContext("M1d", "quick", 0)
+    inst = (3, "fa", "WI", 38, 0)
+    sc = md._si_exact(ctx, inst, md.EXACT_T)
+    assert "the first" in sc.reason and "linear regime" in sc.reason
+    assert sc.ok() and 0 < sc.error <= sc.tolerance < 1e-6
+    near = md._si_exact(ctx, inst, md.EXACT_T, md.M1D_OFFSET)
+    assert not near.ok() and near.error >= md.M1D_OFFSET / 2
+    stable = md._si_exact(ctx, (3, "fa", "WI", 38, 2), md.EXACT_T)
+    assert "the first" not in stable.reason and stable.ok()
