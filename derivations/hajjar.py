@@ -10,7 +10,9 @@ reduction) are in derivations/hajjar_reduced.py, H1f in derivations/sphere.py). 
   a measure invariant under (a, b) -> (-a, -b), the closed ODE for the moments (w, M, A)
   derived from the particle velocities, its reduction along w* for isotropic data, the
   conserved quantity, the exact time-to-reach t(s), its closed-form inverse, and the
-  asymptotic rate v sqrt(V^2 + 16 |w*|^2) / 4 >= V v / 4.
+  asymptotic rate v sqrt(V^2 + 16 |w*|^2) / 4 >= V v / 4; :func:`odd_target` and
+  :func:`gaussian_mean` give the check's target and its population best linear
+  approximator w* = E[f* x] / v (Fubini over the terms of the definition).
 - :func:`haar_relu_average` (H1d): E_g relu(y + z S) over O(d - d_H) in closed form.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from derivations.base import Derivation, Step
 
 __all__ = ["DERIVATIONS", "ODD", "BALANCE", "moment_symbols", "haar_relu_average", "invariance_identities",
            "balance_law", "BalanceLaw", "sign_cases", "odd_target_dynamics", "OddTargetDerivation",
-           "theta", "phi", "reduction_identity"]
+           "theta", "phi", "reduction_identity", "odd_target", "gaussian_mean", "H1C_DIM"]
 
 theta = sp.Symbol("theta", nonnegative=True)
 phi = sp.Symbol("phi", nonnegative=True)
@@ -312,6 +314,41 @@ def haar_relu_average(k: int) -> tuple[sp.Expr, sp.Symbol, sp.Symbol]:
     return sp.Piecewise((0, y <= -z), (full, y >= z), (mid, True)), y, z
 
 
+def odd_target(n: int) -> tuple[sp.Expr, tuple[sp.Symbol, ...]]:
+    """The odd target of the H1c check on R^n (n >= 3), f*(x) = sqrt(n) x_1 |x_2| + x_3, and
+    the coordinate symbols (x_1, ..., x_n): the one definition the simulations evaluate."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 3:
+        raise ValueError(f"odd_target: n must be an integer >= 3 (the target uses x_1..x_3); got {n!r}")
+    xs = sp.symbols(f"x1:{n + 1}", real=True)
+    return sp.sqrt(n) * xs[0] * sp.Abs(xs[1]) + xs[2], xs
+
+
+def gaussian_mean(e: sp.Expr, xs: tuple[sp.Symbol, ...], v: sp.Expr) -> sp.Expr:
+    """E[e(x)] for x ~ N(0, v I) on the coordinates ``xs``, from the definition: every term
+    of the expanded ``e`` must be a product of one-coordinate factors, whose expectation is
+    the product of the 1-D Gaussian integrals (Fubini, independent coordinates); each
+    integral is split at 0 (g(t) + g(-t) over t > 0), so |x_i| needs no special case."""
+    t = sp.Symbol("t", positive=True)
+    density = sp.exp(-t ** 2 / (2 * v)) / sp.sqrt(2 * sp.pi * v)
+    total = sp.S.Zero
+    for term in sp.Add.make_args(sp.expand(e)):
+        coeff, factors = sp.S.One, {x: sp.S.One for x in xs}
+        for fac in sp.Mul.make_args(term):
+            free = fac.free_symbols & set(xs)
+            if len(free) > 1:
+                raise ValueError(f"gaussian_mean: the factor {fac} couples coordinates "
+                                 f"{sorted(map(str, free))}; give a separable expression")
+            if free:
+                factors[free.pop()] *= fac
+            else:
+                coeff *= fac
+        for x, g in factors.items():
+            if g != 1:
+                coeff *= sp.integrate((g.subs(x, t) + g.subs(x, -t)) * density, (t, 0, sp.oo))
+        total += coeff
+    return sp.simplify(total)
+
+
 # ---------------------------------------------------------------------------- DERIVATIONS
 #: dimension in which the H1c moment ODE is derived (the dimension of the H1c check)
 H1C_DIM = 5
@@ -374,6 +411,9 @@ def derive_h1b() -> Derivation:
 def derive_h1c() -> Derivation:
     o = odd_target_dynamics(H1C_DIM)
     s, v, q, V = (ODD[k] for k in "svqV")
+    f_star, xs = odd_target(H1C_DIM)
+    v_rho = sp.Rational(1, H1C_DIM)
+    w_pop = sp.Matrix([gaussian_mean(f_star * x, xs, v_rho) / v_rho for x in xs])
     steps = [
         Step(r"Pair identities (cases $z>0$, $z<0$): $\mathrm{relu}(z)-\mathrm{relu}(-z)-z$ and "
              r"$H(z)+H(-z)-1$ are", sp.Tuple(o.relu_difference, o.step_sum)),
@@ -415,10 +455,18 @@ def derive_h1c() -> Derivation:
              r"$u = 0$) gives the remaining fraction $u = 1 - s$ in closed form (check "
              r"$t(1 - u(t)) - t$ at a rational point: $" + sp.latex(sp.Float(o.inverse_check, 3))
              + "$):", o.remaining, lhs="1 - s(t)"),
+        Step(r"The check's odd target on $\mathbb R^{" + str(H1C_DIM) + r"}$ (odd: $f^*(x) + "
+             r"f^*(-x) = " + sp.latex(sp.simplify(f_star + f_star.subs({x: -x for x in xs},
+                                                                      simultaneous=True)))
+             + r"$):", f_star, lhs="f^*(x)"),
+        Step(r"Its population best linear approximator for $\rho = N(0, I/d)$, "
+             r"$w^* = E[f^* x]/v_\rho$ (Gaussian integrals of the definition, coordinate by "
+             r"coordinate):", w_pop.T, lhs=r"w^{*\top}"),
     ]
     return Derivation(steps, {"ode_w": o.ode_w, "ode_M": o.ode_M, "ode_A": o.ode_A,
                               "speed": o.speed, "rate_inf": o.rate_inf,
-                              "rate_bound": o.rate_bound, "remaining": o.remaining})
+                              "rate_bound": o.rate_bound, "remaining": o.remaining,
+                              "w_star_population": tuple(w_pop)})
 
 
 def derive_h1d() -> Derivation:

@@ -62,7 +62,7 @@ def test_s_of_t_is_robust_as_s_tends_to_one():
     """Regression: s(t) by root finding crashed once 1 - s(t) < 1e-15 (odd-target with
     steps=2000); the closed-form inverse gives 1 - s -> 0 and never raises."""
     from verify import derived
-    from verify.claims.hajjar import derived_s_of_t
+    from verify.claims.hajjar_odd import derived_s_of_t
     s_of_t, _ = derived_s_of_t(derived.derivation("H1c"), 1.2, 0.2, 0.6)
     vals = [s_of_t(t) for t in (0.0, 1.0, 50.0, 200.0, 1e3, 1e5, 1e300)]
     assert vals[0] == 0.0 and all(0 <= x <= 1 for x in vals)
@@ -70,6 +70,68 @@ def test_s_of_t_is_robust_as_s_tends_to_one():
     rate = 0.2 * math.sqrt(1.44 + 16 * 0.6) / 4
     # asymptotically 1 - s(t) ~ C exp(-rate t)
     assert abs(math.log((1 - s_of_t(150.0)) / (1 - s_of_t(100.0))) / 50 + rate) < 1e-6
+
+
+def test_odd_target_is_odd_and_its_population_w_star_is_derived():
+    """The target has one definition (SymPy, lambdified for numpy); its population w* is
+    derived from it (Fubini, Gaussian integrals) and agrees with the product half-normal
+    quadrature of the definition, which is exact for its piecewise polynomials."""
+    from verify import derived
+    from verify.claims.hajjar_odd import h1c_population, h1c_target, population_by_quadrature
+    X = np.random.default_rng(0).standard_normal((50, 5))
+    assert np.array_equal(h1c_target(-X), -h1c_target(X))
+    w = h1c_population(dh.H1C_DIM)
+    assert np.array_equal(w, [float(e) for e in derived.results("H1c")["w_star_population"]])
+    for d in (3, 4, dh.H1C_DIM):
+        assert np.abs(population_by_quadrature(h1c_target, d, 3) - h1c_population(d)).max() < 1e-13
+    with pytest.raises(ValueError, match="d >= 3"):
+        h1c_target(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="h1c_population: d"):
+        h1c_population(2)
+
+
+def test_gaussian_mean_against_the_quadrature_and_refuses_coupled_factors():
+    """gaussian_mean (SymPy, from the definition) vs the exact product quadrature on a
+    separable odd-times-coordinate integrand with |x| and cubic terms."""
+    from verify.claims.hajjar_odd import population_by_quadrature
+    xs = sp.symbols("x1:4", real=True)
+    f = 3 * xs[0] ** 3 * sp.Abs(xs[2]) - xs[1] * xs[0] ** 2 + sp.Rational(1, 2) * xs[1]
+    v = sp.Rational(1, 3)
+    w_sym = np.array([float(dh.gaussian_mean(f * x, xs, v) / v) for x in xs])
+    fn = sp.lambdify(xs, f, "numpy")
+    w_quad = population_by_quadrature(lambda X: fn(*X.T), 3, 4)
+    assert np.abs(w_sym - w_quad).max() < 1e-13
+    with pytest.raises(ValueError, match="couples coordinates"):
+        dh.gaussian_mean(sp.Abs(xs[0] + xs[1]), xs, v)
+
+
+def test_half_normal_rule_moments():
+    from verify.claims.hajjar_odd import _half_normal_rule
+    t, w = _half_normal_rule(5)
+    for k in range(10):
+        exact = 2 ** (k / 2) * math.gamma((k + 1) / 2) / (2 * math.sqrt(math.pi))
+        assert abs(w @ t ** k - exact) < 1e-14 * max(1.0, exact)
+
+
+def test_h1c_run_shared_by_check_and_control():
+    """One reference run per (claim, profile, seed): cached on the context with the
+    control flag cleared, never on bare strings."""
+    from verify.claims.hajjar_odd import _h1c_run
+    from verify.kit import RunContext
+    check = RunContext("H1c", "quick", 3)
+    control = RunContext("H1c", "quick", 3, negative_control=True)
+    assert _h1c_run(check, 0.1) is _h1c_run(control, 0.1)
+
+
+def test_hajjar_claims_use_the_kit_and_the_run_streams():
+    """One claim shape: the Hajjar claim modules import the public kit (never the claims
+    core) and draw every random number from the run's context."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "verify" / "claims"
+    for path in sorted(root.glob("hajjar*.py")):
+        src = path.read_text()
+        assert "verify.claims._core" not in src and "verify.claims._helpers" not in src, path
+        assert "default_rng" not in src and "make_rng" not in src, path
 
 
 def test_odd_target_experiment_long_run():

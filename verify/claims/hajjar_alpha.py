@@ -1,5 +1,7 @@
 """Claim H1f: the constant alpha(d_H) = 2 sqrt(pi) Gamma((d_H+1)/2) / Gamma(d_H/2)
-= 1 / E_{u ~ Unif(S^{d_H-1})}[(u.e)_+]  (Hajjar & Chizat 2023, Thm 4.3)."""
+= 1 / E_{u ~ Unif(S^{d_H-1})}[(u.e)_+]  (Hajjar & Chizat 2023, Sec. 4, Thm 4.3); the
+derivation is in derivations/sphere.py.  The negative control is the same check on the
+near miss :func:`alpha_swapped_gamma` (Gamma arguments shifted by 1/2)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,8 +15,8 @@ import sympy as sp
 from derivations import sphere
 from numerics.sphere import (positive_part_mean_coordinate_mp, positive_part_mean_mc,
                              positive_part_mean_mp, sample_sphere)
-from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
-from verify.claims._helpers import SubCheck, combine, fmt, for_all_instances
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
+                        for_all_instances)
 
 K = sphere.k
 
@@ -164,10 +166,12 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
 
 
 def check(ctx: RunContext) -> Outcome:
+    """H1f: the derived alpha(d_H) against the quadratures of its definition."""
     return _check(ctx, derive_alpha_expr())
 
 
 def negative_control(ctx: RunContext) -> Outcome:
+    """The same check on the near miss :func:`alpha_swapped_gamma`."""
     return _check(ctx, alpha_swapped_gamma())
 
 

@@ -18,7 +18,7 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
     from numerics import twolayer as tl
     from numerics.rng import make_rng
     from verify.claims import get
-    from verify.claims.hajjar import h1c_population, h1c_target, derived_s_of_t
+    from verify.claims.hajjar_odd import h1c_population, h1c_target, derived_s_of_t
     from verify.formulas import best_linear_approximator, odd_target_rate
     from verify.plotting import new_figure
     d, m, n = int(params["d"]), int(params["m"]), int(params["n"])

@@ -1,0 +1,469 @@
+"""Claim H1c: odd targets (Hajjar & Chizat 2023, Sec. 3, Thm 3.2).  For an odd target
+and a symmetric data law the measure stays invariant under (a, b) -> (-a, -b), the
+predictor is linear, f(mu_t; x) = w(t).x, and the moments (w, M, A) of the particles obey
+a closed ODE whose isotropic solution is the ray w(t) = s(t) w*; the derivations (the
+moment ODE, its ray, the rates, the target and its population w*) are in
+derivations/hajjar.py (``derive_h1c``).  The check runs pair-closed particles (GD) against
+the derived moment ODE step by step, integrates the derived ODE against the derived ray,
+and measures the rate; the negative control reads the reconstructed bound rate V v/4 as
+the exact asymptotic rate (the near miss ``BOUND_AS_RATE``)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+from numpy.polynomial.legendre import leggauss
+from scipy.integrate import solve_ivp
+
+from derivations import hajjar as dh
+from numerics import twolayer as tl
+from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
+                        combine, fmt, for_all_instances)
+
+_U = float(np.finfo(float).eps)
+#: the rate the check compares the measured late-time rate with: the derived local rate
+#: (ds/dt)/(1 - s) of the ray
+DERIVED_RATE = "derived"
+#: the negative control's near miss: the reconstructed bound rate V v/4 (the local rate at
+#: s = 0, a factor sqrt(1 + 16 q/V^2) below the asymptotic one) read as the rate
+BOUND_AS_RATE = "bound"
+#: half-normal nodes per half-line of the quadrature of w*_pop, and its tolerance
+_POP_NODES, _POP_TOL = 3, 1e-13
+
+
+@lru_cache(maxsize=8)
+def _target_fn(d: int):
+    f_star, xs = dh.odd_target(d)
+    return sp.lambdify(xs, f_star, "numpy")
+
+
+def h1c_target(X: np.ndarray) -> np.ndarray:
+    """The odd target f*(x) = sqrt(d) x_1 |x_2| + x_3 on the rows of X (n, d), evaluated from
+    its one definition (derivations.hajjar.odd_target)."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] < 3:
+        raise ValueError(f"h1c_target: X must be an (n, d) array with d >= 3; got shape {X.shape}")
+    return np.asarray(_target_fn(X.shape[1])(*X.T), dtype=float)
+
+
+@lru_cache(maxsize=8)
+def _population_expr(d: int) -> tuple[sp.Expr, ...]:
+    f_star, xs = dh.odd_target(d)
+    v = sp.Rational(1, d)
+    return tuple(dh.gaussian_mean(f_star * x, xs, v) / v for x in xs)
+
+
+def h1c_population(d: int) -> np.ndarray:
+    """w* = d E[f* x] for x ~ N(0, I/d), derived in SymPy from the target's definition
+    (derivations.hajjar.gaussian_mean; the H1c derivation's ``w_star_population`` for
+    d = derivations.hajjar.H1C_DIM)."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 3 <= d <= 64:
+        raise ValueError(f"h1c_population: d must be an integer in 3..64; got {d!r}")
+    return np.array([float(e) for e in _population_expr(int(d))])
+
+
+def _half_normal_rule(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss rule with n nodes for the weight phi(t) (standard normal density) on t > 0:
+    Stieltjes' recurrence on a composite Gauss-Legendre discretization of [0, 12] (6
+    panels of 20 nodes, exact to rounding for the moments used; the tail beyond 12 weighs
+    2e-33), then Golub-Welsch.  Exact (to rounding) for polynomials of degree < 2n."""
+    x, w = leggauss(20)
+    t = np.concatenate([x + 1.0 + 2.0 * k for k in range(6)])
+    wt = np.tile(w, 6) * np.exp(-t * t / 2) / math.sqrt(2 * math.pi)
+    alpha, beta = np.zeros(n), np.zeros(n)
+    p_prev, p = np.zeros_like(t), np.ones_like(t)
+    norm_prev = 1.0
+    for k in range(n):
+        norm = float(wt @ (p * p))
+        alpha[k] = float(wt @ (t * p * p)) / norm
+        beta[k] = norm / norm_prev if k else norm
+        p_prev, p = p, (t - alpha[k]) * p - (beta[k] if k else 0.0) * p_prev
+        norm_prev = norm
+    J = np.diag(alpha) + np.diag(np.sqrt(beta[1:]), 1) + np.diag(np.sqrt(beta[1:]), -1)
+    nodes, vecs = np.linalg.eigh(J)
+    return nodes, beta[0] * vecs[0] ** 2
+
+
+def population_by_quadrature(target, d: int, n: int) -> np.ndarray:
+    """w* = E[f*(x) x] / v for x ~ N(0, v I), v = 1/d, by the product over the d
+    coordinates of the mirrored half-normal rule (n nodes on each half-line, so every
+    orthant is integrated by its own Gauss rule: exact for integrands that are polynomials
+    of degree < 2n in each coordinate on each orthant, such as |x_2| x_1 x_i)."""
+    t, w = _half_normal_rule(n)
+    nodes = np.concatenate([-t[::-1], t]) / math.sqrt(d)
+    weights = np.concatenate([w[::-1], w])
+    grid = np.stack(np.meshgrid(*([nodes] * d), indexing="ij"), axis=-1).reshape(-1, d)
+    wgt = np.prod(np.stack(np.meshgrid(*([weights] * d), indexing="ij"), axis=-1).reshape(-1, d),
+                  axis=1)
+    return d * ((wgt * target(grid)) @ grid)
+
+
+def derived_s_of_t(der: Derivation, V: float, v: float, q: float):
+    """(s(t), t(s)) of the derived infinite-width trajectory w(t) = s(t) w*: s(t) = 1 - u(t)
+    from the derived closed-form inverse u(t) (no root finding: exact as s -> 1, where
+    u(t) underflows to 0 gracefully); t(s) by quadrature of 1 / (ds/dt)."""
+    from scipy.integrate import quad
+    sy = dh.ODD
+    u_fn = sp.lambdify(sy["t"], der.results["remaining"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: q}),
+                       "numpy")
+    speed = sp.lambdify(sy["s"], der.results["speed"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: q}),
+                        "numpy")
+
+    def s_of_t(t: float) -> float:
+        if t <= 0:
+            return 0.0
+        with np.errstate(over="ignore"):
+            return float(1.0 - u_fn(float(t)))
+
+    def t_of_s(s: float) -> float:
+        return float(quad(lambda x: 1.0 / speed(x), 0.0, s, limit=200)[0])
+    return s_of_t, t_of_s
+
+
+def _moment_field(der: Derivation, d: int):
+    """The derived closed ODE z' = F(z), z = (w, M (row-major), A), as a numpy function of
+    (z, c = E_n[f* x], Sigma = E_n[x x^T]) with g = c - Sigma w."""
+    w, M, A, g = dh.moment_symbols(d)
+    args = list(w) + [M[i, j] for i in range(d) for j in range(i, d)] + [A] + list(g)
+    fw = sp.lambdify(args, list(der.results["ode_w"]), "numpy")
+    fM = sp.lambdify(args, list(der.results["ode_M"]), "numpy")
+    fA = sp.lambdify(args, der.results["ode_A"], "numpy")
+    iu = np.triu_indices(d)
+
+    def F(z: np.ndarray, c: np.ndarray, Sig: np.ndarray) -> np.ndarray:
+        wv = z[:d]
+        Mv = z[d:d + d * d].reshape(d, d)
+        gv = c - Sig @ wv
+        vals = list(wv) + list(Mv[iu]) + [z[-1]] + list(gv)
+        return np.concatenate([np.asarray(fw(*vals), float),
+                               np.asarray(fM(*vals), float).ravel(), [float(fA(*vals))]])
+    return F
+
+
+def _ode_states(F, c: np.ndarray, Sig: np.ndarray, z0: np.ndarray, t_eval: np.ndarray,
+                rtol: float, atol: float) -> np.ndarray:
+    """States of the derived moment ODE z' = F(z) (DOP853) at ``t_eval``, one row each;
+    rows past a point where the integrator stopped (a blow-up) are NaN."""
+    sol = solve_ivp(lambda _t, z: F(z, c, Sig), (0, float(t_eval[-1])), z0, method="DOP853",
+                    t_eval=t_eval, rtol=rtol, atol=atol)
+    Y = np.full((len(t_eval), len(z0)), np.nan)
+    y = np.asarray(sol.y, dtype=float)
+    if y.size:
+        Y[:y.shape[1]] = y.T
+    return Y
+
+
+@lru_cache(maxsize=4)
+def _h1c_reference_run(run: RunContext, eta: float):
+    """The claim's reference run for ``run`` (widths by profile; every draw from
+    ``run.rng``)."""
+    m0, n0, T = (50, 300, 30.0) if run.quick else (250, 5000, 40.0)
+    return _h1c_system(run.rng("particles"), run.rng("data"), m0, n0, T, eta)
+
+
+def _h1c_run(ctx: RunContext, eta: float):
+    """The reference run of this context, cached on the context with the negative-control
+    flag cleared (the check, its control and the mutants share one run: the control
+    changes only the rate it compares with)."""
+    return _h1c_reference_run(dataclasses.replace(ctx, negative_control=False), eta)
+
+
+def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int, n0: int,
+                T: float, eta: float):
+    """Pair-closed particles (4 m0 of them) and a whitened symmetric sample (2 n0 points);
+    GD with step eta recording the moments z = (w, M, A) and the second-order terms of
+    every step."""
+    d = dh.H1C_DIM
+    # base input weights: rows of m0/d random orthogonal matrices, so that
+    # sum_j b_j b_j^T = (m0/d) I exactly (second moment of Unif(S^{d-1}), v_b = 1/d)
+    Qs = [np.linalg.qr(rng_p.standard_normal((d, d)))[0] for _ in range(m0 // d)]
+    B0 = np.concatenate(Qs)
+    a0 = rng_p.choice([-1.0, 1.0], size=B0.shape[0])
+    # 4-orbit {(a,b), (-a,-b), (a,-b), (-a,b)}: closed under (a,b) -> (-a,-b) and w(0) = 0
+    a = np.concatenate([a0, -a0, a0, -a0])
+    B = np.concatenate([B0, -B0, -B0, B0])
+    # symmetric (x, -x) and whitened sample: E_n[x x^T] = I/d exactly, E_n[f* x] random
+    X0 = rng_d.standard_normal((n0, d))
+    X = np.concatenate([X0, -X0])
+    L = np.linalg.cholesky(X.T @ X / X.shape[0])
+    X = np.linalg.solve(L, X.T).T / np.sqrt(d)
+    Y = h1c_target(X)
+    steps = int(round(T / eta))
+    m = a.shape[0]
+    aa, BB = a.copy(), B.copy()
+    Z, S2, snaps, times = [], [], [], []
+    rec = max(1, int(round(1.0 / eta)))
+    for k in range(steps + 1):
+        _, (ga, gB) = tl.loss_and_grad(aa, BB, X, Y)
+        va, vB = -m * ga, -m * gB                     # mean-field particle velocities
+        Z.append(np.concatenate([0.5 * (aa @ BB) / m, (BB.T @ BB / m).ravel(), [aa @ aa / m]]))
+        # exact second-order terms of one GD step of the moments
+        S2.append(np.concatenate([0.5 * (va @ vB) / m, (vB.T @ vB / m).ravel(), [va @ va / m]]))
+        if k % rec == 0:
+            snaps.append((aa.copy(), BB.copy()))
+            times.append(k * eta)
+        if k == steps:
+            break
+        aa = aa + eta * va
+        BB = BB + eta * vB
+    return d, a, B, X, Y, np.array(Z), np.array(S2), snaps, np.array(times)
+
+
+def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
+    der = ctx.derivation()
+    eta = 0.1
+    d, a, B, X, Y, Z, S2, snaps, t = _h1c_run(ctx, eta)
+    from verify.formulas import best_linear_approximator, odd_target_rate
+    n, m = X.shape[0], a.shape[0]
+    Sig = X.T @ X / n
+    c = X.T @ Y / n
+    w_star = best_linear_approximator(X, Y)
+    v = 1.0 / d
+    w_pop = np.array([float(e) for e in der.results["w_star_population"]], dtype=float)
+    q = float(w_pop @ w_pop)
+    V = 1.0 + 1.0 / d                 # E a^2 = 1, E b b^T = I/d
+    F = _moment_field(der, d)
+    ws = np.array([0.5 * (aa @ BB) / aa.shape[0] for aa, BB in snaps])
+    # (1) linearity of the predictor (pair-closed particles)
+    Xt = ctx.rng("test").standard_normal((40, d)) / np.sqrt(d)
+    lin = max(float(np.abs(tl.forward(aa, BB, Xt) - Xt @ (0.5 * (aa @ BB) / aa.shape[0])).max())
+              for aa, BB in snaps)
+    # (2) every GD step of the particles moves the moments exactly by
+    #     eta F(z_k) + eta^2 S2_k  (F the derived closed ODE, S2 the exact second-order term)
+    incr = Z[1:] - Z[:-1]
+    pred = np.array([eta * F(z, c, Sig) for z in Z[:-1]]) + eta ** 2 * S2[:-1]
+    scale = float(np.abs(Z).max())
+    step_err = float(np.abs(incr - pred).max())
+    step_tol = 64 * np.finfo(float).eps * scale * (1 + d)
+
+    # (1') the same two exact identities over drawn widths, samples and step sizes
+    def measure_identities(inst) -> SubCheck:
+        k0, n_i, eta_i, s = inst
+        _, _, _, Xi, Yi, Zi, S2i, snaps_i, _ = _h1c_system(
+            ctx.rng("instance", "particles", k0, n_i, s), ctx.rng("instance", "data", k0, n_i, s),
+            k0 * d, n_i, 20 * eta_i, eta_i)
+        ci, Sigi = Xi.T @ Yi / Xi.shape[0], Xi.T @ Xi / Xi.shape[0]
+        pred_i = np.array([eta_i * F(z, ci, Sigi) for z in Zi[:-1]]) + eta_i ** 2 * S2i[:-1]
+        sc = float(np.abs(Zi).max())
+        e_step = float(np.abs(Zi[1:] - Zi[:-1] - pred_i).max()) / (64 * _U * sc * (1 + d))
+        e_lin = max(float(np.abs(tl.forward(aa, BB, Xt) - Xt @ (0.5 * (aa @ BB) / aa.size)).max())
+                    for aa, BB in snaps_i) / 1e-12
+        return SubCheck("identities", max(e_step, e_lin), 1.0,
+                        "both errors in units of their tolerances (64 (1 + d) u of the "
+                        "moments; 1e-12 for linearity)")
+    from hypothesis import strategies as st
+    s_ident = for_all_instances(
+        ctx, "drawn widths 4 d k0, samples 2 n, steps eta: every GD step |Delta z - eta F(z) "
+        "- eta^2 S2| and the predictor's linearity, in units of their tolerances",
+        st.tuples(st.integers(1, 6), st.integers(10, 200), st.sampled_from([0.02, 0.1, 0.3]),
+                  st.integers(0, 2 ** 32 - 1)), measure_identities, quick=3, full=20)
+    # (3) the derived ODE integrated (DOP853) from the sample's exactly isotropic moments
+    #     M0 = I/d, A0 = 1 and E_n[x x^T] = I/d is the derived ray s(t) w*
+    z0 = np.concatenate([np.zeros(d), (B.T @ B / m).ravel(), [a @ a / m]])
+    iso = float(max(np.abs(B.T @ B / m - np.eye(d) / d).max(), np.abs(Sig - np.eye(d) / d).max(),
+                    abs(a @ a / m - 1.0)))
+    Z_ode = _ode_states(F, c, Sig, z0, t, 1e-12, 1e-14)
+    # a derived ODE that stops the integrator early (blow-up) is compared where it got to
+    got = np.isfinite(Z_ode).all(axis=1)
+    w_ode, t_ode = Z_ode[got, :d], t[got]
+    qe = float(w_star @ w_star)
+    s_emp, _ = derived_s_of_t(der, V, v, qe)
+    w_ray = np.array([s_emp(tt) for tt in t_ode])[:, None] * w_star[None, :]
+    ray_err = float(np.abs(w_ode - w_ray).max())
+    s_pop, _ = derived_s_of_t(der, V, v, q)
+    w_inf = np.array([s_pop(tt) for tt in t_ode])[:, None] * w_pop[None, :]
+    dev_inf = float(np.abs(w_ode - w_inf).max())
+    dw = float(np.linalg.norm(w_star - w_pop))
+    # the derived population w* against quadrature of its definition d E[f* x]
+    w_quad = population_by_quadrature(h1c_target, d, _POP_NODES)
+    pop_err = float(np.abs(w_pop - w_quad).max())
+    pop_est = float(np.abs(population_by_quadrature(h1c_target, d, _POP_NODES + 1) - w_quad).max())
+    # (4) local rate along w*: -d log(1 - s)/dt of the particles vs the derived speed / (1 - s)
+    e_hat = w_star / np.linalg.norm(w_star)
+    one_m_s = (w_star - ws) @ e_hat / np.linalg.norm(w_star)
+    sel = (t >= t[-1] / 2)
+    meas_rate = float(-np.polyfit(t[sel], np.log(one_m_s[sel]), 1)[0])
+    s_mid = float(1 - np.exp(np.mean(np.log(one_m_s[sel]))))
+    sy = dh.ODD
+    vals = {sy["V"]: V, sy["v"]: v, sy["q"]: qe, sy["s"]: s_mid}
+    if rate_key == DERIVED_RATE:
+        rate_ref = float((der.results["speed"] / (1 - sy["s"])).subs(vals))
+    else:
+        rate_ref = float(der.results["rate_bound"].subs(vals))
+    rate_err = abs(meas_rate - rate_ref) / rate_ref
+    # (5) the formula odd_target_rate against the derived rate in mpmath (its careful
+    #     float64 rescaling is compared on a grid spanning magnitudes)
+    grid = [(V, v, q), (1.0, 1.0, 0.0), (1e-3, 2.0, 5e4), (1e150, 1e-100, 1e299), (3.0, 1e-5, 1e-300)]
+    rate_mp = sp.lambdify((sy["V"], sy["v"], sy["q"]), der.results["rate_inf"], "mpmath")
+    import mpmath
+    with mpmath.workdps(30):
+        rate_rel = max(abs(float(odd_target_rate(*g)) / float(rate_mp(*map(mpmath.mpf, g))) - 1)
+                       for g in grid)
+    # (6) the rates of the derived ODE, integrated numerically, vs the derived closed forms:
+    #     at t -> 0 the local rate is the reconstructed bound rate V v/4 (rate_bound); late,
+    #     lambda(s) -> lambda_inf (rate_inf) with 0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V
+    def ray_fraction(tt: np.ndarray) -> np.ndarray:
+        return 1.0 - (_ode_states(F, c, Sig, z0, tt, 1e-13, 1e-16)[:, :d] @ w_star) / qe
+    h = 1e-3
+    u0 = ray_fraction(np.array([h / 2, h]))
+    rate0 = float(-np.log(u0[1] / u0[0]) / (h / 2))
+    r_bound = float(der.results["rate_bound"].subs({sy["V"]: V, sy["v"]: v}))
+    rate0_err = abs(rate0 - r_bound) / r_bound
+    rate_inf_v = float(der.results["rate_inf"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: qe}))
+    t_late = 14.0 / rate_inf_v
+    uL = ray_fraction(np.array([t_late - 1.0, t_late]))
+    rateL = float(-np.log(uL[1] / uL[0]))
+    rateL_err = abs(rateL - rate_inf_v) / rate_inf_v
+    rateL_tol = 4 * v * qe * float(uL[0]) / V / rate_inf_v + 1e-6
+    # (7) the closed forms against the local rate measured from the derived moment field F
+    #     (F itself equals every GD step of the particles to rounding, sub-check above):
+    #     s = w.w*/|w*|^2 and ds/dt = F_w(z).w*/|w*|^2 on states of the integrated ODE
+    def field_rate(zs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s_ = zs[:, :d] @ w_star / qe
+        ds_ = np.array([F(z, c, Sig)[:d] @ w_star / qe for z in zs])
+        return s_, ds_
+    speed_fn = sp.lambdify(sy["s"], der.results["speed"].subs({sy["V"]: V, sy["v"]: v,
+                                                               sy["q"]: qe}), "numpy")
+    s_v, ds_v = field_rate(_ode_states(F, c, Sig, z0, np.linspace(0.5, t[-1], 40), 1e-13, 1e-16))
+    mid = (s_v > 0.02) & (s_v < 0.98)
+    speed_err = (float(np.max(np.abs(ds_v[mid] - speed_fn(s_v[mid])) / np.abs(ds_v[mid])))
+                 if mid.any() else float("nan"))
+    speed_tol = 1e-10 + 100 * iso
+    s0, ds0 = field_rate(z0[None, :])
+    bound_err = abs(float(ds0[0]) - r_bound) / r_bound
+    # lambda(s) = (ds/dt)/(1 - s) -> lambda_inf linearly in u = 1 - s: extrapolate u -> 0
+    # from late ODE states (u ~ 1e-3 .. 1e-6) with a quadratic fit; the linear fit's
+    # intercept differs by the size of the neglected terms (the error estimate)
+    t_l = np.log(np.array([1e3, 3e3, 1e4, 3e4, 1e5])) / rate_inf_v
+    s_l, ds_l = field_rate(_ode_states(F, c, Sig, z0, t_l, 1e-13, 1e-16))
+    u_l = 1.0 - s_l
+    lam_l = ds_l / u_l
+    fin = np.isfinite(lam_l)
+    lam_q, lam_c = ((float(np.polyfit(u_l[fin], lam_l[fin], 2)[-1]),
+                     float(np.polyfit(u_l[fin], lam_l[fin], 3)[-1])) if fin.all()
+                    else (float("nan"), float("nan")))
+    inf_err = abs(lam_c - rate_inf_v) / rate_inf_v
+    inf_tol = 10 * abs(lam_c - lam_q) / rate_inf_v + 1e-10
+    bound_ratio = float(np.max(np.linalg.norm(ws - w_star, axis=1)
+                               / (np.linalg.norm(w_star) * np.exp(-V * v * t / 4))))
+    lam_inf = float(odd_target_rate(V, v, q))
+    subs = [
+        SubCheck("measured late-time rate of (w* - w).e vs "
+                 + ("derived (ds/dt)/(1 - s)" if rate_key == DERIVED_RATE
+                    else "reconstructed V v/4 taken as the rate"), rate_err, 0.05,
+                 "relative: a slowly varying local rate fitted over [T/2, T] (<~2%) and the "
+                 "O(eta rate) <~1% forward-Euler error"),
+        SubCheck("predictor exactly linear: max |f(x) - w.x|", lin, 1e-12,
+                 "identity relu(z) - relu(-z) = z; float64 rounding only"),
+        SubCheck("every GD step of the particles: |Delta z - eta F(z) - eta^2 S2| (F the "
+                 "derived moment ODE, z = (w, M, A))", step_err, step_tol,
+                 "exact identity for pair-closed particles (the moments are quadratic); "
+                 f"rounding of sums of O({fmt(scale)}) moments over m = {m} particles"),
+        s_ident,
+        SubCheck("derived ODE (DOP853, rtol 1e-12) from the isotropic sample moments vs the "
+                 "derived ray s(t) w*, s from the closed-form inverse (w* of the formula)",
+                 ray_err, 1e-9 + 10 * iso,
+                 "integration error ~1e-11 of O(1) quantities; isotropy of M0, E_n[xx^T] holds "
+                 f"to {fmt(iso)} (whitened sample, orthogonal frames)"),
+        SubCheck("derived ODE vs the population trajectory s(t) w*_pop", dev_inf, 2 * dw + 1e-9,
+                 f"sampling error of w* = d E_n[f* x] ({fmt(dw)}, O(n^-1/2)) enters the "
+                 "contracting linear dynamics at most twice (direction and length)"),
+        SubCheck("derived population best linear approximator w*_pop = E[f* x]/v vs the "
+                 "product Gauss quadrature of the definition (half-normal rule per orthant, "
+                 f"{2 * _POP_NODES} nodes per coordinate), max |error|", pop_err, _POP_TOL,
+                 "the rule is exact for integrands of degree < "
+                 f"{2 * _POP_NODES} per coordinate on each orthant (f* x_i: degree <= 2); "
+                 "rounding of the rule (Stieltjes, ~1e-15) and of the sums; its error, "
+                 f"estimated with {2 * _POP_NODES + 2} nodes, is {fmt(pop_est)} (must be <= tol)",
+                 passed=bool(pop_err <= _POP_TOL and pop_est <= _POP_TOL)),
+        SubCheck("derived ODE (DOP853) initial rate -d log(1-s)/dt at t < 1e-3 vs the derived "
+                 "bound rate V v/4 (the local rate at s = 0), relative", rate0_err, 1e-6,
+                 "lambda(s) = lambda(0)(1 + O(q s^2/V^2)) with s(1e-3) ~ 1e-4; integration "
+                 "error 1e-13 relative"),
+        SubCheck("derived ODE (DOP853) late rate -d log(1-s)/dt at 1 - s ~ e^-13 vs the "
+                 "derived asymptotic rate, relative", rateL_err, rateL_tol,
+                 "0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V (derived speed); integration "
+                 "error of 1 - s ~ 1e-6 of its value"),
+        SubCheck("derived speed ds/dt(s) vs the rate measured from the derived moment field "
+                 "on DOP853 states (s in (0.02, 0.98)), relative", speed_err, speed_tol,
+                 "the states lie on the ray up to integration (rtol 1e-13) and isotropy "
+                 f"({fmt(iso)}) errors"),
+        SubCheck("derived bound rate V v/4 vs the field's local rate at w = 0, relative",
+                 bound_err, 1e-12 + 100 * iso, "one field evaluation; rounding and isotropy"),
+        SubCheck("derived asymptotic rate vs lambda(s) = (ds/dt)/(1 - s) of the field on late "
+                 "DOP853 states (1 - s in 1e-5..1e-3), extrapolated to s = 1 (cubic fit in "
+                 "1 - s), relative", inf_err, inf_tol, "10 x the change of the intercept "
+                 "between the quadratic and cubic fits (neglected terms), plus 1e-10 for the "
+                 "rounding of 1 - s and of the residual correlation g at 1 - s ~ 1e-5"),
+        SubCheck("odd_target_rate (float64, rescaled) vs the derived rate in mpmath, 5 points "
+                 "from 1e-300 to 1e299", rate_rel, 1e-13, "a few float64 roundings"),
+    ]
+    tab = Table("Odd target: rates", ["quantity", "value"], [
+        ["v_rho", fmt(v)], ["V = E a^2 + v_b", fmt(V)], ["|w*| (population)", fmt(math.sqrt(q))],
+        ["w* (sample)", np.array2string(w_star, precision=4)],
+        ["reconstructed bound rate V v/4", fmt(V * v / 4)],
+        ["derived asymptotic rate v sqrt(V^2+16q)/4", fmt(lam_inf)],
+        ["derived local rate at measured s", fmt(rate_ref if rate_key == DERIVED_RATE else
+                                                 0.25 * v * math.sqrt(V ** 2 + 16 * qe * s_mid ** 2))],
+        ["measured rate (t in [T/2, T])", fmt(meas_rate)],
+        ["max_t |w-w*| / (|w*| e^{-V v t/4}) (bound holds if <= 1)", fmt(bound_ratio)],
+    ])
+    return combine("pair-closed particles (GD) vs the derived moment ODE step by step; the "
+                   "derived ODE vs the derived infinite-width ray; measured vs derived rate",
+                   subs,
+                   details={"d": d, "m": int(m), "n": int(n), "eta": eta,
+                            "T": float(t[-1]), "measured_rate": meas_rate,
+                            "derived_asymptotic_rate": lam_inf, "bound_rate": V * v / 4,
+                            "reconstructed_bound_holds": bool(bound_ratio <= 1 + 1e-9),
+                            "bound_ratio": bound_ratio},
+                   tables=[tab], notes=[
+                       "The reconstructed bound |w(t)-w*| <= |w*| exp(-V v t/4) "
+                       + ("holds" if bound_ratio <= 1 + 1e-9 else "does NOT hold")
+                       + f" on this run (max ratio {fmt(bound_ratio)}); it is a bound, not the "
+                       f"rate: the derived asymptotic rate is {fmt(lam_inf)} vs V v/4 = "
+                       f"{fmt(V * v / 4)} (factor {fmt(lam_inf / (V * v / 4))})."],
+                   artifacts={"t": t, "ws": ws, "w_inf": w_inf, "w_star": w_star,
+                              "bound": np.linalg.norm(w_star) * np.exp(-V * v * t / 4)})
+
+
+def check_h1c(ctx: RunContext) -> Outcome:
+    """H1c: the measured late-time rate against the derived local rate of the ray."""
+    return _h1c(ctx, DERIVED_RATE)
+
+
+def neg_h1c(ctx: RunContext) -> Outcome:
+    """The same check on the near miss ``BOUND_AS_RATE``."""
+    return _h1c(ctx, BOUND_AS_RATE)
+
+
+def fig_h1c(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
+    from verify.plotting import new_figure, save_figure
+    A = ev.artifacts
+    if "ws" not in A:
+        return []
+    fig, ax = new_figure()
+    ax.semilogy(A["t"], np.linalg.norm(A["ws"] - A["w_star"], axis=1), "o", ms=3,
+                label=r"$|w(t)-w^*|$ particles")
+    ax.semilogy(A["t"], np.linalg.norm(A["w_inf"] - A["w_star"], axis=1), "-",
+                label="infinite width (derived)")
+    ax.semilogy(A["t"], A["bound"], "--", label=r"$|w^*|e^{-Vv t/4}$ (reconstructed bound)")
+    ax.set_xlabel("t"), ax.legend()
+    save_figure(fig, outdir / "H1c_rate.png")
+    return [("H1c_rate.png", "Odd target: distance to the best linear approximator.")]
+
+
+CLAIMS = [
+    Claim(id="H1c", title="Odd targets: linear predictor, exponential convergence to w*",
+          source="Hajjar & Chizat (2023), Thm 3.2 (rate: reconstructed)",
+          statement=r"$f^*$ odd $\Rightarrow f(\mu_t;x) = w(t)^\top x$, $w = \frac12\int ab\,d\mu_t$, "
+                    r"$w(t)\to w^* = E[f^*x]/v_\rho$ exponentially; [reconstructed] "
+                    r"$|w(t)-w^*|\le|w^*|e^{-V v_\rho t/4}$.",
+          check=check_h1c, negative_control=neg_h1c,
+          negative_control_description="the reconstructed bound rate V v/4 used as if it "
+                                       "were the exact asymptotic rate",
+          negative_target="measured late-time rate", figures=fig_h1c, kind="reconstructed"),
+]
