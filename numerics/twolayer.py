@@ -215,33 +215,33 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
 def _block_sums(a, B, X, w_m, wy, c, f, r) -> np.ndarray:
     """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
     weighted residuals into ``r``; blocks of c samples, all m neurons at once.  Per block
-    the passes beyond the two GEMMs: the mask as booleans (1 byte per entry), its exact
-    0.0 / 1.0 copy (a uint8 -> float64 cast: together cheaper than a comparison into
-    float64), the ReLU as the product with it, and the GEMV."""
+    the passes beyond the two GEMMs: the mask as booleans (1 byte per entry), the ReLU as
+    the product with the mask's uint8 view (exactly z * 0.0 or z * 1.0), the GEMV, and the
+    mask's exact 0.0 / 1.0 copy into the block's own buffer for the gradient GEMM: one
+    float64 buffer per block, the smallest footprint in the core's cache."""
     m, d = B.shape
     n = X.shape[0]
-    Z, M, RX, T = (_buffer("Z", (c, m)), _buffer("M", (c, m)), _buffer("RX", (c, d)),
-                   _buffer("T", (m, d)))
+    Z, RX, T = _buffer("Z", (c, m)), _buffer("RX", (c, d)), _buffer("T", (m, d))
     mask = _buffer("mask", (c, m), dtype=np.bool_)
     bits = mask.view(np.uint8)
     G = np.zeros((m, d))
-    BT, MT = B.T, M.T
+    BT, ZT = B.T, Z.T
     dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
     for s in range(0, n, c):
         e = min(n, s + c)
         if e - s < c:
-            Z, M, RX, mask, bits = Z[: e - s], M[: e - s], RX[: e - s], mask[: e - s], bits[: e - s]
-            MT = M.T
+            Z, RX, mask, bits = Z[: e - s], RX[: e - s], mask[: e - s], bits[: e - s]
+            ZT = Z.T
         Xs, fs, rs = X[s:e], f[s:e], r[s:e]
         dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
         greater(Z, 0.0, out=mask)            # the mask 1{b_j . x_i > 0}
-        copyto(M, bits)                      # ... as 0.0 / 1.0
-        multiply(Z, M, out=Z)                # relu (a -inf times 0 gives nan: rescaled path)
+        multiply(Z, bits, out=Z)             # relu (a -inf times 0 gives nan: rescaled path)
         dot(Z, a, out=fs)                    # m f(x_i)
+        copyto(Z, bits)                      # Z <- the mask as 0.0 / 1.0
         multiply(fs, w_m[s:e], out=rs)
         rs -= wy[s:e]                        # w_i (f(x_i) - y_i)
         multiply(Xs, rs[:, None], out=RX)
-        dot(MT, RX, out=T)
+        dot(ZT, RX, out=T)
         G += T
     return G
 
@@ -249,15 +249,15 @@ def _block_sums(a, B, X, w_m, wy, c, f, r) -> np.ndarray:
 def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
     """:func:`_block_sums` with the forward pass also blocked over mb neurons: per
     (c x mb) block one GEMM, the mask as booleans into a (c x m) array (1 byte per
-    entry), its 0.0 / 1.0 copy, the ReLU as the product with it and a GEMV accumulating
-    m f; then per column block the 0.0 / 1.0 mask again and the gradient GEMM into its
-    rows of G.  Every pass over a block stays in the core's cache."""
+    entry), the ReLU as the product with its uint8 view and a GEMV accumulating m f;
+    then per column block the mask's 0.0 / 1.0 copy and the gradient GEMM into its rows
+    of G.  Every pass over a block stays in the core's cache."""
     m, d = B.shape
     n = X.shape[0]
     cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
     BTs = [B[j0:j1].T for j0, j1 in cols]
     As = [a[j0:j1] for j0, j1 in cols]
-    Zbuf, Mbuf = _buffer("Zb", (c * mb,)), _buffer("Mb", (c * mb,))
+    Zbuf = _buffer("Zb", (c * mb,))
     mask = _buffer("mask", (c, m), dtype=np.bool_)
     RX, T, part = _buffer("RX", (c, d)), _buffer("T", (m, d)), _buffer("part", (c,))
     G = np.zeros((m, d))
@@ -270,18 +270,16 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
         fs[:] = 0.0
         for (j0, j1), BT, aj in zip(cols, BTs, As):
             Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
-            M = Mbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             dot(Xs, BT, out=Z)
             greater(Z, 0.0, out=mask[:k, j0:j1])
-            copyto(M, bits[:, j0:j1])
-            multiply(Z, M, out=Z)
+            multiply(Z, bits[:, j0:j1], out=Z)
             dot(Z, aj, out=pk)
             fs += pk
         multiply(fs, w_m[s:e], out=rs)
         rs -= wy[s:e]
         multiply(Xs, rs[:, None], out=RXk)
         for j0, j1 in cols:
-            M = Mbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+            M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             copyto(M, bits[:, j0:j1])
             dot(M.T, RXk, out=T[j0:j1])
         G += T

@@ -374,8 +374,8 @@ def test_finiteness_of_results_in_one_pass():
 
 def test_block_mask_is_the_exact_zero_one_comparison():
     """The step's mask (a boolean comparison, then its uint8 view cast to float64) is
-    exactly the float64 comparison 1{z > 0}, at signed zeros, subnormals, infinities and
-    NaN too."""
+    exactly the float64 comparison 1{z > 0}, and the product with the uint8 view exactly
+    the product with that float64 mask, at signed zeros, subnormals, infinities and NaN."""
     z = np.array([[-0.0, 0.0, 5e-324, -5e-324, np.inf, -np.inf, np.nan, 1.0, -1.0]])
     mask = np.empty(z.shape, dtype=np.bool_)
     M = np.empty(z.shape)
@@ -383,3 +383,8 @@ def test_block_mask_is_the_exact_zero_one_comparison():
     np.copyto(M, mask.view(np.uint8))
     assert M.tobytes() == np.greater(z, 0.0).astype(np.float64).tobytes()
     assert M.tolist() == [[0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0]]
+    # the ReLU as the product with the uint8 view: z * 0.0 / z * 1.0 bit for bit (-0.0
+    # for negative z, NaN for -inf and NaN: the signal of the exactly rescaled path)
+    relu = np.multiply(z, mask.view(np.uint8))
+    assert relu.dtype == np.float64
+    assert relu.tobytes() == (z * np.greater(z, 0.0).astype(np.float64)).tobytes()
