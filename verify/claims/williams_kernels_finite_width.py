@@ -6,7 +6,8 @@ E|f_m - f|^2 = E psi^2 m^(2 rate), rate = -1/2.
 Sizes: the paper's text states no widths, number of runs or data for Figure 4; the sizes
 run are this suite's (``_W3F_SIZES``: quick, trained widths m = 16000 with 400 replicates;
 full, m = 16000 and 64000 with 1000 replicates; means of 1000 i.i.d. psi with 8000 / 20000
-replicates; the Figure-4 square wave x_j = -9/10 + j/5 plus 1 / 6 drawn data sets), chosen
+replicates; the Figure-4 square wave x_j = -9/10 + j/5 plus 1 / 6 data sets drawn by each
+of the two sampled sub-checks, 2 / 12 in all), chosen
 from the error analysis and stated in the check's "Sizes run" table.
 
 The interpolant's coefficients on the Figure-4 data are checked against an independent
@@ -46,14 +47,15 @@ __all__ = ["CLAIMS"]
 # percent wide at level 2e-5 (a rate off by 0.01, the negative control, moves the ratio by
 # m^0.02 - 1 >= 15% at m = 1000), and the data are the 10-point square wave x_j = -9/10 + j/5 of
 # ``derivations.williams_kernels.fig4_data`` plus data sets drawn by Hypothesis.
-#                      trained widths m   replicates  psi-mean replicates  drawn data sets
+#                      trained widths m   replicates  psi-mean replicates  data sets drawn per sub-check
 _W3F_SIZES = {"quick": ([16000],           400,        8000,                1),
               "full": ([16000, 64000],     1000,       20000,               6)}
 
 
 def _w3f_sizes(ctx: RunContext) -> tuple[list[int], int, int, int]:
     """(widths of the trained networks, their replicates, replicates of the psi-mean test,
-    data sets drawn besides the pinned Figure-4 data) of the run's profile."""
+    data sets each sampled sub-check draws besides the pinned Figure-4 data) of the run's
+    profile."""
     ms, reps, psi_reps, n_data = _W3F_SIZES[ctx.profile]
     return list(ms), reps, psi_reps, n_data
 
@@ -225,7 +227,7 @@ def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
                             [[m, fmt(med[m]), fmt(min(v)), fmt(max(v))] for m, v in sup_rows.items()]))
     tables.append(Table("Sizes run (the paper's text states no widths, runs or data for Figure 4)",
                         ["profile", "trained widths m", "replicates per width", "psi-mean width",
-                         "psi-mean replicates", "data sets (Figure-4 square wave + drawn)"],
+                         "psi-mean replicates", "data sets measured (Figure-4 square wave + drawn)"],
                         [[ctx.profile, ", ".join(str(m) for m in ms), reps, _PSI_WIDTH, psi_reps,
                           f"1 + {len(n_tests) - 1}"]]))
     g = np.linspace(-1, 1, 401)
