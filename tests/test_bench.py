@@ -128,3 +128,24 @@ def test_dense_reference_matches_twolayer():
     for chunk in (1, 100, 10 ** 6):
         dense = twolayer.loss_and_grad_dense_reference(a, B, X, Y, chunk_elements=chunk)
         assert bench._discrepancy(dense, ref) < 1e-13
+
+
+def test_short_steps_are_timed_in_their_steady_state(monkeypatch):
+    """Cases whose warm-up is not timed call every engine once untimed before each timed
+    call (its own data in cache, not what the previous engine of the round-robin left);
+    seconds-long cases (warm-up timed) do not."""
+    calls = []
+
+    def fake_engines(case, inp, torch):
+        return {"engine": ("e", lambda: calls.append("engine") or (0.0, (np.ones(2),))),
+                "dense": ("d", lambda: calls.append("dense") or (0.0, (np.ones(2),)))}
+    monkeypatch.setattr(bench, "_engines", fake_engines)
+    short = bench.Case("relu1d", "s", (("m", 4), ("s", 3)), 3, 2)
+    rec = bench._bench_case(short, None, 0, lambda _s: None)
+    assert rec["steady_state"] and len(rec["engines"]["engine"]["times"]) == 3
+    assert calls.count("engine") == 1 + 2 * 3 and calls.count("dense") == 1 + 2 * 2
+    calls.clear()
+    long = bench.Case("relu1d", "l", (("m", 4), ("s", 3)), 3, 2, time_warmup=True)
+    rec = bench._bench_case(long, None, 0, lambda _s: None)
+    assert not rec["steady_state"] and len(rec["engines"]["engine"]["times"]) == 3
+    assert calls.count("engine") == 3 and calls.count("dense") == 2
