@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from derivations import hajjar_reduced as dh
 from numerics import meanfield as mf
 from numerics import reduced as rd
-from numerics import twolayer as tl
-from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from numerics.paper_units import HAJJAR_FIG3_PUBLISHED, hajjar_step_to_suite
+from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from verify.claims.hajjar import _init_particles, alpha_by_quadrature
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
                         combine, fmt, for_all_instances)
