@@ -293,3 +293,14 @@ def test_dimension_caps_are_refused_fast_by_name():
         ph, w = rd.phi_quadrature(rd.MAX_DIM, d_H, 48)
         assert np.all(np.isfinite(ph)) and np.all(np.isfinite(w))
         assert abs(np.sum(w * np.cos(ph) ** 2) / (d_H / rd.MAX_DIM) - 1) < 1e-10
+
+
+def test_h1g_full_profile_runs_the_authors_figure3_run():
+    """The full profile of H1g runs the authors' own Figure-3 run (their notebook's d, d_H,
+    width, step and number of steps), the step converted to the suite's data law."""
+    from numerics.paper_units import HAJJAR_FIG3_PUBLISHED as pub
+    from verify.claims.hajjar_reduced import _h1g_params
+    p = _h1g_params(False)
+    assert (p["d"], p["d_H"], p["m"], p["steps"]) == (pub["d"], pub["d_H"], pub["m"], pub["steps"])
+    # t_authors = t / d: the horizon is theirs, t = 100 in their units
+    assert math.isclose(p["step"] * p["steps"] / p["d"], pub["t"], rel_tol=1e-12)
