@@ -55,6 +55,10 @@ def satterthwaite_interval(trace: Any, trace_sq: Any, replicates: Any,
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"alpha = {a:g} is too small for nu = {nu:.3g} degrees of freedom "
                          "(the chi-square quantiles are not representable); use a larger alpha")
+    if not lo < 1.0 < hi:
+        raise ValueError(f"nu = replicates trace^2 / trace_sq = {nu:.3g} degrees of freedom: the "
+                         "interval is narrower than float64 resolves around 1; check trace and "
+                         "trace_sq (tr C, tr C^2) or use fewer replicates")
     return lo, hi
 
 
