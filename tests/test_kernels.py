@@ -714,6 +714,8 @@ def test_ratio_test_sees_a_rate_off_by_001():
     (lambda f, g: f(1.0, 0.5, 10, 1.0), "alpha"),
     (lambda f, g: f(1.0, 0.5, 10, "0.1"), "alpha"),
     (lambda f, g: f(1.0, 0.5, 10, 1e-320), "alpha"),
+    (lambda f, g: f(1e18, 1.5, 10, 0.01), "trace"),        # nu ~ 1e37: the interval is {1}
+    (lambda f, g: g([1.0, 2.0], 2.0, 1e-300, 1.0, 0.01), "trace"),
     (lambda f, g: g([1.0, -1.0], 1.0, 0.5, 1.0, 0.1), "squares"),
     (lambda f, g: g([], 1.0, 0.5, 1.0, 0.1), "squares"),
     (lambda f, g: g([[1.0]], 1.0, 0.5, 1.0, 0.1), "squares"),
