@@ -382,12 +382,11 @@ def test_maass_claims_draw_through_the_context() -> None:
 def test_m1d_trends_are_shared_by_the_check_and_its_control() -> None:
     """The trends come from the run's streams (ctx.rng), the same for a check and its
     negative control: cached per run, keyed by the context without the control flag."""
-    from verify.claims import maass_dynamics as md
     from verify.kit import RunContext
     check = RunContext("M1d", "quick", 3)
     control = RunContext("M1d", "quick", 3, negative_control=True)
-    assert md._run_key(check) == md._run_key(control)
-    assert md._run_key(check) != md._run_key(RunContext("M1d", "quick", 4))
+    assert check.shared() == control.shared()
+    assert check.shared() != RunContext("M1d", "quick", 4).shared()
     a = check.rng("escape", "WI").standard_normal(3)
     b = control.rng("escape", "WI").standard_normal(3)
     assert np.array_equal(a, b)

@@ -143,14 +143,13 @@ def _slope(Ns, vals) -> float:
     return loglog_slope(Ns, vals, floor=1e-300)  # an exact zero counts as 1e-300
 
 
-def _rel_err(a, b) -> float:
+def _scaled_error(a, b) -> float:
+    """max |a - b| / max(1, max |b|): relative for large values, absolute below 1."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     return float(np.abs(a - b).max() / max(1.0, float(np.abs(b).max())))
 
 
-def _lam(cid: str, key, args, modules=("numpy",)):
-    """The derived result ``key`` of claim ``cid`` lambdified (cached per generation)."""
-    return lambdified(cid, key, args, modules=modules)
+NUMPY = ("numpy",)  # lambdify into plain NumPy
 
 
 # ----------------------------------------------------------------------------------------
@@ -274,7 +273,7 @@ def _measure_m1a(ctx: RunContext, inst, offset: float = 0.0) -> SubCheck:
     lhs = symmetrized_output(u, G, x, z, w)              # function side: Q_G Phi_mu
     zs, ws = formulas.symmetrize(z, G, w)                # parameter side: mu^G
     rhs = model_output(u, x, zs, ws)
-    return SubCheck(name, _rel_err(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(name, _scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
 
 
 def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -283,17 +282,17 @@ def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
     x3, a3, b3, _ = dm.m1a_symbols(3)
     G, u = reference()
     G3, u3 = _group("C3"), LogisticUnit(3, 3)
-    single = _lam("M1a", "single_particle", [x2, a2])
-    res2 = _lam("M1a", "residual", [x2, a2, b2, w])
-    res3 = _lam("M1a", "residual_c3", [x3, a3, b3, w])
-    equi = _lam("M1a", "equivariance_residual", [x2, a2])
+    single = lambdified("M1a", "single_particle", [x2, a2], modules=NUMPY)
+    res2 = lambdified("M1a", "residual", [x2, a2, b2, w], modules=NUMPY)
+    res3 = lambdified("M1a", "residual_c3", [x3, a3, b3, w], modules=NUMPY)
+    equi = lambdified("M1a", "equivariance_residual", [x2, a2], modules=NUMPY)
     rng = ctx.rng("m1a", "derived")
     e_single = e_res2 = e_res3 = e_equi = 0.0
     for _ in range(30):
         xx, za, zb = 4 * rng.standard_normal(2), 2 * rng.standard_normal(4), 2 * rng.standard_normal(4)
         ww = rng.uniform(0.05, 0.95)
         num = symmetrized_output(u, G, xx[None], za[None])[0]
-        e_single = max(e_single, _rel_err(np.ravel(single(xx, za)), num))
+        e_single = max(e_single, _scaled_error(np.ravel(single(xx, za)), num))
         zab, wts = np.stack([za, zb]), np.array([ww, 1 - ww])
         diff = (symmetrized_output(u, G, xx[None], zab, wts)
                 - model_output(u, xx[None], *G.symmetrize_measure(zab, wts)))[0]
@@ -374,7 +373,7 @@ def _measure_m1b(ctx: RunContext, inst, kappa: float = 0.0) -> SubCheck:
     x = 4.0 * rng.standard_normal((16, u.dim_x))
     sym = model_output(u, x, *formulas.symmetrize(z, G, w))
     proj = model_output(u, x, *formulas.project_to_fixed_space(z, G, w))
-    return SubCheck(G.name, _rel_err(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(G.name, _scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
 
 
 def _mp_taylor_D(uu: float, vv: float, n: int = 3):
@@ -398,11 +397,11 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
     G3 = _group("C3")
     xs2, zs2 = list(dm.vector_symbols("x", 2)), list(dm.matrix_symbols("z", 2, 2))
     xs3, zs3 = list(dm.vector_symbols("x", 3)), list(dm.matrix_symbols("z", 3, 3))
-    lin2 = _lam("M1b", "linear_residual", [xs2, zs2])
-    lin3 = _lam("M1b", "linear_residual_c3", [xs3, zs3])
-    proj = _lam("M1b", "projector", [zs2])
-    logi = _lam("M1b", "logistic_difference", [xs2, zs2])
-    uvf = _lam("M1b", "difference_uv", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)])
+    lin2 = lambdified("M1b", "linear_residual", [xs2, zs2], modules=NUMPY)
+    lin3 = lambdified("M1b", "linear_residual_c3", [xs3, zs3], modules=NUMPY)
+    proj = lambdified("M1b", "projector", [zs2], modules=NUMPY)
+    logi = lambdified("M1b", "logistic_difference", [xs2, zs2], modules=NUMPY)
+    uvf = lambdified("M1b", "difference_uv", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)], modules=NUMPY)
     rng = ctx.rng("m1b", "derived")
     e_lin = e_proj = e_logi = e_uv = 0.0
     lu2, lu3 = LinearUnit(2, 2), LinearUnit(3, 3)
@@ -415,7 +414,7 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
               - model_output(lu3, x3v[None], *G3.project_measure(z3[None])))[0]
         e_lin = max(e_lin, float(np.abs(d2 - np.ravel(lin2(xx, zz)).astype(float)).max()),
                     float(np.abs(d3 - np.ravel(lin3(x3v, z3)).astype(float)).max()))
-        e_proj = max(e_proj, _rel_err(np.ravel(proj(zz)).astype(float),
+        e_proj = max(e_proj, _scaled_error(np.ravel(proj(zz)).astype(float),
                                       formulas.project_to_fixed_space(zz[None], G)[0][0]))
         dl = (model_output(u, xx[None], *G.symmetrize_measure(zz[None]))
               - model_output(u, xx[None], *G.project_measure(zz[None])))[0]
@@ -438,7 +437,7 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
     x = np.array(PINNED_X, float)[None]
     num = (model_output(u, x, *formulas.symmetrize(z, G))
            - model_output(u, x, *formulas.project_to_fixed_space(z, G)))[0]
-    fd = _lam("M1b", "logistic_difference", [xs2, zs2], modules=("mpmath",))
+    fd = lambdified("M1b", "logistic_difference", [xs2, zs2], modules=("mpmath",))
     with mpmath.workdps(30):
         ref = np.array([float(v) for v in fd(list(PINNED_X), [c for r in PINNED_Z for c in r])])
     sub.append(SubCheck("pinned counterexample: particle difference vs derived closed form "
@@ -449,9 +448,9 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
                         "bound)", gap, 1e-3, "a genuine difference: must EXCEED 1e-3, ten "
                         "orders above rounding", passed=gap >= 1e-3))
     # Taylor coefficients of D(eps u, eps v): derived vs mpmath numerical differentiation
-    fl = _lam("M1b", "leading", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
+    fl = lambdified("M1b", "leading", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
               modules=("mpmath",))
-    low = [_lam("M1b", ("low_order", k), [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
+    low = [lambdified("M1b", ("low_order", k), [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
                 modules=("mpmath",)) for k in range(3)]
     lead_rows, e_tay = [], 0.0
     for uu, vv in ctx.rng("m1b", "leading").uniform(-2, 2, size=(6, 2)):
@@ -489,8 +488,8 @@ def negative_control_m1b(ctx: RunContext) -> Outcome:
 def figures_m1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.plotting import new_figure, save_figure
     u_, v_ = sp.Symbol("u", real=True), sp.Symbol("v", real=True)
-    f = _lam("M1b", "difference_uv", [u_, v_])
-    fl = _lam("M1b", "leading", [u_, v_])
+    f = lambdified("M1b", "difference_uv", [u_, v_], modules=NUMPY)
+    fl = lambdified("M1b", "leading", [u_, v_], modules=NUMPY)
     t = np.linspace(-6, 6, 241)
     fig, ax = new_figure(width=5.5)
     ax.plot(t, f(t, 0.0 * t), label=r"logistic: $D(u, 0)$")

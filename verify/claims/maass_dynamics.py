@@ -8,11 +8,10 @@ The shared pieces (groups and units drawn from, the N-trend settings, rate fits)
 Every random draw goes through the run context: ``ctx.rng(...)`` directly, or a
 Generator from it handed to the trend and heuristic helpers (shared with the
 experiments), which spawn their streams from it (``Generator.spawn``).  The trends a
-check and its negative control have in common are cached per run (:func:`_run_key`).
+check and its negative control have in common are cached per run (``ctx.shared()``).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,10 +27,10 @@ from numerics.equivariant import (LogisticUnit, SGDConfig, discover_fixed_space,
 from numerics.groups import GroupAction
 from numerics.transport import second_moment, w2_squared_uniform
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
-                        derived_results, fmt, for_all_instances)
+                        derived_results, fmt, for_all_instances, lambdified)
 from verify.claims.maass import (EXACT_TOL, PREDICTED_RATE, RATE_THRESHOLD, SOURCE,
-                                 TrendSettings, _example, _group, _lam, _plateau_subcheck,
-                                 _rel_err, _reps, _shrink_subcheck, reference, settings)
+                                 NUMPY, TrendSettings, _example, _group, _plateau_subcheck,
+                                 _scaled_error, _reps, _shrink_subcheck, reference, settings)
 
 
 # ----------------------------------------------------------------------------------------
@@ -93,12 +92,12 @@ def _measure_risk_gap(ctx: RunContext, inst) -> SubCheck:
     fa = 0.5 * np.sum((symmetrized_output(u, G, x, z) - y) ** 2, axis=1)
     key = {2: "orbit_variance_c2", 3: "orbit_variance_c3"}[G.order]
     asyms, ysyms = dm.m1c_symbols(G.order, u.dim_y)
-    var = _lam("M1c", key, [asyms])
+    var = lambdified("M1c", key, [asyms], modules=NUMPY)
     derived_v = np.array([float(var([list(a[g, b]) for g in range(G.order)]))
                           for b in range(x.shape[0])])
     err = float(np.abs((da - fa) - derived_v).max() / max(1.0, float(da.max())))
     if G.order == 2:
-        gap = _lam("M1c", "risk_gap_c2", [asyms, ysyms])
+        gap = lambdified("M1c", "risk_gap_c2", [asyms, ysyms], modules=NUMPY)
         dg = np.array([float(gap([list(a[g, b]) for g in range(2)], list(y[b])))
                        for b in range(x.shape[0])])
         err = max(err, float(np.abs((da - fa) - dg).max() / max(1.0, float(da.max()))))
@@ -121,10 +120,10 @@ def _measure_translate(ctx: RunContext, inst) -> SubCheck:
         raise ArithmeticError("the drawn translate is not exact in float64")
     got = float(formulas.rmd(a, a + c))
     c2s, m2s, mcs = dm.translate_symbols()
-    f = _lam("M1c", "rmd_sq_translate", [c2s, m2s, mcs])
+    f = lambdified("M1c", "rmd_sq_translate", [c2s, m2s, mcs], modules=NUMPY)
     ref = float(np.sqrt(f(float(c @ c), second_moment(a), float(a.mean(axis=0) @ c))))
     w2s, mas, mbs = dm.rmd_symbols()
-    fdef = _lam("M1c", "rmd", [w2s, mas, mbs])
+    fdef = lambdified("M1c", "rmd", [w2s, mas, mbs], modules=NUMPY)
     ref2 = float(fdef(w2_squared_uniform(a, a + c), second_moment(a), second_moment(a + c)))
     err = max(abs(got - ref), abs(got - ref2)) / max(ref, 1e-300)
     return SubCheck("translate", err, 1e-12, f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
@@ -275,9 +274,9 @@ def si_escape_trend(teacher_kind: str, s: TrendSettings, rng: np.random.Generato
 def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
     """The derived FA drift at z in E^G vs the numerics' FA gradient (one sample)."""
     (ps, qs), xs, rs = dm.m1d_symbols()
-    V = _lam("M1d", "projected_drift", [ps, qs, xs, rs])
-    Vt = _lam("M1d", "transversal_drift", [ps, qs, xs, rs])
-    Vd = _lam("M1d", "drift_minus_projected_vanilla", [ps, qs, xs, rs])
+    V = lambdified("M1d", "projected_drift", [ps, qs, xs, rs], modules=NUMPY)
+    Vt = lambdified("M1d", "transversal_drift", [ps, qs, xs, rs], modules=NUMPY)
+    Vd = lambdified("M1d", "drift_minus_projected_vanilla", [ps, qs, xs, rs], modules=NUMPY)
     G, u = reference()
     P = G.projector()
     rng = ctx.rng("m1d", "drift")
@@ -292,7 +291,7 @@ def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
         for i in range(th.shape[0]):
             p, q = th[i, 0], th[i, 1]
             der = np.ravel(V(p, q, x[0], r)).astype(float)
-            e_v = max(e_v, _rel_err(fa[i], der))
+            e_v = max(e_v, _scaled_error(fa[i], der))
             e_t = max(e_t, float(np.abs(fa[i] @ (np.eye(4) - P).T
                                         - np.ravel(Vt(p, q, x[0], r)).astype(float)).max()))
             e_d = max(e_d, float(np.abs(fa[i] - van[i] @ P.T
@@ -413,12 +412,6 @@ def _fresh(rng: np.random.Generator) -> np.random.Generator:
     return np.random.Generator(type(rng.bit_generator)(rng.bit_generator.seed_seq))
 
 
-def _run_key(ctx: RunContext) -> RunContext:
-    """The run a cached trend belongs to: ``ctx`` without the negative-control flag (its
-    streams ``ctx.rng(...)`` are the same for a check and its control), so a negative
-    control that changes something else reuses the check's trends in the same process."""
-    return dataclasses.replace(ctx, negative_control=False)
-
 
 @lru_cache(maxsize=8)
 def _escape_trend(run: RunContext, teacher_kind: str) -> dict:
@@ -440,15 +433,15 @@ def _check_m1d(ctx: RunContext, offset: float = 0.0, trend_teacher: str = "WI") 
              "trajectory (relative; drawn group/unit, scheme, teacher, N)",
         _instances_si, lambda inst: _si_exact(ctx, inst, EXACT_T, offset), quick=6,
         full=24))
-    tr = _escape_trend(_run_key(ctx), trend_teacher)
+    tr = _escape_trend(ctx.shared(), trend_teacher)
     sc, fit = _shrink_subcheck(f"vanilla RMD(nu_T, P#nu_T) from SI vs N ({trend_teacher} "
                                "teacher)", s.Ns, tr["samples"])
     sub.append(sc)
-    arb = _escape_trend(_run_key(ctx), "arbitrary")
+    arb = _escape_trend(ctx.shared(), "arbitrary")
     sc2, fit2 = _plateau_subcheck("arbitrary teacher: vanilla leaves E^G", s.Ns, arb["samples"],
                                   0.05)
     sub.append(sc2)
-    probe = _instability(_run_key(ctx))
+    probe = _instability(ctx.shared())
     trow = [[tk, "vanilla", *[fmt(v) for v in d["rmd_to_EG"]], f"{f.slope:.3g} +- {f.se:.2g}"]
             for tk, d, f in ((trend_teacher, tr, fit), ("arbitrary", arb, fit2))]
     prow = [[sc_, fmt(r["unperturbed"]), fmt(r["initial"]), fmt(r["perturbed"]),
