@@ -553,7 +553,10 @@ def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[t
          f"{mach.get('numpy', '?')} with {mach.get('blas_threads', '?')} BLAS thread(s), "
          f"PyTorch {mach.get('torch') or 'absent'} with {mach.get('torch_threads', '-')} "
          "thread(s)). All engines of a row ran in one process on the same inputs, each on one "
-         "thread, interleaved round-robin; the two-GEMM floor is the pair of matrix products "
+         "thread, interleaved round-robin"
+         + ("; short steps in their steady state (each timed call after an untimed call of "
+            "the same engine)" if any(c.get("steady_state") for c in cases) else "")
+         + "; the two-GEMM floor is the pair of matrix products "
          "X B^T and Z^T X that any d-dimensional step performs, and nothing else. "
          f"Times are minima over the repeats ({clock}; the wall-time median is shown too); "
          "'x engine' is time(row) / time(engine) (> 1: the engine is faster). Timings are "
