@@ -232,7 +232,7 @@ def _targeted_claim():
     signed "at most" bound (a fitted rate) that the check keeps."""
     from tests._fake_claim import _derive
     from verify.claims import Claim
-    from verify.claims._helpers import SubCheck, combine
+    from verify.kit import SubCheck, combine
 
     def run(ctx, broken: bool):
         return combine("two sub-checks", [

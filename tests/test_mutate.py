@@ -17,7 +17,7 @@ import sympy as sp
 from derivations.base import Derivation, Step
 from verify import derived
 from verify.claims import Claim, Outcome
-from verify.claims._helpers import SubCheck, combine
+from verify.kit import SubCheck, combine
 from verify.mutate import (CAUGHT, MISSED, RAISED, UNMEASURED, Mutant, MutantResult,
                            add_arguments, derivation_mutants, formula_mutants, mutated,
                            mutated_all, mutation_sites, run, run_mutant, run_mutant_at_source,

@@ -274,14 +274,14 @@ def test_negative_control_line_shows_the_targeted_subcheck_numbers() -> None:
 def test_margin_direction_matches_the_legend(error, tolerance, passed, text) -> None:
     """Above 1 (a factor) or above 0 (an excess) exactly when the bound is broken: no
     "fails (x0.02)" for an "at least" or a signed bound."""
-    from verify.claims._helpers import margin
+    from verify.kit import margin
     m = margin(error, tolerance, passed)
     assert m.factor_text() == text
     assert (m.severity() > 1) == (not passed)
 
 
 def test_no_failing_control_shows_a_factor_below_one() -> None:
-    from verify.claims._helpers import margin
+    from verify.kit import margin
     for e, t in [(0.02, 1.0), (1e-16, 1e-12), (-0.005, -0.25), (0.0, 0.0), (5.0, 0.0)]:
         for passed in (False,):
             text = margin(e, t, passed).factor_text()

@@ -2,7 +2,7 @@
 
 A claim pairs a SymPy derivation with an independent numeric check and a negative control
 (docs/adding-a-claim.md walks through one, in a package of your own).  Import from here,
-never from the private modules of :mod:`verify.claims`:
+never from the private modules behind it (``verify._claim``, ``verify._subchecks``):
 
 - declaration: :class:`Claim`, :class:`Derivation`, :class:`Step`;
 - the run: :class:`RunContext` (``ctx.profile``, ``ctx.seed``, ``ctx.rng(name)``,
@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from derivations.base import Derivation, Step
-from verify.claims._core import Claim, Evidence, Outcome, RunContext, Table
-from verify.claims._core import jsonable
-from verify.claims._helpers import (Margin, SubCheck, combine, control_margin, fmt,
+from verify._claim import Claim, Evidence, Outcome, RunContext, Table
+from verify._claim import jsonable
+from verify._subchecks import (Margin, SubCheck, combine, control_margin, fmt,
                                     for_all_instances, loglog_slope, margin, no_shrinking,
                                     without_local_constants)
 from verify.derived import lambdified

@@ -15,7 +15,7 @@ import difflib
 import re
 
 from verify._discovery import PluginError, discover, external_claim_modules
-from verify.claims._core import (PROFILES, Claim, Derivation, Evidence, Outcome,
+from verify._claim import (PROFILES, Claim, Derivation, Evidence, Outcome,
                                  RunContext, Step, Table)
 
 __all__ = ["Claim", "Derivation", "Evidence", "Outcome", "RunContext", "Step", "Table",

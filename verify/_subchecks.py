@@ -1,4 +1,5 @@
-"""Small helpers shared by claim modules (one place for each idea)."""
+"""The sub-checks of a claim and their helpers (combination, instances drawn by Hypothesis,
+fits, margins, formatting); users import them from :mod:`verify.kit`."""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +10,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from verify.claims._core import Outcome, RunContext, Table, jsonable
+from verify._claim import Outcome, RunContext, Table, jsonable
 
 __all__ = ["Margin", "SubCheck", "combine", "control_margin", "fmt", "loglog_slope",
            "for_all_instances", "margin", "no_shrinking", "without_local_constants"]
