@@ -136,7 +136,7 @@ def nonfinite_in(value: Any, depth: int = 0) -> str | None:
 
 
 _STOP_WORDS = ("diverge", "budget", "exhaust", "nan", "non-finite", "not finite", "overflow",
-               "step size", "failed")
+               "step size", "failed", "chattering", "sliding mode")
 
 
 @dataclass
@@ -1172,6 +1172,11 @@ MODULE_BASE: dict[str, dict[str, Any]] = {
                           "T": np.array([[0.0, -1.0], [1.0, 0.0]]), "d_H": 1,
                           "group": np.array([np.eye(2), -np.eye(2)]),
                           "r_nodes": np.array([-1.0, 1.0]), "r_weights": np.array([0.5, 0.5])},
+    "numerics.gaussian_relu": {"a": np.array([1.0, -0.5]), "B": np.array([[0.5, -0.2], [1.0, 0.3]]),
+                               "U": np.array([[1.0, 0.0], [0.3, 0.4]]),
+                               "V": np.array([[0.0, 1.0], [0.5, -0.2]]),
+                               "coef": np.array([1.0, -0.5]), "d_H": 1,
+                               "r_nodes": np.array([-1.0, 1.0]), "r_weights": np.array([0.5, 0.5])},
     "numerics.groups": {"rho": np.array([np.eye(2), np.eye(2)[::-1]]),
                         "rho_hat": np.array([np.eye(2), np.eye(2)[::-1]]),
                         "M": lambda: _c2().M, "n": 3, "dim": 4,

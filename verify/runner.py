@@ -283,16 +283,17 @@ class TaskResult:
 
 
 #: Seconds of the claims' (check, negative control) at the full profile on one worker of a
-#: 2-worker local cluster (AMD EPYC, 2 cores).  Only a scheduling hint: on a cluster the
+#: 2-worker local cluster (AMD EPYC, 2 cores; measured 2026-12-02, M1c/M1d at T = 20).  Only a
+#: scheduling hint: on a cluster the
 #: longest tasks start first, so that the workers finish together instead of one long claim
 #: starting last; results are gathered in task order regardless.
 FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
-    "M1c": (280, 410), "M1d": (113, 109), "W3f": (189, 24), "H1e": (62, 62), "H1h": (69, 51),
-    "W2g": (102, 7), "H1c": (49, 50), "H1g": (41, 48), "H1b": (81, 1), "M1e": (39, 39),
-    "H1f": (28, 27), "W2c": (29, 3), "H1a": (16, 16), "W3c": (6, 17), "W3d": (16, 5),
-    "W2b": (5, 6), "H1d": (4, 6), "W2h": (3, 4), "W3e": (2, 3), "W2a": (3, 1),
-    "W3b": (2, 2), "W3a": (2, 1), "W2d": (1, 1), "W2e": (2, 0), "W2f": (1, 1),
-    "M1b": (1, 1), "M1a": (0, 1)}
+    "M1c": (416, 563), "W3f": (171, 30), "M1d": (93, 94), "H1g": (58, 55), "H1e": (79, 21),
+    "H1d": (21, 23), "H1f": (23, 21), "W2g": (33, 5), "M1e": (18, 17), "W3c": (2, 24),
+    "H1c": (1, 23), "H1b": (23, 0), "W3d": (19, 1), "W2c": (18, 1), "H1h": (14, 3),
+    "H1a": (6, 0), "W2b": (2, 2), "W3e": (1, 3), "W2a": (1, 1), "W2e": (2, 0),
+    "W2h": (1, 1), "W3a": (2, 0), "W3b": (1, 1), "W2d": (1, 0), "W2f": (1, 0),
+    "M1a": (0, 0), "M1b": (0, 0)}
 
 
 def expected_seconds(task: Task) -> float:
