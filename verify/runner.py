@@ -283,10 +283,10 @@ class TaskResult:
 
 
 #: Seconds of the claims' (check, negative control) at the full profile on one worker of a
-#: 2-worker local cluster (AMD EPYC, 2 cores; measured 2026-12-02, M1c/M1d at T = 20).  Only a
-#: scheduling hint: on a cluster the
-#: longest tasks start first, so that the workers finish together instead of one long claim
-#: starting last; results are gathered in task order regardless.
+#: 2-worker local cluster (AMD EPYC, 2 cores; measured 2026-12-02, M1c/M1d at T = 20).
+#: Only a scheduling hint: on a cluster the longest tasks start first, so that the workers
+#: finish together instead of one long claim starting last; results are gathered in task
+#: order regardless.
 FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
     "M1c": (416, 563), "W3f": (171, 30), "M1d": (93, 94), "H1g": (58, 55), "H1e": (79, 21),
     "H1d": (21, 23), "H1f": (23, 21), "W2g": (33, 5), "M1e": (18, 17), "W3c": (2, 24),
