@@ -120,6 +120,21 @@ def test_local_cluster_matches_serial(cluster) -> None:
     assert all(e == runner.BLAS_ENV for e in env.values())
 
 
+def test_mutate_on_two_workers_matches_serial() -> None:
+    """``mutate --workers 2`` runs the mutants on a local Dask cluster and gives the serial
+    outcomes, mutant by mutant and in the same order."""
+    from verify.mutate import mutate
+
+    def rows(results):
+        return [(r.claim_id, r.kind, r.label, r.eps, r.status, r.how, r.algorithm)
+                for r in results]
+
+    serial = mutate([CHEAP], eps=1e-3)
+    on_cluster = mutate([CHEAP], eps=1e-3, workers=2)
+    assert len(serial) >= 3
+    assert rows(on_cluster) == rows(serial)
+
+
 def _die(x: int) -> int:
     if x == 1:
         os._exit(3)  # the worker process dies mid-task
