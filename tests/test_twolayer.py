@@ -184,10 +184,10 @@ def test_gradient_flow_reports_a_sliding_kink_quickly():
     a, B = np.array([-1.1332614518595239]), np.array([[-7.96143823420862e-183]])
     X = np.array([[1.4565988088397175], [1.0987812495283134], [-1.0213089919185]])
     Y = np.array([1.0, -1.2845067119668734, 0.5989495153019173])
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU, not wall: a hang guard that a loaded machine cannot trip
     with pytest.raises(tl.DivergenceError, match="slides along its kink"):
         tl.gradient_flow(a, B, X, Y, [0.5], rtol=1e-8, atol=1e-10)
-    assert time.perf_counter() - t0 < 5
+    assert time.process_time() - t0 < 5
 
 
 def test_dense_reference_matches_engine():
