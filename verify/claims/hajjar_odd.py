@@ -9,7 +9,6 @@ and measures the rate; the negative control reads the reconstructed bound rate V
 the exact asymptotic rate (the near miss ``BOUND_AS_RATE``)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -169,7 +168,7 @@ def _h1c_run(ctx: RunContext, eta: float):
     """The reference run of this context, cached on the context with the negative-control
     flag cleared (the check, its control and the mutants share one run: the control
     changes only the rate it compares with)."""
-    return _h1c_reference_run(dataclasses.replace(ctx, negative_control=False), eta)
+    return _h1c_reference_run(ctx.shared(), eta)
 
 
 def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int, n0: int,

@@ -424,7 +424,6 @@ def _fig_w2h(ev: Evidence, outdir: Path):
                    "sample lines: kernel regime (delta = -50) vs adaptive regime (delta = +50).")]
 
 
-
 # ====================================================================== registry
 CLAIMS = [
     williams_claim(

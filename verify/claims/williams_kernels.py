@@ -142,7 +142,7 @@ def _draws_of(ctx: RunContext) -> RunContext:
     """The part of the run the i.i.d. particles depend on: the context with the negative
     control flag and the ``--examples`` count cleared (``ctx.rng`` ignores both), so a check,
     its negative control and the mutants of one (claim, profile, seed) share one cache entry."""
-    return dataclasses.replace(ctx, negative_control=False, examples=None)
+    return dataclasses.replace(ctx.shared(), examples=None)
 
 
 def _iid_grams(ctx: RunContext, init: str) -> dict[int, np.ndarray]:
