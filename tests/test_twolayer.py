@@ -267,6 +267,35 @@ def test_overflowing_negative_preactivation_is_rescaled():
     assert gB.tolist() == [[0.0, 0.0], [0.0, 0.5]]
 
 
+def test_forward_sees_a_partial_sum_that_overflows_to_minus_inf():
+    """b . x = 1e308 (-1.5 - 1.5 + 1.7 + 1.7) = 4e307 is representable, but float64
+    partial sums reach -inf first.  ``forward`` once took the ReLU as np.maximum(z, 0),
+    which turned that -inf into an exact-looking 0.0; the product with the mask keeps it
+    visible (-inf * 0 = nan) and the rescaled path returns 4e307 (found 2026-12-02)."""
+    a, B = np.ones(1), np.full((1, 4), 1e308)
+    X = np.array([[-1.5, -1.5, 1.7, 1.7]])
+    with np.errstate(over="ignore"):
+        assert np.dot(X, B.T)[0, 0] == -np.inf          # the float64 GEMM overflows
+    assert math.isclose(float(tl.forward(a, B, X)[0]), 4e307, rel_tol=1e-15)
+    assert math.isclose(float(tl.forward(a, B, X, chunk=1)[0]), 4e307, rel_tol=1e-15)
+    a_small = np.full(1, 2.0 ** -1030)    # f = 2^-1030 4e307: loss and gradients representable
+    f = 2.0 ** -1030 * 4e307
+    L, (ga, gB) = tl.loss_and_grad(a_small, B, X, np.zeros(1))
+    assert math.isclose(L, 0.5 * f * f, rel_tol=1e-14)
+    assert math.isclose(float(ga[0]), f * 4e307, rel_tol=1e-14)
+    with pytest.raises(ValueError, match="too large for the unscaled reference"):
+        tl.loss_and_grad_dense_reference(a_small, B, X, np.zeros(1))   # not a silent 0
+
+
+def test_a_chunk_beyond_the_block_limit_is_refused_with_the_largest_allowed():
+    a, B = np.ones(2048), np.ones((2048, 2))
+    X = np.ones((20_000, 2))
+    with pytest.raises(ValueError, match=r"chunk x m .* use chunk <= 16384"):
+        tl.loss_and_grad(a, B, X, np.ones(20_000), chunk=10 ** 6)
+    with pytest.raises(ValueError, match=r"use chunk <= 16384"):
+        tl.forward(a, B, X, chunk=16385)
+
+
 def test_public_surface_validates():
     """Named errors, no nan, no hang (the public-surface census)."""
     import time
