@@ -278,6 +278,12 @@ P(a x > b, a x' > b) (alpha(m) = sqrt(m), all layers trained, E c^2 = sigma_c^2;
 
 ``ntk_kernel(x, xp, init=..., sigma_c=1.0)``; ``.mpmath(x, xp, init=..., sigma_c=1.0, dps=30)``.
 
+Accuracy of the float64 value: within N u of the scale K_RF + sigma_c^2 |1 + x x'| P of
+the two terms (u = 2^-53, N the SymPy operation count of the derived float form, about 200
+for uniform and 370 for gaussian; measured at most 7 u over 12000 random points).  For x x' < -1 the terms have opposite
+signs and K_NTK crosses zero: near that curve its relative accuracy is limited by the
+cancellation (at K_NTK = 1e-9 of the scale, 3e-8 relative); ``.mpmath`` gives any digits.
+
 >>> round(float(ntk_kernel(0.0, 0.0, init="uniform", sigma_c=1.0)), 12)  # 1/6 + 1/2
 0.666666666667
 """, lambda: _kernel_exprs("ntk"), _ntk_kernel, _ntk_kernel_mp)
