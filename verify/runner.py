@@ -35,7 +35,6 @@ import ctypes
 import functools
 import dataclasses
 import hashlib
-import os
 import re
 import tempfile
 import threading
