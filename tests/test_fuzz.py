@@ -1177,6 +1177,7 @@ MODULE_BASE: dict[str, dict[str, Any]] = {
                                "V": np.array([[0.0, 1.0], [0.5, -0.2]]),
                                "coef": np.array([1.0, -0.5]), "d_H": 1,
                                "r_nodes": np.array([-1.0, 1.0]), "r_weights": np.array([0.5, 0.5])},
+    "numerics.gaussian_orthants": {"g": lambda: (lambda X: X[:, 0] ** 2), "d": 2, "n": 2},
     "numerics.groups": {"rho": np.array([np.eye(2), np.eye(2)[::-1]]),
                         "rho_hat": np.array([np.eye(2), np.eye(2)[::-1]]),
                         "M": lambda: _c2().M, "n": 3, "dim": 4,

@@ -76,14 +76,16 @@ def test_odd_target_is_odd_and_its_population_w_star_is_derived():
     """The target has one definition (SymPy, lambdified for numpy); its population w* is
     derived from it (Fubini, Gaussian integrals) and agrees with the product half-normal
     quadrature of the definition, which is exact for its piecewise polynomials."""
+    from numerics.gaussian_orthants import gaussian_first_moment
     from verify import derived
-    from verify.claims.hajjar_odd import h1c_population, h1c_target, population_by_quadrature
+    from verify.claims.hajjar_odd import h1c_population, h1c_target
     X = np.random.default_rng(0).standard_normal((50, 5))
     assert np.array_equal(h1c_target(-X), -h1c_target(X))
     w = h1c_population(dh.H1C_DIM)
     assert np.array_equal(w, [float(e) for e in derived.results("H1c")["w_star_population"]])
     for d in (3, 4, dh.H1C_DIM):
-        assert np.abs(population_by_quadrature(h1c_target, d, 3) - h1c_population(d)).max() < 1e-13
+        w_quad = d * gaussian_first_moment(h1c_target, d, 3, var=1.0 / d)
+        assert np.abs(w_quad - h1c_population(d)).max() < 1e-13
     with pytest.raises(ValueError, match="d >= 3"):
         h1c_target(np.zeros((4, 2)))
     with pytest.raises(ValueError, match="h1c_population: d"):
@@ -93,24 +95,41 @@ def test_odd_target_is_odd_and_its_population_w_star_is_derived():
 def test_gaussian_mean_against_the_quadrature_and_refuses_coupled_factors():
     """gaussian_mean (SymPy, from the definition) vs the exact product quadrature on a
     separable odd-times-coordinate integrand with |x| and cubic terms."""
-    from verify.claims.hajjar_odd import population_by_quadrature
+    from numerics.gaussian_orthants import gaussian_first_moment
     xs = sp.symbols("x1:4", real=True)
     f = 3 * xs[0] ** 3 * sp.Abs(xs[2]) - xs[1] * xs[0] ** 2 + sp.Rational(1, 2) * xs[1]
     v = sp.Rational(1, 3)
     w_sym = np.array([float(dh.gaussian_mean(f * x, xs, v) / v) for x in xs])
     fn = sp.lambdify(xs, f, "numpy")
-    w_quad = population_by_quadrature(lambda X: fn(*X.T), 3, 4)
+    w_quad = gaussian_first_moment(lambda X: fn(*X.T), 3, 4, var=1 / 3) / (1 / 3)
     assert np.abs(w_sym - w_quad).max() < 1e-13
     with pytest.raises(ValueError, match="couples coordinates"):
         dh.gaussian_mean(sp.Abs(xs[0] + xs[1]), xs, v)
 
 
-def test_half_normal_rule_moments():
-    from verify.claims.hajjar_odd import _half_normal_rule
-    t, w = _half_normal_rule(5)
-    for k in range(10):
-        exact = 2 ** (k / 2) * math.gamma((k + 1) / 2) / (2 * math.sqrt(math.pi))
-        assert abs(w @ t ** k - exact) < 1e-14 * max(1.0, exact)
+def test_h1c_particles_and_sample():
+    """The initial system shared by the claim and the ``odd-target`` experiment:
+    pair-closed particles (w(0) = 0, sum b b^T = 4 n_frames I), a symmetric whitened
+    sample (E_n[x x^T] = I/d), the target's values; refused sizes are named."""
+    from verify.claims.hajjar_odd import h1c_particles_and_sample, h1c_target
+    rng = np.random.default_rng
+    a, B, X, Y = h1c_particles_and_sample(rng(1), rng(2), 4, 3, 20)
+    assert a.shape == (48,) and B.shape == (48, 4) and X.shape == (40, 4)
+    assert np.abs(a @ B).max() < 1e-14
+    assert np.abs(B.T @ B - 12 * np.eye(4)).max() < 1e-13
+    assert np.array_equal(X[20:], -X[:20])
+    assert np.abs(X.T @ X / 40 - np.eye(4) / 4).max() < 1e-15
+    assert np.array_equal(Y, h1c_target(X))
+    again = h1c_particles_and_sample(rng(1), rng(2), 4, 3, 20)
+    assert all(np.array_equal(u, v) for u, v in zip((a, B, X, Y), again))
+    with pytest.raises(ValueError, match=r"n_half .* at least d"):
+        h1c_particles_and_sample(rng(1), rng(2), 4, 3, 3)
+    with pytest.raises(ValueError, match=r"d \(dimension"):
+        h1c_particles_and_sample(rng(1), rng(2), 2, 3, 20)
+    with pytest.raises(ValueError, match=r"n_frames .* too large"):
+        h1c_particles_and_sample(rng(1), rng(2), 5, 10 ** 9, 20)
+    with pytest.raises(TypeError, match="rng_data"):
+        h1c_particles_and_sample(rng(1), 2, 5, 3, 20)
 
 
 def test_h1c_run_shared_by_check_and_control():

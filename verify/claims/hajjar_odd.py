@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import sympy as sp
-from numpy.polynomial.legendre import leggauss
 from scipy.integrate import solve_ivp
 
 from derivations import hajjar as dh
 from numerics import twolayer as tl
+from numerics.gaussian_orthants import gaussian_first_moment
+from numerics.validation import require_generator, require_positive_int, require_size
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
                         combine, fmt, for_all_instances)
 
@@ -63,42 +64,6 @@ def h1c_population(d: int) -> np.ndarray:
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 3 <= d <= 64:
         raise ValueError(f"h1c_population: d must be an integer in 3..64; got {d!r}")
     return np.array([float(e) for e in _population_expr(int(d))])
-
-
-def _half_normal_rule(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss rule with n nodes for the weight phi(t) (standard normal density) on t > 0:
-    Stieltjes' recurrence on a composite Gauss-Legendre discretization of [0, 12] (6
-    panels of 20 nodes, exact to rounding for the moments used; the tail beyond 12 weighs
-    2e-33), then Golub-Welsch.  Exact (to rounding) for polynomials of degree < 2n."""
-    x, w = leggauss(20)
-    t = np.concatenate([x + 1.0 + 2.0 * k for k in range(6)])
-    wt = np.tile(w, 6) * np.exp(-t * t / 2) / math.sqrt(2 * math.pi)
-    alpha, beta = np.zeros(n), np.zeros(n)
-    p_prev, p = np.zeros_like(t), np.ones_like(t)
-    norm_prev = 1.0
-    for k in range(n):
-        norm = float(wt @ (p * p))
-        alpha[k] = float(wt @ (t * p * p)) / norm
-        beta[k] = norm / norm_prev if k else norm
-        p_prev, p = p, (t - alpha[k]) * p - (beta[k] if k else 0.0) * p_prev
-        norm_prev = norm
-    J = np.diag(alpha) + np.diag(np.sqrt(beta[1:]), 1) + np.diag(np.sqrt(beta[1:]), -1)
-    nodes, vecs = np.linalg.eigh(J)
-    return nodes, beta[0] * vecs[0] ** 2
-
-
-def population_by_quadrature(target, d: int, n: int) -> np.ndarray:
-    """w* = E[f*(x) x] / v for x ~ N(0, v I), v = 1/d, by the product over the d
-    coordinates of the mirrored half-normal rule (n nodes on each half-line, so every
-    orthant is integrated by its own Gauss rule: exact for integrands that are polynomials
-    of degree < 2n in each coordinate on each orthant, such as |x_2| x_1 x_i)."""
-    t, w = _half_normal_rule(n)
-    nodes = np.concatenate([-t[::-1], t]) / math.sqrt(d)
-    weights = np.concatenate([w[::-1], w])
-    grid = np.stack(np.meshgrid(*([nodes] * d), indexing="ij"), axis=-1).reshape(-1, d)
-    wgt = np.prod(np.stack(np.meshgrid(*([weights] * d), indexing="ij"), axis=-1).reshape(-1, d),
-                  axis=1)
-    return d * ((wgt * target(grid)) @ grid)
 
 
 def derived_s_of_t(der: Derivation, V: float, v: float, q: float):
@@ -171,26 +136,46 @@ def _h1c_run(ctx: RunContext, eta: float):
     return _h1c_reference_run(ctx.shared(), eta)
 
 
-def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int, n0: int,
-                T: float, eta: float):
-    """Pair-closed particles (4 m0 of them) and a whitened symmetric sample (2 n0 points);
-    GD with step eta recording the moments z = (w, M, A) and the second-order terms of
-    every step."""
-    d = dh.H1C_DIM
-    # base input weights: rows of m0/d random orthogonal matrices, so that
-    # sum_j b_j b_j^T = (m0/d) I exactly (second moment of Unif(S^{d-1}), v_b = 1/d)
-    Qs = [np.linalg.qr(rng_p.standard_normal((d, d)))[0] for _ in range(m0 // d)]
-    B0 = np.concatenate(Qs)
-    a0 = rng_p.choice([-1.0, 1.0], size=B0.shape[0])
-    # 4-orbit {(a,b), (-a,-b), (a,-b), (-a,b)}: closed under (a,b) -> (-a,-b) and w(0) = 0
+def h1c_particles_and_sample(rng_particles: np.random.Generator, rng_data: np.random.Generator,
+                             d: int, n_frames: int, n_half: int
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The H1c initial system (a, B, X, Y): 4 d n_frames pair-closed particles and 2 n_half
+    whitened symmetric data points with the odd target's values.
+
+    Particles: the base input weights are the rows of n_frames random orthogonal d x d
+    matrices (so sum_j b_j b_j^T is exactly n_frames I: the second moment of Unif(S^{d-1}),
+    v_b = 1/d), the base output weights random signs, closed under the 4-orbit
+    {(a, b), (-a, -b), (a, -b), (-a, b)} (closed under (a, b) -> (-a, -b), and w(0) = 0).
+    Data: n_half standard normal points and their negatives, whitened so that
+    E_n[x x^T] = I/d exactly (E_n[f* x] stays random)."""
+    rng_particles = require_generator(rng_particles, "rng_particles")
+    rng_data = require_generator(rng_data, "rng_data")
+    d = require_positive_int(d, "d (dimension; the target needs d >= 3)", minimum=3, maximum=64)
+    n_frames = require_positive_int(n_frames, "n_frames (orthogonal frames of base particles)")
+    n_half = require_positive_int(n_half, "n_half (data points before the mirror x -> -x; at "
+                                          "least d for an invertible sample covariance)",
+                                  minimum=d)
+    require_size(4 * n_frames * d * d, "n_frames (the 4 d n_frames particles in R^d)")
+    require_size(2 * n_half * d, "n_half (the 2 n_half data points in R^d)")
+    B0 = np.concatenate([np.linalg.qr(rng_particles.standard_normal((d, d)))[0]
+                         for _ in range(n_frames)])
+    a0 = rng_particles.choice([-1.0, 1.0], size=B0.shape[0])
     a = np.concatenate([a0, -a0, a0, -a0])
     B = np.concatenate([B0, -B0, -B0, B0])
-    # symmetric (x, -x) and whitened sample: E_n[x x^T] = I/d exactly, E_n[f* x] random
-    X0 = rng_d.standard_normal((n0, d))
+    X0 = rng_data.standard_normal((n_half, d))
     X = np.concatenate([X0, -X0])
     L = np.linalg.cholesky(X.T @ X / X.shape[0])
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
-    Y = h1c_target(X)
+    return a, B, X, h1c_target(X)
+
+
+def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int, n0: int,
+                T: float, eta: float):
+    """Pair-closed particles (4 m0 of them, rounded down to frames of d) and a whitened
+    symmetric sample (2 n0 points); GD with step eta recording the moments z = (w, M, A)
+    and the second-order terms of every step."""
+    d = dh.H1C_DIM
+    a, B, X, Y = h1c_particles_and_sample(rng_p, rng_d, d, m0 // d, n0)
     steps = int(round(T / eta))
     m = a.shape[0]
     aa, BB = a.copy(), B.copy()
@@ -278,9 +263,10 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
     dev_inf = float(np.abs(w_ode - w_inf).max())
     dw = float(np.linalg.norm(w_star - w_pop))
     # the derived population w* against quadrature of its definition d E[f* x]
-    w_quad = population_by_quadrature(h1c_target, d, _POP_NODES)
+    w_quad = d * gaussian_first_moment(h1c_target, d, _POP_NODES, var=v)
     pop_err = float(np.abs(w_pop - w_quad).max())
-    pop_est = float(np.abs(population_by_quadrature(h1c_target, d, _POP_NODES + 1) - w_quad).max())
+    pop_est = float(np.abs(d * gaussian_first_moment(h1c_target, d, _POP_NODES + 1, var=v)
+                           - w_quad).max())
     # (4) local rate along w*: -d log(1 - s)/dt of the particles vs the derived speed / (1 - s)
     e_hat = w_star / np.linalg.norm(w_star)
     one_m_s = (w_star - ws) @ e_hat / np.linalg.norm(w_star)

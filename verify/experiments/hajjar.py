@@ -18,22 +18,15 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
     from numerics import twolayer as tl
     from numerics.rng import make_rng
     from verify.claims import get
-    from verify.claims.hajjar_odd import h1c_population, h1c_target, derived_s_of_t
+    from verify.claims.hajjar_odd import (derived_s_of_t, h1c_particles_and_sample,
+                                          h1c_population)
     from verify.formulas import best_linear_approximator, odd_target_rate
     from verify.plotting import new_figure
     d, m, n = int(params["d"]), int(params["m"]), int(params["n"])
     eta, steps = float(params["eta"]), int(params["steps"])
-    rng = make_rng(seed, "odd-target", "particles")
-    B0 = np.concatenate([np.linalg.qr(rng.standard_normal((d, d)))[0]
-                         for _ in range(max(1, m // (4 * d)))])
-    a0 = rng.choice([-1.0, 1.0], size=B0.shape[0])
-    a = np.concatenate([a0, -a0, a0, -a0])
-    B = np.concatenate([B0, -B0, -B0, B0])
-    X0 = make_rng(seed, "odd-target", "data").standard_normal((max(d, n // 2), d))
-    X = np.concatenate([X0, -X0])
-    L = np.linalg.cholesky(X.T @ X / X.shape[0])
-    X = np.linalg.solve(L, X.T).T / np.sqrt(d)
-    Y = h1c_target(X)
+    a, B, X, Y = h1c_particles_and_sample(
+        make_rng(seed, "odd-target", "particles"), make_rng(seed, "odd-target", "data"),
+        d, max(1, m // (4 * d)), max(d, n // 2))
     run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=max(1, steps // 100))
     w = np.array([0.5 * (aa @ BB) / aa.shape[0] for aa, BB in run.snapshots])
     w_star = best_linear_approximator(X, Y)
@@ -255,7 +248,9 @@ EXPERIMENTS = [
     Experiment("odd-target", "Odd target f* = sqrt(d) x1|x2| + x3: w(t), w*, |w(t) - w*| vs the "
                "derived infinite-width trajectory and the reconstructed bound (claim H1c)",
                _odd_target, {"d": 5, "m": 1000, "n": 20000, "eta": 0.05, "steps": 800},
-               quick={"m": 200, "n": 1000, "eta": 0.1, "steps": 300}, claims=("H1c",)),
+               quick={"m": 200, "n": 1000, "eta": 0.1, "steps": 300}, claims=("H1c",),
+               settings={"d": Setting("int", 5, lo=3, hi=64,
+                                      doc="dimension (the target f* needs d >= 3)")}),
     Experiment("hajjar-fig2", "f(mu_t; u_H + r e_perp) against r over time from the 1-D "
                "reduced dynamics: the structure is not learned in finite time (H1e)",
                _fig2, {**{k: v for k, v in _FIG3_DEFAULTS.items() if k not in ("estimator", "n_mc")},
