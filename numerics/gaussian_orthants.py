@@ -126,7 +126,7 @@ def gaussian_expectation(g: Callable[[np.ndarray], np.ndarray], d: int, n: int,
     """E[g(x)] for x ~ N(0, var I_d) by the orthant product rule with n half-normal nodes
     per half-line; g maps the rule's points X (N, d), N = (2n)^d, to N real values.  Exact
     (to rounding) when g is, on each orthant, a polynomial of degree < 2n in each
-    coordinate.
+    coordinate.  The zeroth moment of the rule of claim H1c.
 
     >>> round(gaussian_expectation(lambda X: np.abs(X[:, 0]) * X[:, 1] ** 2, 2, 2), 13)
     0.7978845608029
