@@ -13,7 +13,6 @@ from scipy.integrate import solve_ivp
 
 from derivations import hajjar as dh
 from derivations import hajjar_reduced as dhr
-from numerics import reduced as rd
 from numerics import twolayer as tl
 
 
