@@ -11,7 +11,8 @@ Loss on a weighted sample (x_i, y_i, w_i) (weights default 1/n, i.e. the empiric
 mean-field particle velocity is ``-m * grad`` (docs/conventions.md, section 2), so gradient descent with
 learning rate ``m * eta`` is the forward-Euler scheme of the mean-field flow with time
 step ``eta``.  The step is fused and blocked over samples: per block of rows one GEMM for
-the pre-activations, one pass for the activation mask, one for the ReLU, one GEMV for the
+the pre-activations, the ReLU and its mask (one compiled pass with the optional numba,
+three NumPy passes without: the same bits, :func:`relu_pass_backend`), one GEMV for the
 outputs and one GEMM for the gradient; the blocks stay in cache and their buffers are reused
 across calls (no n x m array is ever formed).
 
@@ -39,6 +40,7 @@ from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeErro
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
+           "relu_pass_backend",
            "orbit_samples", "gaussian_relu_kernel", "gaussian_relu_kernel_grad",
            "population_loss_and_grad_norm_target", "loss_and_grad_dense_reference"]
 
@@ -134,14 +136,92 @@ def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
     return buf[:size].reshape(shape)
 
 
+_FUSED: list = []                 # [the compiled ReLU pass, or None], once decided
+_FUSED_LOCK = threading.Lock()
+
+
+def _compile_fused_relu():
+    """The ReLU and its mask in ONE compiled pass (numba, an optional dependency:
+    ``pip install '.[fast]'``), or None without numba: ``relu_with_mask`` writes the mask
+    as 0.0 / 1.0 (:func:`_relu_with_mask`), ``relu_with_bits`` as uint8 0 / 1 into a
+    strided block (the column-blocked step, :func:`_block_sums_2d`).  Elementwise the same
+    operations as the NumPy passes of :func:`_relu_with_mask` (z > 0, then z * 1.0 or
+    z * 0.0, no reassociation): the same bits, nan and -0.0 included.  Compiled eagerly
+    for C-contiguous float64 blocks, not cached on disk (nothing is written next to the
+    package; about 0.3 s once per process)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    try:
+        @numba.njit("void(float64[:, ::1], float64[:, ::1])", nogil=True, cache=False)
+        def relu_with_mask(Z, M):
+            rows, cols = Z.shape
+            for i in range(rows):
+                for j in range(cols):
+                    z = Z[i, j]
+                    k = 1.0 if z > 0.0 else 0.0
+                    M[i, j] = k
+                    Z[i, j] = z * k
+
+        @numba.njit("void(float64[:, ::1], uint8[:, :])", nogil=True, cache=False)
+        def relu_with_bits(Z, bits):
+            rows, cols = Z.shape
+            for i in range(rows):
+                for j in range(cols):
+                    z = Z[i, j]
+                    if z > 0.0:
+                        bits[i, j] = 1
+                        Z[i, j] = z * 1.0
+                    else:
+                        bits[i, j] = 0
+                        Z[i, j] = z * 0.0
+    except Exception as exc:            # a broken numba/LLVM install: the NumPy passes
+        import warnings
+        warnings.warn(f"numerics.twolayer: numba is installed but could not compile the fused "
+                      f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
+                      "results, ~5% slower at paper scale)", RuntimeWarning, stacklevel=3)
+        return None
+    return relu_with_mask, relu_with_bits
+
+
+def _fused_relu():
+    """(relu_with_mask, relu_with_bits) compiled, or None (see :func:`_compile_fused_relu`)."""
+    if not _FUSED:
+        with _FUSED_LOCK:
+            if not _FUSED:
+                _FUSED.append(_compile_fused_relu())
+    return _FUSED[0]
+
+
+def relu_pass_backend() -> str:
+    """Which implementation runs the ReLU-and-mask pass of :func:`loss_and_grad` and
+    :func:`forward`: ``"numba <version>"`` (one fused pass, when numba is installed) or
+    ``"numpy"`` (three passes).  Both give the same bits; the fused pass saves about 5% of
+    a step at paper scale (benchmarks/README.md).  Compiles the kernel if needed.
+
+    >>> relu_pass_backend() in ("numpy",) or relu_pass_backend().startswith("numba ")
+    True
+    """
+    if _fused_relu() is None:
+        return "numpy"
+    import numba
+    return f"numba {numba.__version__}"
+
+
 def _relu_with_mask(Z: np.ndarray, mask: np.ndarray, M: np.ndarray) -> None:
     """Z <- relu(Z) and M <- 1{Z > 0} as exact 0.0 / 1.0 (``mask``: a boolean scratch of
-    Z's shape).  The ReLU is the float64 product Z M, exactly z * 1.0 or z * 0.0: an
-    overflowed pre-activation stays visible (inf * 1 = inf, -inf * 0 = nan) and sends the
-    caller to the rescaled path, where np.maximum(-inf, 0) = 0 would hide it.  Three
-    passes, each about as fast as a copy; the product with the booleans' uint8 view
-    costs about twice a float64 product (NumPy casts element by element) and
-    np.maximum with the scalar 0 three times."""
+    Z's shape, used by the NumPy passes).  The ReLU is the product Z M, exactly z * 1.0 or
+    z * 0.0: an overflowed pre-activation stays visible (inf * 1 = inf, -inf * 0 = nan)
+    and sends the caller to the rescaled path, where np.maximum(-inf, 0) = 0 would hide
+    it.  With numba one fused pass (:func:`_compile_fused_relu`); else three NumPy passes,
+    each about as fast as a copy (the product with the booleans' uint8 view costs about
+    twice a float64 product, NumPy casting element by element, and np.maximum with the
+    scalar 0 three times)."""
+    fused = _fused_relu()
+    if fused is not None and Z.flags.c_contiguous and M.flags.c_contiguous:
+        fused[0](Z, M)
+        return
     np.greater(Z, 0.0, out=mask)
     np.copyto(M, mask.view(np.uint8))
     np.multiply(Z, M, out=Z)
@@ -283,6 +363,7 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
     RX, T, part = _buffer("RX", (c, d)), _buffer("T", (m, d)), _buffer("part", (c,))
     G = np.zeros((m, d))
     dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
+    fused = _fused_relu()
     for s in range(0, n, c):
         e = min(n, s + c)
         k = e - s
@@ -292,8 +373,11 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
         for (j0, j1), BT, aj in zip(cols, BTs, As):
             Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             dot(Xs, BT, out=Z)
-            greater(Z, 0.0, out=mask[:k, j0:j1])
-            multiply(Z, bits[:, j0:j1], out=Z)
+            if fused is not None:            # the same bits in one compiled pass
+                fused[1](Z, bits[:, j0:j1])
+            else:
+                greater(Z, 0.0, out=mask[:k, j0:j1])
+                multiply(Z, bits[:, j0:j1], out=Z)
             dot(Z, aj, out=pk)
             fs += pk
         multiply(fs, w_m[s:e], out=rs)

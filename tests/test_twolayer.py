@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 from scipy.special import roots_jacobi
 
 from numerics import twolayer as tl
@@ -294,6 +294,62 @@ def test_a_chunk_beyond_the_block_limit_is_refused_with_the_largest_allowed():
         tl.loss_and_grad(a, B, X, np.ones(20_000), chunk=10 ** 6)
     with pytest.raises(ValueError, match=r"use chunk <= 16384"):
         tl.forward(a, B, X, chunk=16385)
+
+
+_SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308, -1e308,
+                     2.0 ** -1022, 1.0, -1.0])
+
+
+def _relu_numpy(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    Z = Z.copy()
+    M = np.empty_like(Z)
+    np.greater(Z, 0.0, out=(mask := np.empty(Z.shape, bool)))
+    np.copyto(M, mask.view(np.uint8))
+    with np.errstate(invalid="ignore"):        # -inf * 0 = nan, as in the engine
+        np.multiply(Z, M, out=Z)
+    return Z, M
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 9), st.integers(1, 70))
+def test_fused_relu_pass_gives_the_numpy_passes_bits(seed, rows, cols):
+    """The compiled pass (numba) and the three NumPy passes agree bit for bit, nan,
+    -0.0, infinities and subnormals included (compared as uint64 words)."""
+    fused = tl._fused_relu()
+    if fused is None:
+        pytest.skip("numba is not installed: only the NumPy passes exist")
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((rows, cols)) * np.exp2(rng.integers(-1074, 1023, (rows, cols)))
+    Z.ravel()[rng.integers(0, Z.size, min(Z.size, 6))] = rng.choice(_SPECIAL, min(Z.size, 6))
+    Zr, Mr = _relu_numpy(Z)
+    Zf, Mf = Z.copy(), np.empty_like(Z)
+    fused[0](Zf, Mf)
+    assert np.array_equal(Zf.view(np.uint64), Zr.view(np.uint64))
+    assert np.array_equal(Mf.view(np.uint64), Mr.view(np.uint64))
+    # the column-blocked step's variant: uint8 0 / 1 into a strided block of a wider mask
+    wide = np.full((rows, cols + 3), 7, dtype=np.uint8)
+    Zb = Z.copy()
+    fused[1](Zb, wide[:, 1:cols + 1])
+    assert np.array_equal(Zb.view(np.uint64), Zr.view(np.uint64))
+    assert np.array_equal(wide[:, 1:cols + 1], Mr.astype(np.uint8))
+    assert np.all(wide[:, 0] == 7) and np.all(wide[:, cols + 1:] == 7)
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400))
+@example(3, 2100, 3, 130).via("m > 2048: the forward pass blocked over neurons too")
+def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
+    a, B, X, Y = _problem(seed, m, d, n)
+    with_fused = tl.loss_and_grad(a, B, X, Y), tl.forward(a, B, X)
+    saved = list(tl._FUSED)
+    tl._FUSED[:] = [None]                      # the NumPy passes
+    try:
+        without = tl.loss_and_grad(a, B, X, Y), tl.forward(a, B, X)
+    finally:
+        tl._FUSED[:] = saved
+    (L1, (ga1, gB1)), f1 = with_fused
+    (L2, (ga2, gB2)), f2 = without
+    assert L1 == L2 and np.array_equal(ga1, ga2) and np.array_equal(gB1, gB2)
+    assert np.array_equal(f1, f2)
+    assert tl.relu_pass_backend() in ("numpy",) or tl.relu_pass_backend().startswith("numba ")
 
 
 def test_public_surface_validates():

@@ -158,6 +158,7 @@ def _machine(torch, threads) -> dict[str, Any]:
     info = {"python": platform.python_version(), "numpy": np.__version__,
             "platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
             "blas_threads": threads, "torch": None, "torch_threads": None,
+            "relu_pass": twolayer.relu_pass_backend(),
             "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
     if torch is not None:
         info["torch"] = torch.__version__
@@ -320,7 +321,8 @@ def _engines(case: Case, inp: dict[str, Any], torch) -> dict[str, tuple[str, Cal
         return out
     a, B, X, Y = (inp[k] for k in ("a", "B", "X", "Y"))
     rows, floor = _fastest_floor(B, X)
-    out = {"engine": ("numerics.twolayer.loss_and_grad", lambda: twolayer.loss_and_grad(a, B, X, Y)),
+    out = {"engine": (f"numerics.twolayer.loss_and_grad (ReLU pass: {twolayer.relu_pass_backend()})",
+                      lambda: twolayer.loss_and_grad(a, B, X, Y)),
            "floor": (f"two-GEMM floor: X B^T and Z^T X, blocks of {rows} samples", floor),
            "dense": ("numerics.twolayer.loss_and_grad_dense_reference (chunked)",
                      lambda: twolayer.loss_and_grad_dense_reference(
@@ -445,7 +447,8 @@ def run_bench(cases=QUICK_CASES, *, seed: int = 0, use_torch: bool = True,
         machine = _machine(torch, threads)
         log(f"machine: {machine['cpu'] or '?'}, {machine['cpu_count']} CPUs; every engine on "
             f"one thread (BLAS threads {threads}, torch {machine['torch'] or 'not available'} "
-            f"threads {machine['torch_threads']}); load average {_loadavg()}")
+            f"threads {machine['torch_threads']}; d-dim ReLU pass {machine['relu_pass']}); "
+            f"load average {_loadavg()}")
         t0 = time.perf_counter()
         results = [_bench_case(c, torch, seed, log) for c in cases]
     data = {"schema": SCHEMA, "seed": seed, "machine": machine, "cases": results,
@@ -552,7 +555,8 @@ def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[t
          f"{mach.get('cpu') or 'CPU ?'}, {mach.get('cpu_count', '?')} cores, NumPy "
          f"{mach.get('numpy', '?')} with {mach.get('blas_threads', '?')} BLAS thread(s), "
          f"PyTorch {mach.get('torch') or 'absent'} with {mach.get('torch_threads', '-')} "
-         "thread(s)). All engines of a row ran in one process on the same inputs, each on one "
+         f"thread(s); the d-dimensional engine's ReLU pass: {mach.get('relu_pass', 'numpy')}). "
+         "All engines of a row ran in one process on the same inputs, each on one "
          "thread, interleaved round-robin"
          + ("; short steps in their steady state (each timed call after an untimed call of "
             "the same engine)" if any(c.get("steady_state") for c in cases) else "")
