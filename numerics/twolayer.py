@@ -142,9 +142,9 @@ _FUSED_LOCK = threading.Lock()
 
 def _compile_fused_relu():
     """The ReLU and its mask in ONE compiled pass (numba, an optional dependency:
-    ``pip install '.[fast]'``), or None without numba: ``relu_with_mask`` writes the mask
-    as 0.0 / 1.0 (:func:`_relu_with_mask`), ``relu_with_bits`` as uint8 0 / 1 into a
-    strided block (the column-blocked step, :func:`_block_sums_2d`).  Elementwise the same
+    ``pip install '.[fast]'``), or None without numba: the mask as 0.0 / 1.0 into a float64
+    block (:func:`_relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
+    column-blocked step, :func:`_block_sums_2d`).  Elementwise the same
     operations as the NumPy passes of :func:`_relu_with_mask` (z > 0, then z * 1.0 or
     z * 0.0, no reassociation): the same bits, nan and -0.0 included.  Compiled eagerly
     for C-contiguous float64 blocks, not cached on disk (nothing is written next to the
@@ -154,7 +154,10 @@ def _compile_fused_relu():
     except ImportError:
         return None
     try:
-        @numba.njit("void(float64[:, ::1], float64[:, ::1])", nogil=True, cache=False)
+        # one kernel, two mask types: 0.0 / 1.0 into a float64 block, 0 / 1 into a
+        # strided uint8 block (the column-blocked step's booleans)
+        @numba.njit(["void(float64[:, ::1], float64[:, ::1])", "void(float64[:, ::1], uint8[:, :])"],
+                    nogil=True, cache=False)
         def relu_with_mask(Z, M):
             rows, cols = Z.shape
             for i in range(rows):
@@ -163,30 +166,17 @@ def _compile_fused_relu():
                     k = 1.0 if z > 0.0 else 0.0
                     M[i, j] = k
                     Z[i, j] = z * k
-
-        @numba.njit("void(float64[:, ::1], uint8[:, :])", nogil=True, cache=False)
-        def relu_with_bits(Z, bits):
-            rows, cols = Z.shape
-            for i in range(rows):
-                for j in range(cols):
-                    z = Z[i, j]
-                    if z > 0.0:
-                        bits[i, j] = 1
-                        Z[i, j] = z * 1.0
-                    else:
-                        bits[i, j] = 0
-                        Z[i, j] = z * 0.0
     except Exception as exc:            # a broken numba/LLVM install: the NumPy passes
         import warnings
         warnings.warn(f"numerics.twolayer: numba is installed but could not compile the fused "
                       f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
                       "results, ~5% slower at paper scale)", RuntimeWarning, stacklevel=3)
         return None
-    return relu_with_mask, relu_with_bits
+    return relu_with_mask
 
 
 def _fused_relu():
-    """(relu_with_mask, relu_with_bits) compiled, or None (see :func:`_compile_fused_relu`)."""
+    """The compiled pass, or None (see :func:`_compile_fused_relu`)."""
     if not _FUSED:
         with _FUSED_LOCK:
             if not _FUSED:
@@ -220,7 +210,7 @@ def _relu_with_mask(Z: np.ndarray, mask: np.ndarray, M: np.ndarray) -> None:
     scalar 0 three times)."""
     fused = _fused_relu()
     if fused is not None and Z.flags.c_contiguous and M.flags.c_contiguous:
-        fused[0](Z, M)
+        fused(Z, M)
         return
     np.greater(Z, 0.0, out=mask)
     np.copyto(M, mask.view(np.uint8))
@@ -374,7 +364,7 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
             Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             dot(Xs, BT, out=Z)
             if fused is not None:            # the same bits in one compiled pass
-                fused[1](Z, bits[:, j0:j1])
+                fused(Z, bits[:, j0:j1])
             else:
                 greater(Z, 0.0, out=mask[:k, j0:j1])
                 multiply(Z, bits[:, j0:j1], out=Z)
