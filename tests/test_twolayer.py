@@ -2,6 +2,7 @@
 invariants, symmetrized systems, Gaussian population expectations vs Monte Carlo."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -300,13 +301,22 @@ _SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308,
                      2.0 ** -1022, 1.0, -1.0])
 
 
+@contextlib.contextmanager
+def _numpy_passes():
+    """The engine with its compiled ReLU pass switched off (the NumPy passes)."""
+    saved = list(tl._FUSED)
+    tl._FUSED[:] = [None]
+    try:
+        yield
+    finally:
+        tl._FUSED[:] = saved
+
+
 def _relu_numpy(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    Z = Z.copy()
-    M = np.empty_like(Z)
-    np.greater(Z, 0.0, out=(mask := np.empty(Z.shape, bool)))
-    np.copyto(M, mask.view(np.uint8))
-    with np.errstate(invalid="ignore"):        # -inf * 0 = nan, as in the engine
-        np.multiply(Z, M, out=Z)
+    """The engine's own NumPy passes on a copy of Z: (relu(Z), its 0.0 / 1.0 mask)."""
+    Z, M = Z.copy(), np.empty_like(Z)
+    with _numpy_passes(), np.errstate(invalid="ignore"):   # -inf * 0 = nan, as in the step
+        tl._relu_with_mask(Z, np.empty(Z.shape, bool), M)
     return Z, M
 
 
@@ -339,12 +349,8 @@ def test_fused_relu_pass_gives_the_numpy_passes_bits(seed, rows, cols):
 def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
     a, B, X, Y = _problem(seed, m, d, n)
     with_fused = tl.loss_and_grad(a, B, X, Y), tl.forward(a, B, X)
-    saved = list(tl._FUSED)
-    tl._FUSED[:] = [None]                      # the NumPy passes
-    try:
+    with _numpy_passes():
         without = tl.loss_and_grad(a, B, X, Y), tl.forward(a, B, X)
-    finally:
-        tl._FUSED[:] = saved
     (L1, (ga1, gB1)), f1 = with_fused
     (L2, (ga2, gB2)), f2 = without
     assert L1 == L2 and np.array_equal(ga1, ga2) and np.array_equal(gB1, gB2)
