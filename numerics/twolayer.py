@@ -170,7 +170,7 @@ def _compile_fused_relu():
         import warnings
         warnings.warn(f"numerics.twolayer: numba is installed but could not compile the fused "
                       f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
-                      "results, ~5% slower at paper scale)", RuntimeWarning, stacklevel=3)
+                      "results, 5-10% slower at paper scale)", RuntimeWarning, stacklevel=3)
         return None
     return relu_with_mask
 
@@ -187,7 +187,7 @@ def _fused_relu():
 def relu_pass_backend() -> str:
     """Which implementation runs the ReLU-and-mask pass of :func:`loss_and_grad` and
     :func:`forward`: ``"numba <version>"`` (one fused pass, when numba is installed) or
-    ``"numpy"`` (three passes).  Both give the same bits; the fused pass saves about 5% of
+    ``"numpy"`` (three passes).  Both give the same bits; the fused pass saves 5-10% of
     a step at paper scale (benchmarks/README.md).  Compiles the kernel if needed.
 
     >>> relu_pass_backend() in ("numpy",) or relu_pass_backend().startswith("numba ")
