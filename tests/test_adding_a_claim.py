@@ -1,14 +1,17 @@
 """docs/adding-a-claim.md is a tutorial that runs: follow it verbatim in an empty directory.
 
 Its ``<!-- file: PATH -->`` blocks are written as they stand, then its ``<!-- run -->``
-block runs line by line in a virtual environment that sees this installation
-(``--system-site-packages``), so the outside package is installed there and never into
-the environment running the tests.
+block runs line by line in a virtual environment that sees exactly the environment running
+the tests (its site directories added by a ``.pth`` file), so the outside package is
+installed there and never into the environment running the tests.  The base interpreter's
+own site-packages stay invisible: ``--system-site-packages`` would expose those instead of
+the environment the project is installed in.
 """
 from __future__ import annotations
 
 import os
 import re
+import site
 import subprocess
 import sys
 import venv
@@ -42,6 +45,19 @@ def test_tutorial_blocks_are_well_formed() -> None:
         assert verb in verbs, f"the tutorial no longer runs {verb!r}"
 
 
+def _see_this_environment(env_dir: Path) -> None:
+    """Make the fresh venv at ``env_dir`` see the site directories of the interpreter
+    running the tests (``site.addsitedir`` also runs their ``.pth`` files, so an editable
+    install of the project is found), after its own site-packages."""
+    here = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    assert here, "the environment running the tests has no site-packages directory"
+    out = subprocess.run([str(env_dir / "bin" / "python"), "-c",
+                          "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in here)
+    (Path(out) / "_meanfield_verify_parent.pth").write_text(lines)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="the run block is bash")
 def test_tutorial_runs_verbatim(tmp_path: Path) -> None:
     files, commands = _tutorial()
@@ -50,7 +66,8 @@ def test_tutorial_runs_verbatim(tmp_path: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(body)
     env_dir = tmp_path / ".venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    venv.EnvBuilder(system_site_packages=False, with_pip=True).create(env_dir)
+    _see_this_environment(env_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.pop("PYTHONPATH", None)
     env.update(VIRTUAL_ENV=str(env_dir), PATH=f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}",

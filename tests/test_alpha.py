@@ -119,7 +119,7 @@ def test_sphere_sizes_are_refused_fast() -> None:
     import time
 
     from numerics.sphere import positive_part_mean_mp
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match="too large"):
         positive_part_mean_mc(make_rng(0, "t"), 10 ** 12, 3)
     with pytest.raises(ValueError, match="k"):
@@ -130,7 +130,7 @@ def test_sphere_sizes_are_refused_fast() -> None:
         positive_part_mean_mc(None, 10, 3)
     with pytest.raises(ValueError, match="chunk"):
         positive_part_mean_mc(make_rng(0, "t"), 10, 3, chunk=0)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_stirling_series_order_and_first_dropped_term() -> None:

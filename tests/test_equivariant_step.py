@@ -99,11 +99,11 @@ def test_discover_fixed_space_refuses_a_huge_n_particles_at_once():
     import time
     u, G = eq.LogisticUnit(2, 2), c2_swap()
     teacher = eq.make_teacher("WI", u, G, np.random.default_rng(0))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match="n_particles"):
         eq.discover_fixed_space(u, G, teacher, eq.SGDConfig(steps=1, batch=1), 2 ** 31,
                                 np.random.default_rng(0), max_iter=1)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 @pytest.mark.parametrize("unit", [eq.LogisticUnit(2, 2), eq.TanhUnit(3, 3)])

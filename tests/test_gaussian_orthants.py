@@ -178,10 +178,10 @@ def test_bad_var_is_refused(var):
 
 @pytest.mark.parametrize("d, n", [(10, 5), (20, 1), (64, 19), (7, 7)])
 def test_oversize_grid_is_refused_at_once(d, n):
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match=r"orthant product grid .* too large.*fewer nodes n"):
         gaussian_first_moment(_G, d, n)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 @pytest.mark.parametrize("g, match", [

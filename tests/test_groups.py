@@ -275,14 +275,14 @@ def test_a_list_with_repeated_elements_is_a_group_image():
 def test_absurd_group_sizes_are_refused_fast():
     import time
     from numerics import groups as G
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for call in (lambda: G.cyclic_network_action(60), lambda: G.cyclic_shifts(10 ** 6),
                  lambda: G.permutation_action("symmetric", 7),
                  lambda: G.sign_flip_matrices(10 ** 9, all_coordinates=False),
                  lambda: G.generated_permutation_matrices([list(range(10 ** 6))], 10 ** 6)):
         with pytest.raises(ValueError, match="^n |too large"):
             call()
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_transport_names_its_arguments():

@@ -533,10 +533,10 @@ def test_w3a_wrong_sign_split_branch_fails_by_measurement():
 ])
 def test_numerics_refuse_bad_input_fast_and_by_name(call, match):
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises((ValueError, TypeError), match=match):
         call()
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_min_norm_output_values_singular_draw_is_least_squares():
@@ -572,14 +572,14 @@ def test_rf_kernel_quad_mp_huge_x_is_fast_and_two_homogeneous_in_the_limit(init,
     """K(X, X) = E[(a X - b)_+^2] = X^2 E[a^2 1{a X > 0}] + O(|X|): the quadrature, scaled
     by the integrand's size, stays fast and accurate where the unscaled rule ran for minutes."""
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     v = nk.rf_kernel_quad_mp(X, X, init, dps=20)
-    assert time.perf_counter() - t0 < 3.0
+    assert time.process_time() - t0 < 3.0
     with mpmath.workdps(30):
         assert abs(v / mpmath.mpf(X) ** 2 / limit - 1) < 1e-10
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     w = nk.rf_kernel_quad_mp(0.3, X, init, dps=20)
-    assert time.perf_counter() - t0 < 3.0 and mpmath.isfinite(w) and w > 0
+    assert time.process_time() - t0 < 3.0 and mpmath.isfinite(w) and w > 0
 
 
 @pytest.mark.parametrize("init", nk.INITS)
@@ -590,9 +590,9 @@ def test_rkhs_weight_quad_mp_non_integer_exponents(init, k, x):
     2 L^(k+1) / (4 (k+1)), L = min(1, 1/|x|); gaussian: Gamma((k+1)/2) 2^((k-1)/2)
     (1 + x^2)^(-(k+1)/2) / pi): the singular |a|^k at 0 and the tiny scales at huge x."""
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     v = nk.rkhs_weight_quad_mp(x, init, k, dps=30)
-    assert time.perf_counter() - t0 < 3.0
+    assert time.process_time() - t0 < 3.0
     with mpmath.workdps(40):
         X, K = mpmath.mpf(x), mpmath.mpf(k)
         if init == "uniform":
@@ -605,10 +605,10 @@ def test_rkhs_weight_quad_mp_non_integer_exponents(init, k, x):
 def test_kernel_step_budgets_and_empty_points_are_refused_fast():
     import time
     a, b = np.array([0.5]), np.array([0.1])
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match="steps"):
         nk.output_layer_gd(a, b, np.array([0.3]), np.array([1.0]), 0.1, 2 ** 31)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     with pytest.raises(ValueError, match="xs"):
         nk.feature_product_moments(a, b, np.array([1.0]), [])
     with pytest.raises(ValueError, match="exponent"):
@@ -675,10 +675,10 @@ def test_spline_with_end_conditions_refuses_bad_input_by_name(args, match):
     import time
     from numerics.splines import spline_with_end_conditions
     x, y, rel = args
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises((ValueError, TypeError), match=match):
         spline_with_end_conditions(x, y, _natural_at_ends() if rel is None else rel)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_figure4_data_has_one_source():

@@ -252,14 +252,14 @@ def test_issue_input_validation_of_the_reduced_modules():
     import time
     from numerics import meanfield as mf
     from numerics import reduced_mc as mc
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match="number of phi nodes"):
         rd.phi_quadrature(15, 9, 100000)
     with pytest.raises(ValueError, match="too large"):
         mc.sample_nodes(np.random.default_rng(0), 10 ** 9, 6, 3)
     with pytest.raises(ValueError, match="n \\(quadrature nodes\\)"):
         mf.coordinate_rule(3, 10 ** 7)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     st0 = rd.initial_state(np.random.default_rng(0), np.random.default_rng(1), 4, 6, 3)
     assert np.all(rd.reduced_predictor(st0, np.zeros((2, 6)), 3, phi_kernel()) == 0)
     for fn in (rd.masses, lambda s: rd.w2_to_dirac(s, 1, 0.0)):
@@ -280,7 +280,7 @@ def test_dimension_caps_are_refused_fast_by_name():
     mpmath reference (unbounded time at d ~ 2^63) handle is refused, naming d, within 1 s;
     the rule is exact on E cos^2 phi = d_H / d (a polynomial in t = cos 2 phi) up to the cap."""
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for d in (rd.MAX_DIM + 1, 2 ** 31, 10 ** 12, 2 ** 63 - 1):
         with pytest.raises(ValueError, match=r"^d \(ambient dimension\)"):
             rd.phi_quadrature(d, 2, 10)
@@ -288,7 +288,7 @@ def test_dimension_caps_are_refused_fast_by_name():
             rd.PhiTable(d, 2, 33, 8, kernel=phi_kernel())
     with pytest.raises(ValueError, match=r"^d \(ambient dimension\)"):
         rd.phi_tilde_mp(0.4, 0.7, 2 ** 63 - 1, 2)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     for d_H in (1, 3, rd.MAX_DIM // 2, rd.MAX_DIM - 1):
         ph, w = rd.phi_quadrature(rd.MAX_DIM, d_H, 48)
         assert np.all(np.isfinite(ph)) and np.all(np.isfinite(w))
