@@ -111,10 +111,26 @@ class RunContext:
     seed: int
     negative_control: bool = False
     examples: int | None = None  # Hypothesis instances per claim (``--examples N``)
+    # The claim's declared sizes for this profile (``Claim.sizes[profile]``), as items.
+    size_items: tuple[tuple[str, Any], ...] = ()
 
     @property
     def quick(self) -> bool:
         return self.profile == "quick"
+
+    @property
+    def sizes(self) -> dict[str, Any]:
+        """The claim's declared sizes for this run's profile (``Claim.sizes[profile]``)."""
+        return dict(self.size_items)
+
+    def size(self, name: str) -> Any:
+        """One declared size of this run's profile, e.g. ``ctx.size("widths")``."""
+        for key, value in self.size_items:
+            if key == name:
+                return value
+        known = ", ".join(k for k, _ in self.size_items) or "none"
+        raise KeyError(f"claim {self.claim_id} declares no size {name!r} for profile "
+                       f"{self.profile!r} (declared: {known}); add it to the claim's sizes")
 
     def n_examples(self, quick: int, full: int) -> int:
         """How many instances to draw: ``--examples N`` if given, else the profile's."""
@@ -142,45 +158,117 @@ class RunContext:
 FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]
 
 
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: the default of :attr:`Claim.exact` / :attr:`Claim.near_miss`: not given
+UNSET: Any = _Unset()
+
+
+def _validate_sizes(cid: str, sizes: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(sizes, dict):
+        raise TypeError(f"claim {cid}: sizes must be a dict {{profile: {{name: value}}}}; "
+                        f"got {type(sizes).__name__}")
+    if not sizes:
+        return {}
+    if set(sizes) != set(PROFILES):
+        raise ValueError(f"claim {cid}: sizes must declare every profile "
+                         f"({', '.join(PROFILES)}); got {', '.join(map(str, sizes))}")
+    names = None
+    out: dict[str, dict[str, Any]] = {}
+    for prof in PROFILES:
+        table = sizes[prof]
+        if not isinstance(table, dict) or not all(isinstance(k, str) and k for k in table):
+            raise TypeError(f"claim {cid}: sizes[{prof!r}] must be a dict of named sizes")
+        if names is None:
+            names = set(table)
+        elif set(table) != names:
+            raise ValueError(f"claim {cid}: sizes['quick'] and sizes['full'] must name the "
+                             f"same sizes; differ in {sorted(names ^ set(table))}")
+        for k, v in table.items():
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(f"claim {cid}: size {k!r} of profile {prof!r} must be a "
+                                f"number, a string or a tuple; got {type(v).__name__}") from None
+        out[prof] = dict(table)
+    return out
+
+
 @dataclass(eq=False)
 class Claim:
     """A statement from one of the papers with its derivation, check and negative control.
 
+    The one shape (docs/adding-a-claim.md):
+
+    - ``check(ctx, variant)`` returns an :class:`Outcome` comparing the derived statement
+      with an independent computation (quadrature, simulation), for a variant of the
+      derived object: ``exact`` (the verified run) or ``near_miss`` (the negative control,
+      a deliberately wrong variant given as data, described by
+      ``negative_control_description``; it must FAIL).  When ``exact`` is not given the
+      verified run passes ``None``.
+    - ``sizes`` declares the sizes per profile, ``{"quick": {...}, "full": {...}}`` with
+      the same names in both; the check reads them as ``ctx.size(name)`` and the report
+      prints them.
     - ``derive()`` returns a :class:`Derivation` (SymPy only; cached in
       :mod:`verify.derived`).  Omit it when ``derivations.<topic>.DERIVATIONS`` has the
       claim's id (the preferred place: the formulas can then read it without the claims).
-    - ``check(ctx)`` returns an :class:`Outcome` comparing the derived statement with an
-      independent computation (quadrature, simulation).
-    - ``negative_control(ctx)`` runs the same check on a deliberately wrong variant; it
-      must FAIL (``Outcome.verdict() is False``).
     - ``figures(evidence, outdir)`` (optional) writes PNGs into ``outdir`` and returns
       ``[(filename, caption), ...]``.
     - ``negative_target``: the name (or name prefix) of the :class:`SubCheck` the negative
       control is meant to break; the registry test asserts that this one fails.
+
+    The older shape, ``check(ctx)`` plus a ``negative_control(ctx)`` function, is still
+    accepted while claims move to this one: give ``negative_control`` and no ``near_miss``.
     """
     id: str
     title: str
     source: str
     statement: str  # LaTeX (inline math with $...$, display with $$...$$)
-    check: Callable[[RunContext], Outcome]
-    negative_control: Callable[[RunContext], Outcome]
-    negative_control_description: str
+    check: Callable[..., Outcome]
+    negative_control: Callable[[RunContext], Outcome] | None = None
+    negative_control_description: str = ""
     derive: Callable[[], Derivation] | None = None
     figures: FigureFn | None = None
     kind: Kind = "theorem"
     notes: tuple[str, ...] = ()
     negative_target: str = ""
+    exact: Any = UNSET
+    near_miss: Any = UNSET
+    sizes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError("a claim needs a non-empty string id")
+        if not callable(self.check):
+            raise TypeError(f"claim {self.id}: check must be callable")
+        has_variant = self.near_miss is not UNSET
+        if has_variant == (self.negative_control is not None):
+            raise ValueError(f"claim {self.id}: give either near_miss (the wrong variant "
+                             "check(ctx, variant) runs as the negative control) or a "
+                             "negative_control function, not both and not neither")
+        if not isinstance(self.negative_control_description, str) \
+                or not self.negative_control_description.strip():
+            raise ValueError(f"claim {self.id}: negative_control_description must say what "
+                             "the near miss is")
+        self.sizes = _validate_sizes(self.id, self.sizes)
         if self.derive is not None:
             derived.register(self.id, self.derive)
+
+    @property
+    def declares_variants(self) -> bool:
+        """True for the one shape: ``check(ctx, variant)`` with ``exact``/``near_miss``."""
+        return self.near_miss is not UNSET
 
     def derivation(self) -> Derivation:
         """The derivation, computed once per process (:func:`verify.derived.derivation`)."""
         return derived.derivation(self.id)
 
-    def run(self, profile: Profile = "quick", seed: int = 0, *,
-            negative_control: bool = False, examples: int | None = None) -> Evidence:
+    def context(self, profile: Profile = "quick", seed: int = 0, *,
+                negative_control: bool = False, examples: int | None = None) -> RunContext:
+        """The :class:`RunContext` of one run (validated), with the profile's sizes."""
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -189,12 +277,29 @@ class Claim:
                                      or not isinstance(examples, (int, np.integer))
                                      or not 1 <= examples <= 100_000):
             raise ValueError(f"examples must be an integer in 1..100000; got {examples!r}")
-        ctx = RunContext(self.id, profile, int(seed), negative_control,
-                         None if examples is None else int(examples))
+        items = tuple(self.sizes.get(profile, {}).items())
+        return RunContext(self.id, profile, int(seed), negative_control,
+                          None if examples is None else int(examples), items)
+
+    def outcome(self, ctx: RunContext) -> Outcome:
+        """Run the check (or the negative control, per ``ctx.negative_control``)."""
+        if self.declares_variants:
+            variant = self.near_miss if ctx.negative_control else (
+                None if self.exact is UNSET else self.exact)
+            return self.check(ctx, variant)
+        fn = self.negative_control if ctx.negative_control else self.check
+        return fn(ctx)  # type: ignore[misc]
+
+    def run(self, profile: Profile = "quick", seed: int = 0, *,
+            negative_control: bool = False, examples: int | None = None) -> Evidence:
+        ctx = self.context(profile, seed, negative_control=negative_control,
+                           examples=examples)
         t0 = time.perf_counter()
         self.derivation()
-        fn = self.negative_control if negative_control else self.check
-        out = fn(ctx)
+        out = self.outcome(ctx)
+        if not isinstance(out, Outcome):
+            raise TypeError(f"claim {self.id}: the check returned {type(out).__name__}, "
+                            "not an Outcome (build one with kit.combine or kit.Outcome)")
         seconds = time.perf_counter() - t0
         return Evidence(
             claim_id=self.id, passed=out.verdict(), error=float(out.error),

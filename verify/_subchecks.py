@@ -13,7 +13,8 @@ import numpy as np
 from verify._claim import Outcome, RunContext, Table, jsonable
 
 __all__ = ["Margin", "SubCheck", "combine", "control_margin", "fmt", "loglog_slope",
-           "for_all_instances", "margin", "no_shrinking", "without_local_constants"]
+           "for_all_instances", "margin", "no_shrinking", "without_local_constants",
+           "RateStudy", "rate_study", "compare_derivative"]
 
 
 @dataclass
@@ -41,6 +42,20 @@ def combine(compared: str, subchecks: list[SubCheck], *, headline: int = 0,
     """An :class:`Outcome` that passes only if every sub-check passes; the headline error
     and tolerance are those of ``subchecks[headline]``; all sub-checks go into the first
     table and into ``details["subchecks"]``."""
+    if not isinstance(compared, str) or not compared:
+        raise ValueError("combine: compared must be a non-empty string saying what was compared")
+    if isinstance(subchecks, (str, bytes)) or not isinstance(subchecks, (list, tuple)):
+        raise TypeError(f"combine: subchecks must be a list of SubCheck; got "
+                        f"{type(subchecks).__name__}")
+    if not subchecks:
+        raise ValueError("combine: give at least one SubCheck (an empty check proves nothing)")
+    bad = [type(x).__name__ for x in subchecks if not isinstance(x, SubCheck)]
+    if bad:
+        raise TypeError(f"combine: subchecks must be SubCheck objects; got {', '.join(bad)}")
+    if isinstance(headline, bool) or not isinstance(headline, (int, np.integer)) \
+            or not -len(subchecks) <= headline < len(subchecks):
+        raise ValueError(f"combine: headline must index subchecks (0..{len(subchecks) - 1}); "
+                         f"got {headline!r}")
     table = Table("Sub-checks", ["check", "measured error", "tolerance", "why this tolerance", "verdict"],
                   [[s.name, fmt(s.error), fmt(s.tolerance), s.reason, "pass" if s.ok() else "FAIL"]
                    for s in subchecks])
@@ -128,6 +143,13 @@ class Margin:
         return f"measured {fmt(self.error)}, required {self.sense} {fmt(self.tolerance)}"
 
 
+def _real(fn: str, label: str, x: Any) -> float:
+    """``x`` as a float, refusing what is not a real number (strings, None, complex)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{fn}: {label} must be a real number; got {type(x).__name__}")
+    return float(x)
+
+
 def margin(error: Any, tolerance: Any, passed: Any, name: str | None = None) -> Margin:
     """The :class:`Margin` of one measured error against its bound and verdict.
 
@@ -138,10 +160,11 @@ def margin(error: Any, tolerance: Any, passed: Any, name: str | None = None) -> 
     >>> margin(0.02, 1.0, False).factor_text()       # must be at least 1
     'x50'
     """
-    try:
-        e, t = float(error), float(tolerance)
-    except (TypeError, ValueError):
-        return Margin(name, math.nan, math.nan, bool(passed), "condition")
+    e, t = _real("margin", "error", error), _real("margin", "tolerance", tolerance)
+    if not isinstance(passed, (bool, np.bool_)):
+        raise TypeError(f"margin: passed must be a bool (the verdict); got {type(passed).__name__}")
+    if t != t:
+        raise ValueError("margin: tolerance must not be nan")
     ok = bool(passed)
     if ok == (e <= t) or (e != e and not ok):
         sense = "at most"
@@ -156,35 +179,247 @@ def margin(error: Any, tolerance: Any, passed: Any, name: str | None = None) -> 
     return Margin(name, e, t, ok, sense, excess=(e - t) if sense == "at most" else (t - e))
 
 
+def _as_float(x: Any) -> float:
+    """A number read back from evidence (JSON writes non-finite floats as text)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def control_margin(evidence: Any, target: str = "") -> Margin:
     """The margin of the sub-check a negative control targets: the sub-checks whose name
     starts with ``target`` (a claim's ``negative_target``), else the failing ones, else
     all; among them a failing one first, then the one furthest beyond its bound.  An
     evidence without sub-checks gives its headline error and tolerance."""
     details = getattr(evidence, "details", None) or {}
-    subs = [margin(d["error"], d["tolerance"], d.get("passed", True), str(d.get("name", "")))
+    subs = [margin(_as_float(d["error"]), _as_float(d["tolerance"]), bool(d.get("passed", True)),
+                   str(d.get("name", "")))
             for d in (details.get("subchecks") or [])
             if isinstance(d, dict) and "error" in d and "tolerance" in d]
     pool = ([m for m in subs if target and m.name.startswith(target)]
             or [m for m in subs if not m.passed] or subs)
     if not pool:
-        return margin(evidence.error, evidence.tolerance, evidence.passed)
+        return margin(_as_float(evidence.error), _as_float(evidence.tolerance),
+                      bool(evidence.passed))
     return max(pool, key=lambda m: (not m.passed, m.severity()))
 
 
 def loglog_slope(x: Any, y: Any, *, floor: float | None = None) -> float:
     """Least-squares slope of log(y) against log(x): the measured rate of a power law
     (e.g. -1/2 for an O(m^-1/2) Monte Carlo error).  With ``floor``, values below it
-    (an exact zero, say) count as ``floor``."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    (an exact zero, say) count as ``floor``.
+
+    >>> round(loglog_slope([1, 4, 16], [1.0, 0.5, 0.25]), 12)
+    -0.5
+    """
+    x, y = _loglog_arrays("loglog_slope", x, y, floor)
+    return _fit_slope(np.log(x), np.log(y))
+
+
+def _loglog_arrays(fn: str, x: Any, y: Any, floor: float | None) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{fn}: x and y must be arrays of real numbers ({exc})") from None
     if floor is not None:
-        if not (np.isfinite(floor) and floor > 0):
-            raise ValueError(f"loglog_slope: floor must be a positive number; got {floor!r}")
-        y = np.maximum(y, floor)
-    if x.size < 2 or x.shape != y.shape or np.any(x <= 0) or np.any(y <= 0):
-        raise ValueError("loglog_slope needs >= 2 matching positive values of x and y")
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(floor) and floor > 0):
+            raise ValueError(f"{fn}: floor must be a positive number; got {floor!r}")
+        y = np.where(y < floor, floor, y)
+    if x.ndim != 1 or x.size < 2 or y.shape[:1] != x.shape:
+        raise ValueError(f"{fn} needs >= 2 values of x and matching y; got shapes "
+                         f"{x.shape} and {y.shape}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError(f"{fn}: x and y must be finite (a nan or inf distance is a failed "
+                         "measurement, not a point of the fit)")
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError(f"{fn}: x and y must be positive (give floor= for exact zeros)")
+    if np.ptp(np.log(x)) == 0:
+        raise ValueError(f"{fn}: x must take at least two distinct values")
+    return x, y
+
+
+def _fit_slope(lx: np.ndarray, ly: np.ndarray) -> float:
+    """The least-squares slope of ly (n,) against lx (n,), in closed form (no LAPACK)."""
+    cx = lx - lx.mean()
+    return float(np.dot(cx, ly - ly.mean()) / np.dot(cx, cx))
+
+
+@dataclass(frozen=True)
+class RateStudy:
+    """A width (or step) study: ``distances[i, k]`` at ``widths[i]`` for seed k, its
+    log-log slope over the seeds' mean and the confidence interval from the seeds.
+
+    The slope is the mean of the per-seed least-squares slopes of log(distance) against
+    log(width) (each seed is an independent study); the interval is a Student-t interval
+    of that mean at ``level``.  The study supports the predicted rate when the interval
+    contains ``predicted`` and excludes 0 (a plateau, as a near-miss limit gives, is a
+    slope whose interval contains 0 or misses the rate)."""
+    name: str
+    widths: tuple[float, ...]
+    distances: np.ndarray = field(repr=False)
+    predicted: float
+    level: float
+    slope: float
+    interval: tuple[float, float]
+    seed_slopes: tuple[float, ...]
+
+    @property
+    def half_width(self) -> float:
+        return 0.5 * (self.interval[1] - self.interval[0])
+
+    def contains_predicted(self) -> bool:
+        return self.interval[0] <= self.predicted <= self.interval[1]
+
+    def excludes_zero(self) -> bool:
+        return not self.interval[0] <= 0.0 <= self.interval[1]
+
+    def passed(self) -> bool:
+        return self.contains_predicted() and self.excludes_zero()
+
+    def subcheck(self, reason: str) -> SubCheck:
+        """The study as a :class:`SubCheck`: error |slope - predicted|, tolerance the
+        interval's half-width, passed iff the interval contains the rate and excludes 0."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError("RateStudy.subcheck: reason must say why this rate is predicted")
+        lo, hi = self.interval
+        text = (f"slope {self.slope:+.3f}, {100 * self.level:g}% interval [{lo:+.3f}, {hi:+.3f}] "
+                f"from {len(self.seed_slopes)} seeds at {len(self.widths)} widths "
+                f"{fmt(self.widths[0])}..{fmt(self.widths[-1])}; predicted {self.predicted:+.3f}"
+                f" ({reason}); passes iff the interval contains it and excludes 0")
+        return SubCheck(self.name, abs(self.slope - self.predicted), self.half_width, text,
+                        passed=self.passed(),
+                        counterexample=None if self.passed() else {
+                            "slope": self.slope, "interval": list(self.interval),
+                            "predicted": self.predicted,
+                            "excludes_zero": self.excludes_zero()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "widths": list(self.widths),
+                "distances": self.distances.tolist(), "predicted": self.predicted,
+                "level": self.level, "slope": self.slope, "interval": list(self.interval),
+                "seed_slopes": list(self.seed_slopes)}
+
+
+def rate_study(name: str, widths: Any, distances: Any, *, predicted: float,
+               level: float = 0.999) -> RateStudy:
+    """The :class:`RateStudy` of ``distances`` (shape (len(widths), n_seeds), positive,
+    finite) against ``widths``.  ``level`` is the interval's confidence: 1 - level is the
+    study's false-alarm probability when the rate is right (0.999: a 2% chance that one of
+    20 seeds misses it).
+
+    >>> w = np.array([10, 40, 160, 640, 2560.0])
+    >>> d = w[:, None] ** -0.5 * np.exp(0.1 * np.cos(np.arange(40)).reshape(5, 8))
+    >>> s = rate_study("fluctuations", w, d, predicted=-0.5)
+    >>> s.passed(), round(s.slope, 2)
+    (True, -0.5)
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("rate_study: name must be a non-empty string")
+    w, d = _loglog_arrays("rate_study", widths, distances, None)
+    if d.ndim != 2 or d.shape[1] < 3:
+        raise ValueError(f"rate_study: distances must have shape (len(widths), n_seeds) with "
+                         f">= 3 seeds; got {d.shape}")
+    if w.size < 3:
+        raise ValueError(f"rate_study needs >= 3 widths; got {w.size}")
+    p = _real("rate_study", "predicted", predicted)
+    if not math.isfinite(p):
+        raise ValueError("rate_study: predicted must be finite")
+    lv = _real("rate_study", "level", level)
+    if not 0.5 <= lv < 1:
+        raise ValueError(f"rate_study: level must be in [0.5, 1); got {level!r}")
+    from scipy import stats
+    lx = np.log(w)
+    slopes = np.array([_fit_slope(lx, np.log(d[:, k])) for k in range(d.shape[1])])
+    n = slopes.size
+    mean = float(slopes.mean())
+    se = float(slopes.std(ddof=1) / math.sqrt(n))
+    hw = float(stats.t.ppf(0.5 + lv / 2, n - 1)) * se
+    return RateStudy(name, tuple(float(v) for v in w), d.copy(), p, lv, mean,
+                     (mean - hw, mean + hw), tuple(float(v) for v in slopes))
+
+
+def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0,
+            reason: str) -> SubCheck:
+    """One sub-check comparing ``value`` with ``reference`` elementwise (broadcast), in the
+    style of scipy's ``assert_mpmath_equal``.
+
+    The measured error is ``max |value - reference| / (atol / rtol + |reference|)``, a
+    relative error with an absolute floor ``atol`` (``max |value - reference|`` when
+    ``rtol = 0``), and the tolerance is ``rtol`` (``atol`` when ``rtol = 0``).  ``reason``
+    says why those tolerances (a rounding analysis, a quadrature error bound, ...); it is
+    required.  A non-finite value where the reference is finite is an infinite error.  The
+    worst point goes into the sub-check's ``counterexample``.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("compare: name must be a non-empty string naming the sub-check")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError("compare: reason must say why rtol/atol are what they are")
+    for label, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) \
+                or not np.isfinite(tol) or tol < 0:
+            raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r}")
+    if rtol == 0 and atol == 0:
+        raise ValueError("compare: give rtol > 0 or atol > 0")
+    for label, arr in (("value", value), ("reference", reference)):
+        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)) \
+                or np.iscomplexobj(arr):
+            raise TypeError(f"compare: {label} must be real numbers or an array of them; got "
+                            f"{type(arr).__name__}")
+    try:
+        v, r = np.broadcast_arrays(np.asarray(value, dtype=np.float64),
+                                   np.asarray(reference, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"compare: value and reference must be real arrays of broadcastable "
+                        f"shapes ({exc})") from None
+    if v.size == 0:
+        raise ValueError("compare: nothing to compare (empty arrays)")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("compare: the reference has non-finite entries; a reference must be "
+                         "a number")
+    diff = np.where(np.isfinite(v), np.abs(v - r), np.inf)
+    scale = (atol / rtol + np.abs(r)) if rtol > 0 else np.ones_like(r)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        err = np.where(diff == 0, 0.0, diff / scale)
+    # a finite difference whose ratio to a tiny reference overflows is the largest error
+    # float64 can state, not inf (inf is kept for a non-finite value)
+    err = np.where(np.isfinite(diff) & ~np.isfinite(err), np.finfo(np.float64).max, err)
+    i = int(np.argmax(err))
+    worst = {"index": list(np.unravel_index(i, err.shape)) if err.ndim else [],
+             "value": float(v.flat[i]), "reference": float(r.flat[i])}
+    return SubCheck(name, float(err.flat[i]), float(rtol if rtol > 0 else atol), reason,
+                    counterexample=worst if err.flat[i] > (rtol if rtol > 0 else atol) else None)
+
+
+def compare_derivative(name: str, f: Callable[[float], Any], df: Callable[[float], Any],
+                       points: Any, *, step: float, rtol: float, atol: float = 0.0,
+                       reason: str) -> SubCheck:
+    """A derived derivative ``df`` against the Richardson-extrapolated central difference
+    of ``f`` at ``points`` (fourth order: (8 (f(x+h) - f(x-h)) - (f(x+2h) - f(x-2h))) / 12h,
+    truncation ~ h^4 |f^(5)| / 30).  ``f`` may return mpmath numbers (evaluate it in high
+    precision to keep the rounding error ~ eps_f / h small); ``reason`` states the
+    truncation and rounding bound that makes ``rtol``/``atol`` the right tolerance."""
+    h = _real("compare_derivative", "step", step)
+    if not (math.isfinite(h) and h > 0):
+        raise ValueError(f"compare_derivative: step must be a positive number; got {step!r}")
+    if not callable(f) or not callable(df):
+        raise TypeError("compare_derivative: f and df must be callables of one point")
+    try:
+        xs = np.asarray(points, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"compare_derivative: points must be real numbers ({exc})") from None
+    if xs.size == 0 or not np.all(np.isfinite(xs)):
+        raise ValueError("compare_derivative: points must be a non-empty array of finite numbers")
+    fd, dv = [], []
+    for x in xs:
+        d1 = f(x + h) - f(x - h)
+        d2 = f(x + 2 * h) - f(x - 2 * h)
+        fd.append(float((8 * d1 - d2) / (12 * h)))
+        dv.append(float(df(x)))
+    return compare(name, np.array(dv), np.array(fd), rtol=rtol, atol=atol,
+                   reason=f"{reason} (fourth-order central difference, step {h:g})")
 
 
 def _ratio(sc: SubCheck) -> float:
@@ -260,11 +495,12 @@ def _key(instance: Any) -> bytes:
 
 def for_all_instances(ctx: RunContext, name: str, strategy: Any,
                       measure: Callable[[Any], SubCheck], *, quick: int = 5, full: int = 25,
-                      pinned: Sequence[Any] = ()) -> SubCheck:
+                      count: int | None = None, pinned: Sequence[Any] = ()) -> SubCheck:
     """Run ``measure`` on instances drawn from the Hypothesis ``strategy`` and return the
     worst :class:`SubCheck` (largest error/tolerance), renamed ``name``.
 
-    ``ctx.examples`` (``--examples N``) or the profile's ``quick``/``full`` count sets the
+    ``ctx.examples`` (``--examples N``), else ``count`` (a declared size, e.g.
+    ``count=ctx.size("instances")``), else the profile's ``quick``/``full`` count sets the
     number of drawn instances; ``pinned`` instances (found regressions) always run first.
     The draw is seeded from the run's seed and the claim id (same seed, same instances;
     no example database).  When an instance fails, Hypothesis shrinks it (not in the
@@ -277,6 +513,10 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import seed as hseed
 
+    if count is not None:
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(f"for_all_instances: count must be a positive integer; got {count!r}")
+        quick = full = int(count)
     n = ctx.n_examples(quick, full)
     records: list[tuple[Any, SubCheck]] = []
     last_failure: list[tuple[Any, SubCheck]] = []

@@ -87,6 +87,15 @@ def derivation(claim_id: str) -> Derivation:
 
 def results(claim_id: str) -> dict[str, Any]:
     """``derivation(claim_id).results``: the named closed forms."""
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a claim id string such as 'H1f'; got "
+                        f"{type(claim_id).__name__}")
+    if claim_id not in _OVERRIDES and claim_id not in known_ids():
+        import difflib
+        near = difflib.get_close_matches(claim_id, known_ids(), n=3, cutoff=0.3)
+        raise ValueError(f"claim_id {claim_id!r} has no derivation"
+                         + (f"; did you mean {', '.join(near)}?" if near else
+                            f"; known: {', '.join(known_ids())}"))
     return derivation(claim_id).results
 
 

@@ -84,7 +84,6 @@ def williams_claim(cid: str, title: str, statement: str, check: Callable[[RunCon
     """A W2 claim: ``check(ctx, exact)`` is the check, ``check(ctx, near_miss)`` the
     negative control (the same check on the named near miss ``negdesc``)."""
     return Claim(id=cid, title=title, source=SOURCE, statement=statement,
-                 check=lambda ctx: check(ctx, exact),
-                 negative_control=lambda ctx: check(ctx, near_miss),
+                 check=check, exact=exact, near_miss=near_miss,
                  negative_control_description=negdesc, figures=figures, kind=kind,  # type: ignore[arg-type]
                  notes=tuple(notes), negative_target=target)

@@ -206,12 +206,21 @@ def render_markdown(sections: list["ClaimSection"], meta: dict[str, Any],
     return md
 
 
+def sizes_text(sizes: dict[str, dict[str, Any]]) -> str:
+    """A claim's declared sizes per profile, e.g. ``quick: m = 64, seeds = 8; full: ...``."""
+    return "; ".join(f"{prof}: " + ", ".join(f"{k} = {fmt(v) if not isinstance(v, tuple) else v}"
+                                             for k, v in table.items())
+                     for prof, table in sizes.items())
+
+
 def _md_claim(s: "ClaimSection") -> list[str]:
     c = s.claim
     L = [f'<a id="{c.id.lower()}"></a>', f"### {c.id}: {c.title}", "",
          f"**Source:** {c.source}  ", f"**Kind:** {c.kind}  ", f"**Verdict:** {_verdict(s)}  ",
-         f"**Catalogue:** `docs/claims.md`, section {c.id}", "",
-         f"**Statement.** {c.statement}", ""]
+         f"**Catalogue:** `docs/claims.md`, section {c.id}", ""]
+    if getattr(c, "sizes", None):
+        L[-1:-1] = [f"**Sizes:** {sizes_text(c.sizes)}  "]
+    L += [f"**Statement.** {c.statement}", ""]
     for note in c.notes:
         L += [f"> **Note.** {note}", ""]
     if s.error:
@@ -416,7 +425,9 @@ def _html_claim(s: "ClaimSection", figdir: Path) -> str:
     H = [f'<section class="claim" id="{c.id.lower()}">', f"<h3>{c.id}: {html.escape(c.title)}</h3>",
          f"<p><strong>Source:</strong> {_text_html(c.source, w + ' source')}<br><strong>Kind:</strong> {c.kind}"
          f'<br><strong>Verdict:</strong> <span class="{cls}">{v}</span>'
-         f"<br><strong>Catalogue:</strong> <code>docs/claims.md</code>, section {c.id}</p>",
+         f"<br><strong>Catalogue:</strong> <code>docs/claims.md</code>, section {c.id}"
+         + (f"<br><strong>Sizes:</strong> {html.escape(sizes_text(c.sizes))}"
+            if getattr(c, "sizes", None) else "") + "</p>",
          f"<p><strong>Statement.</strong> {_text_html(c.statement, w + ' statement')}</p>"]
     H += [f'<p class="note"><strong>Note.</strong> {_text_html(n, w + " note")}</p>' for n in c.notes]
     if s.error:
