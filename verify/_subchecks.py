@@ -510,9 +510,6 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     ``_SHRINK_BUDGET`` further measurements; after that, only instances already seen
     to fail are run again (so Hypothesis's final replay is consistent).
     """
-    from hypothesis import HealthCheck, Phase, given, reject, settings
-    from hypothesis import seed as hseed
-
     if count is not None:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"for_all_instances: count must be a positive integer; got {count!r}")
@@ -527,56 +524,18 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
         except Exception as exc:  # reported as a failing instance, not a crash
             sc = SubCheck(name, float("inf"), 0.0,
                           f"{type(exc).__name__}: {exc}", passed=False)
+        records.append((instance, sc))
+        if not sc.ok():
+            last_failure.append((instance, sc))
         return sc
 
     for inst in pinned:
-        sc = run_one(inst)
-        records.append((inst, sc))
-        if not sc.ok():
-            last_failure.append((inst, sc))
-
+        run_one(inst)
     if not last_failure:
-        shrink = _SHRINKING[0] and not ctx.negative_control
-        phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-        failing: set[bytes] = set()
-        after_failure = [0]
-        seed_int = int(ctx.rng("hypothesis", name).integers(0, 2**63 - 1))
-
-        @hseed(seed_int)
-        @settings(max_examples=n, database=None, deadline=None, derandomize=False,
-                  phases=phases, suppress_health_check=list(HealthCheck),
-                  print_blob=False, report_multiple_bugs=False)
-        @given(strategy)
-        def _property(instance: Any) -> None:
-            if last_failure:
-                key = _key(instance)
-                if after_failure[0] >= _SHRINK_BUDGET:
-                    if key in failing:
-                        raise AssertionError("known failing instance")
-                    reject()
-                after_failure[0] += 1
-            sc = run_one(instance)
-            records.append((instance, sc))
-            if not sc.ok():
-                last_failure.append((instance, sc))
-                failing.add(_key(instance))
-                raise AssertionError(sc.reason)
-
-        try:
-            with without_local_constants(), warnings.catch_warnings():
-                # Hypothesis compares the global `random` state before and after each draw;
-                # a Dask worker's own threads (heartbeats) use `random` meanwhile, which it
-                # misreads as a strategy using `random`.  Our strategies never do
-                # (draws come from Hypothesis only), so that warning is a false alarm here.
-                warnings.filterwarnings("ignore", message=r"Do not use the `random` module")
-                _property()
-        except AssertionError:
-            pass
-        except Exception as exc:  # Hypothesis itself failed (e.g. an unsatisfiable strategy)
-            return SubCheck(name, float("inf"), 0.0,
-                            f"instance generation failed: {type(exc).__name__}: {exc}",
-                            passed=False, instances=len(records))
-
+        broken = _draw_instances(ctx, name, strategy, n, run_one, last_failure)
+        if broken is not None:
+            return SubCheck(name, float("inf"), 0.0, broken, passed=False,
+                            instances=len(records))
     if not records:
         return SubCheck(name, float("inf"), 0.0, "no instance was drawn", passed=False,
                         instances=0)
@@ -590,3 +549,50 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     return SubCheck(name, worst.error, worst.tolerance,
                     f"worst of {len(records)} drawn instances: {worst.reason}",
                     passed=True, instances=len(records))
+
+
+def _draw_instances(ctx: RunContext, name: str, strategy: Any, n: int,
+                    run_one: Callable[[Any], SubCheck],
+                    last_failure: list[tuple[Any, SubCheck]]) -> str | None:
+    """Draw ``n`` instances from ``strategy`` (seeded from the run) and run each, shrinking
+    a failure within the budget; returns a message when Hypothesis itself failed."""
+    from hypothesis import HealthCheck, Phase, given, reject, settings
+    from hypothesis import seed as hseed
+
+    shrink = _SHRINKING[0] and not ctx.negative_control
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+    failing: set[bytes] = set()
+    after_failure = [0]
+    seed_int = int(ctx.rng("hypothesis", name).integers(0, 2**63 - 1))
+
+    @hseed(seed_int)
+    @settings(max_examples=n, database=None, deadline=None, derandomize=False,
+              phases=phases, suppress_health_check=list(HealthCheck),
+              print_blob=False, report_multiple_bugs=False)
+    @given(strategy)
+    def _property(instance: Any) -> None:
+        if last_failure:
+            key = _key(instance)
+            if after_failure[0] >= _SHRINK_BUDGET:
+                if key in failing:
+                    raise AssertionError("known failing instance")
+                reject()
+            after_failure[0] += 1
+        sc = run_one(instance)
+        if not sc.ok():
+            failing.add(_key(instance))
+            raise AssertionError(sc.reason)
+
+    try:
+        with without_local_constants(), warnings.catch_warnings():
+            # Hypothesis compares the global `random` state before and after each draw;
+            # a Dask worker's own threads (heartbeats) use `random` meanwhile, which it
+            # misreads as a strategy using `random`.  Our strategies never do
+            # (draws come from Hypothesis only), so that warning is a false alarm here.
+            warnings.filterwarnings("ignore", message=r"Do not use the `random` module")
+            _property()
+    except AssertionError:
+        pass
+    except Exception as exc:  # Hypothesis itself failed (e.g. an unsatisfiable strategy)
+        return f"instance generation failed: {type(exc).__name__}: {exc}"
+    return None
