@@ -262,7 +262,7 @@ def _run_check(claim_id: str, profile: str, seed: int) -> tuple[str, str]:
 
 def run_mutant(m: Mutant, eps: float, profile: str = "quick", seed: int = 0) -> tuple[str, str]:
     """Run the claim's check under mutant ``m`` at ``eps`` in this process; (status, how)."""
-    from verify.formulas._base import perturbed_output
+    from verify.formulas import perturbed_output
     if m.kind == "derived":
         orig = derived.derivation(m.claim_id)
         d = Derivation(steps=orig.steps, results=mutated(orig.results, m.path, eps))

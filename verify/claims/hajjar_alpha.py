@@ -15,6 +15,8 @@ import sympy as sp
 from derivations import sphere
 from numerics.sphere import (positive_part_mean_coordinate_mp, positive_part_mean_mc,
                              positive_part_mean_mp, sample_sphere)
+from verify import certify
+from verify.certify import CertifiedInstance, certified_compare
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances)
 
@@ -46,6 +48,87 @@ def _alpha_reference(kk: int) -> mpmath.mpf:
 #: dimensions beyond the d_H = 1..60 table: around the formula's switch to the Stirling
 #: form (340 | 341) and far beyond Gamma's float64 range
 _LARGE_K = (200, 340, 341, 1000, 10_000, 1_000_000)
+
+
+#: dimensions of the certified Stirling checks (the float64 formula's form beyond 340)
+_STIRLING_K = (341, 1000, 3000, 10_000, 100_000, 1_000_000)
+_EPS = 2.0 ** -52
+
+
+@lru_cache(maxsize=None)
+def _mean_ball(kk: int, prec: int = 128):
+    """Certified E[(u.e)_+] on Unif(S^{k-1}) (Arb quadrature of the polar-angle law;
+    cached: independent of the derivation)."""
+    return certify.positive_part_mean_ball(kk, prec=prec)
+
+
+def _certified_ks(ctx: RunContext) -> list[int]:
+    """Every d_H <= 10^4 (full profile); quick: 1..60, the float64 formula's switch
+    340 | 341, 10^4 and 100 dimensions drawn from the run's seed in 61..10^4."""
+    if not ctx.quick:
+        return list(range(1, 10_001))
+    drawn = ctx.rng("certified d_H").integers(61, 10_001, 100)
+    return sorted(set(range(1, 61)) | {200, 340, 341, 1000, 10_000} | {int(k) for k in drawn})
+
+
+def _certified(ctx: RunContext, alpha_expr: sp.Expr) -> list[SubCheck]:
+    """Certified sub-checks (Arb balls): the derived alpha, mean and identity vs the
+    definition 1/E[(u.e)_+] by Arb quadrature; the Stirling forms within their remainder;
+    the float64 formula within its stated ulp bound."""
+    res = ctx.derivation().results
+    with certify.working_precision(128):
+        alpha_b = certify.arb_function(alpha_expr, (K,))
+        mean_b = certify.arb_function(res["mean"], (K,))
+        ident = certify.ball(res["predictor_identity"])
+        ks = _certified_ks(ctx)
+        al, me, idn = [], [], []
+        for kk in ks:
+            ref = _mean_ball(kk)
+            lab = f"d_H = {kk}"
+            al.append(CertifiedInstance(lab, alpha_b(kk), 1 / ref))
+            if kk <= 60:
+                me.append(CertifiedInstance(lab, mean_b(kk), ref))
+                idn.append(CertifiedInstance(lab, ident, mean_b(kk) / ref))
+    why = ("Arb: E[(u.e)_+] = int_0^(pi/2) cos sin^(k-2) / int_0^pi sin^(k-2) (polar-angle law "
+           "of Unif(S^(k-1)), cut at the kink pi/2) by acb.integral; the closed form by the "
+           "Arb translation of the derived expression; 128 bits")
+    subs = [certified_compare(f"certified: derived alpha(d_H) vs 1/E[(u.e)_+], {len(ks)} d_H <= 10^4",
+                              al, reason=why),
+            certified_compare("certified: derived E[(u.e)_+] vs its definition, d_H = 1..60", me, reason=why),
+            certified_compare("certified: derived identity vs derived E[(u.e)_+] x 1/E[(u.e)_+], "
+                              "d_H = 1..60", idn, reason=why)]
+    gap, ser, flt = [], [], []
+    from verify.formulas import alpha_constant
+    with certify.working_precision(256):
+        gap_b = certify.arb_function(res["log_gap"], (K,))
+        ser_b = certify.arb_function(res["log_gap_series"], (K,))
+        two_pi = 2 * certify.ball(sp.pi)
+        for kk in _STIRLING_K:
+            ref = (1 / (_mean_ball(kk, 256) * (two_pi * kk).sqrt())).log()
+            lab = f"d_H = {kk}"
+            if kk >= 1000:
+                gap.append(CertifiedInstance(lab, gap_b(kk), ref, bound=1.1 / (24 * kk ** 3)))
+            ser.append(CertifiedInstance(lab, ser_b(kk), ref, bound=1.5 * 435330 / (55440 * kk ** 11)))
+        fks = sorted(set(ks[:60]) | set(_STIRLING_K) | {340})
+        vals = np.asarray(alpha_constant(np.array(fks)), float)
+        ub = alpha_constant.ulp_bound.ulps * _EPS
+        for kk, v in zip(fks, vals):
+            flt.append(CertifiedInstance(f"d_H = {kk}", float(v), 1 / _mean_ball(kk, 256)))
+    subs += [certified_compare("certified: derived log gap -1/(4k) within 1.1/(24 k^3) of "
+                               "log(alpha_def / sqrt(2 pi k)), k = 1e3..1e6", gap, relative=False,
+                               bound=1.1 / (24 * 1000 ** 3),
+                               reason="Stirling remainder: the next term is 1/(24 k^3); alpha_def "
+                                      "by Arb quadrature, 256 bits; per-d_H bound"),
+             certified_compare("certified: derived Stirling series within its first dropped term "
+                               "of log(alpha_def / sqrt(2 pi k)), k = 341..1e6", ser, relative=False,
+                               bound=1.5 * 435330 / (55440 * 341 ** 11),
+                               reason="first dropped term 435330/(55440 k^11) (x1.5), per d_H; "
+                                      "alpha_def by Arb quadrature, 256 bits"),
+             certified_compare(f"certified: formulas.alpha_constant (float64) within its stated "
+                               f"{alpha_constant.ulp_bound.ulps:g} ulps of alpha_def", flt, bound=ub,
+                               reason="the float64 value as an exact ball vs the Arb quadrature "
+                                      "of the definition; the formula's stated ulp bound")]
+    return subs
 
 
 def _predictor_instances():
@@ -148,6 +231,7 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
         pred_rows.append([d_H, d, m, fmt(float(np.max(np.abs(f / target - 1)))), fmt(z)])
         return SubCheck("predictor", z, 6.0, "CLT per input; 6 SE covers the maximum over "
                         "20 inputs and up to 25 instances (union bound 1e-6)")
+    sub += _certified(ctx, alpha_expr)
     sub.append(for_all_instances(ctx, f"predictor alpha*Unif(S^(d_H-1)) vs |x_H| "
                                  f"(m = {m}, 20 inputs, (d_H, d) drawn)",
                                  _predictor_instances(), measure, quick=3, full=12,
@@ -161,7 +245,8 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
     ]
     return combine("derived alpha(d_H) vs mpmath quadrature of E[(u.e)_+] (two independent "
                    "routes), Monte Carlo on spheres, and the predictor |x_H|",
-                   sub, details={"d_H": ks, "mc_samples": n, "predictor_particles": m},
+                   sub, details={"d_H": ks, "mc_samples": n, "predictor_particles": m,
+                                 "certified": certify.certified_details(sub)},
                    tables=tables)
 
 

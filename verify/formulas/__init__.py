@@ -3,14 +3,19 @@
 Each public name is generated from a derived SymPy expression and carries ``.expr``,
 ``.latex`` and ``.claim`` (and ``.mpmath`` for high precision where meaningful).  The
 names are collected from the ``__all__`` of every non-underscore module of this package;
-``dir(formulas)`` lists exactly them.
+``dir(formulas)`` lists exactly them.  Closed-form entries also have ``.enclose(...)``
+(certified Arb balls) and ``.ulp_bound`` (their float64 error bound).
+
+:func:`perturbed_output` (documented API, not a formula): within ``with
+perturbed_output(name, factor):`` the formula ``name`` returns ``factor`` times its value
+(the mutation harness's formula mutants).
 
 >>> from verify import formulas
 >>> float(formulas.alpha_constant(2))  # doctest: +ELLIPSIS
 3.14159265358979...
 """
 from verify._discovery import public_modules as _public_modules
-from verify.formulas._base import VerifiedFormula
+from verify.formulas._base import VerifiedFormula, perturbed_output  # noqa: F401
 
 __all__: list[str] = ["VerifiedFormula"]
 

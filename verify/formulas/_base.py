@@ -4,8 +4,14 @@ LaTeX and claim id, plus a high-precision mpmath variant.
 
 The expressions are read from :mod:`verify.derived` (never from the claims layer) and
 re-read whenever :func:`verify.derived.generation` changes, so a perturbed derivation
-reaches the formulas too.  :func:`perturbed_output` scales a formula's output (the
-mutation harness uses it to show that the formula's claim notices)."""
+reaches the formulas too.  :func:`perturbed_output` (public as
+``verify.formulas.perturbed_output``) scales a formula's output (the mutation harness uses it
+to show that the formula's claim notices).
+
+Closed-form entries have ``.enclose(*args, prec=...)``: Arb balls guaranteed to contain the
+exact value of the derived expression (``verify.certify``), and a stated float64 error
+bound ``.ulp_bound`` (checked in tests/test_certify.py); entries that are algorithms or not
+built from one SymPy expression raise :class:`NotEnclosable` from ``.enclose``."""
 from __future__ import annotations
 
 import contextlib
@@ -18,11 +24,32 @@ import sympy as sp
 
 from verify import derived
 
-__all__ = ["DerivedFunction", "VerifiedFormula", "perturbed_output", "MAX_DPS"]
+__all__ = ["DerivedFunction", "VerifiedFormula", "perturbed_output", "MAX_DPS", "NotEnclosable",
+           "UlpBound"]
 
 MAX_DPS = 2000  # mpmath precision cap: beyond it a single special-function call takes minutes
 
 _OUTPUT_FACTORS: dict[str, float] = {}
+
+
+class NotEnclosable(TypeError):
+    """``.enclose`` of a formula that is not a closed form (an algorithm, or an entry not
+    built from one derived SymPy expression): there is no expression to enclose."""
+
+
+class UlpBound:
+    """A stated float64 error bound: ``|float64 - exact| <= ulps * 2^-52 * scale``, with
+    ``unit`` saying what the scale is ("value": |exact|; else the scale of the terms, e.g.
+    K_RF + sigma_c^2 |1 + x x'| P for the NTK, where cancellation makes that the honest
+    unit) and ``why`` the a-priori argument."""
+
+    def __init__(self, ulps: float, unit: str, why: str):
+        if not (isinstance(ulps, (int, float)) and 0 < ulps < 2 ** 52):
+            raise ValueError(f"ulps must be a positive number; got {ulps!r}")
+        self.ulps, self.unit, self.why = float(ulps), str(unit), str(why)
+
+    def __repr__(self) -> str:
+        return f"UlpBound({self.ulps:g} ulps of {self.unit})"
 
 
 @contextlib.contextmanager
@@ -56,6 +83,8 @@ def _scaled(out: Any, factor: float) -> Any:
         return type(out)(out * factor) if isinstance(out, np.number) else out * factor
     if isinstance(out, (mpmath.mpf, mpmath.mpc)):
         return out * factor
+    if type(out).__name__ in ("arb", "acb") and type(out).__module__.startswith("flint"):
+        return out * factor  # a ball times the float factor (exact)
     raise TypeError(f"cannot perturb a formula output of type {type(out).__name__}; "
                     "give it a _perturbed(factor) method")
 
@@ -99,6 +128,14 @@ class _Derived:
         """The derived SymPy expression (or a tuple of them)."""
         return self._cached("expr", self._expr_fn)
 
+    def enclose(self, *args: Any, prec: int = 128, **kwargs: Any) -> Any:
+        """Arb balls (``flint.arb``; an object array for array input) guaranteed to contain
+        the exact value of the derived closed form at the given inputs (floats taken
+        exactly), computed at ``prec`` bits or more: the working precision is raised until
+        the relative radius is <= 2^(8 - prec) (cancellation costs bits), up to 16 prec."""
+        raise NotEnclosable(f"{self.name} is not a closed form built from one derived SymPy "
+                            "expression: it has no .enclose (use .mpmath or the claim's check)")
+
     def _finish(self, out: Any) -> Any:
         """Apply an active :func:`perturbed_output` (identity otherwise)."""
         factor = _OUTPUT_FACTORS.get(self.name)
@@ -119,11 +156,22 @@ class DerivedFunction(_Derived):
     derived expression(s) it is checked against, and optionally an ``mpmath`` variant."""
 
     def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any],
-                 impl: Callable[..., Any], mpmath: Callable[..., Any] | None = None):
+                 impl: Callable[..., Any], mpmath: Callable[..., Any] | None = None,
+                 enclose: Callable[..., Any] | None = None,
+                 ulp_bound: dict[str, UlpBound] | UlpBound | None = None):
         super().__init__(name, claim, doc, expr_fn, signature_of=impl)
         self._impl = impl
+        self._enclose = enclose
+        self.ulp_bound = ulp_bound
         if mpmath is not None:
             self.mpmath = mpmath
+
+    def enclose(self, *args: Any, prec: int = 128, **kwargs: Any) -> Any:
+        if self._enclose is None:
+            return super().enclose(*args, prec=prec, **kwargs)
+        return self._finish(self._enclose(*args, prec=check_prec(prec), **kwargs))
+
+    enclose.__doc__ = _Derived.enclose.__doc__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._finish(self._impl(*args, **kwargs))
@@ -148,14 +196,18 @@ class VerifiedFormula(_Derived):
         expression (default: ``lambdify(symbols, expr, ["scipy", "numpy"])``); use it to
         pick a numerically careful rewrite of the same expression.
     mpmath_validate:
-        Optional validation for ``.mpmath`` (defaults to ``validate``).
+        Optional validation for ``.mpmath`` and ``.enclose`` (defaults to ``validate``).
+    ulp_bound:
+        The stated float64 error bound (:class:`UlpBound`) of ``__call__``.
     """
 
     def __init__(self, name: str, claim: str, doc: str, symbols: Sequence[sp.Symbol],
                  expr_fn: Callable[[], sp.Expr], validate: Callable[..., tuple],
                  numpy_impl: Callable[[sp.Expr], Callable] | None = None,
-                 mpmath_validate: Callable[..., tuple] | None = None):
+                 mpmath_validate: Callable[..., tuple] | None = None,
+                 ulp_bound: UlpBound | None = None):
         super().__init__(name, claim, doc, expr_fn, signature_of=validate)
+        self.ulp_bound = ulp_bound
         self.symbols = tuple(symbols)
         self._validate = validate
         self._numpy_impl = numpy_impl
@@ -193,6 +245,38 @@ class VerifiedFormula(_Derived):
             for idx in np.ndindex(out.shape):
                 out[idx] = +self._mp(*[_mp_arg(v[idx]) for v in b])
             return out
+
+
+    def enclose(self, *args: Any, prec: int = 128) -> Any:
+        prec = check_prec(prec)
+        vals = self._mpmath_validate(*args)
+        from verify import certify
+        fn = self._cached("arb", lambda: certify.arb_function(self.expr, self.symbols))
+        target = 2.0 ** (8 - prec)
+
+        def one(*v: Any) -> Any:
+            return certify.enclose_to(lambda: fn(*v), target, prec=prec, max_prec=16 * prec)
+        if all(np.ndim(v) == 0 for v in vals):
+            return self._finish(one(*[_item(v) for v in vals]))
+        b = np.broadcast_arrays(*[np.asarray(v) for v in vals])
+        out = np.empty(b[0].shape, dtype=object)
+        for idx in np.ndindex(out.shape):
+            out[idx] = one(*[_item(v[idx]) for v in b])
+        return self._finish(out)
+
+    enclose.__doc__ = _Derived.enclose.__doc__
+
+
+def check_prec(prec: Any) -> int:
+    """Validate an Arb precision (bits)."""
+    if isinstance(prec, bool) or not isinstance(prec, (int, np.integer)) or not 16 <= prec <= 8192:
+        raise ValueError(f"prec (Arb working precision in bits) must be an integer in 16..8192; "
+                         f"got {prec!r}")
+    return int(prec)
+
+
+def _item(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0) else v
 
 
 def _mp_arg(v: Any) -> Any:

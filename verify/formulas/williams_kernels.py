@@ -38,7 +38,7 @@ import sympy as sp
 from derivations import williams_kernels as dk
 from numerics.validation import as_float_array, require_choice, require_distinct
 from verify import derived
-from verify.formulas._base import DerivedFunction, check_dps
+from verify.formulas._base import DerivedFunction, UlpBound, check_dps
 
 __all__ = ["rf_kernel", "ntk_kernel", "active_probability", "rkhs_weight",
            "kernel_interpolant", "KernelInterpolant"]
@@ -47,6 +47,27 @@ INITS = dk.INITS
 KERNELS = ("rf", "ntk")
 FLOAT_RANGE = 1e4      # |x|, |x'| up to which the float64 evaluators are used (verified)
 MAX_CONDITION = 1e12   # Gram condition number above which an interpolant is refused
+
+# The stated float64 error bounds (tests/test_certify.py checks them against the Arb balls
+# of .enclose at 10^4 inputs per entry, |x|, |x'| from 1e-8 to 1e6, breakpoints included).
+# Beyond |x| = FLOAT_RANGE the value is the 20-digit mpmath one, rounded: 1/2 ulp.
+_VALUE = "value (|exact|)"
+RF_ULPS = {
+    "uniform": UlpBound(32, _VALUE, "a short polynomial / rational piece of the derived "
+                        "Piecewise (<= 12 terms of like sign after the sign split; measured 7)"),
+    "gaussian": UlpBound(128, _VALUE, "stable form: c >= 0 sums two terms >= 0; c < 0, t >= 1/4 "
+                         "computes |c|(t - atan t), cancelling by at most t/(t - atan t) <= 49 "
+                         "at t = 1/4; t < 1/4 the derived series (no cancellation); measured 19")}
+PROB_ULPS = {
+    "uniform": UlpBound(8, _VALUE, "a rational function of max/min of two terms (measured 1)"),
+    "gaussian": UlpBound(8, _VALUE, "atan2(|x - x'|, -(1 + x x')) / (2 pi): atan2 to 1-2 ulp, "
+                         "inputs exact up to 1 rounding each (measured 1.7)")}
+NTK_ULPS = {init: UlpBound(16, "scale K_RF + sigma_c^2 |1 + x x'| P of the two terms",
+                           "K_NTK = K_RF + sigma_c^2 (1 + x x') P cancels for x x' < -1: each "
+                           "term to <= 8 ulps of itself, the sum to ulps of their scale "
+                           "(measured 1.9)") for init in INITS}
+OMEGA_ULPS = {"uniform": UlpBound(4, _VALUE, "1/8 or 1/(8 x^4): <= 3 roundings"),
+              "gaussian": UlpBound(8, _VALUE, "2/(pi (1 + x^2)^2): <= 5 roundings")}
 
 
 # ------------------------------------------------------------------------ validation
@@ -242,6 +263,51 @@ def _ntk_kernel_mp(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0,
     return _mp_grid(lambda p, q: _mp_value("ntk", init, p, q, mpmath.mpf(sc)), (x, xp), dps)
 
 
+def _arb_fn(which: str, init: str) -> Callable[..., Any]:
+    """The derived PRIMARY closed form compiled to Arb balls (``verify.certify``; cached
+    until a derivation changes)."""
+    from verify import certify
+    cid, key = _SOURCES[(which, init)]["mp"]
+    args = (dk.x, dk.xp, dk.sigma_c) if which == "ntk" else (dk.x, dk.xp)
+    gen = derived.generation()
+    memo = _ARB_MEMO.get((which, init))
+    if memo is None or memo[0] != gen:
+        memo = (gen, certify.arb_function(derived.results(cid)[key], args))
+        _ARB_MEMO[(which, init)] = memo
+    return memo[1]
+
+
+_ARB_MEMO: dict[tuple[str, str], tuple[int, Callable[..., Any]]] = {}
+
+
+def _enclose_grid(fn: Callable[..., Any], args: tuple, prec: int) -> Any:
+    """Balls of ``fn`` on broadcast float arguments (taken exactly); the working precision
+    is raised until the relative radius is <= 2^(8 - prec) (up to 16 prec bits)."""
+    from verify import certify
+
+    def one(*v: float) -> Any:
+        return certify.enclose_to(lambda: fn(*v), 2.0 ** (8 - prec), prec=prec, max_prec=16 * prec)
+    if all(np.ndim(v) == 0 for v in args):
+        return one(*(float(v) for v in args))
+    b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in args))
+    out = np.empty(b[0].shape, dtype=object)
+    for idx in np.ndindex(out.shape):
+        out[idx] = one(*(float(v[idx]) for v in b))
+    return out
+
+
+def _kernel_enclose(which: str) -> Callable[..., Any]:
+    def enclose(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0, *, prec: int = 128) -> Any:
+        x, xp = _mp_pair(x, xp)
+        init = _init(init)
+        fn = _arb_fn(which, init)
+        if which == "ntk":
+            sc = _sigma(sigma_c)
+            return _enclose_grid(lambda p, q: fn(p, q, sc), (x, xp), prec)
+        return _enclose_grid(fn, (x, xp), prec)
+    return enclose
+
+
 def _kernel_exprs(which: str) -> dict[str, sp.Expr]:
     """The derived primary closed forms, by init."""
     out = {}
@@ -261,7 +327,7 @@ Sec. 4; claims W3a (uniform, all real x, x') and W3c (gaussian, arc-cosine form)
 
 >>> round(float(rf_kernel(0.0, 0.0)), 12)   # E[(-b)_+^2] = 1/6
 0.166666666667
-""", lambda: _kernel_exprs("rf"), _rf_kernel, _rf_kernel_mp)
+""", lambda: _kernel_exprs("rf"), _rf_kernel, _rf_kernel_mp, _kernel_enclose("rf"), RF_ULPS)
 
 active_probability = DerivedFunction(
     "active_probability", "W3d", """P(a x > b, a x' > b) (claim W3d).
@@ -270,7 +336,8 @@ active_probability = DerivedFunction(
 
 >>> float(active_probability(0.3, 0.3, init="gaussian"))
 0.5
-""", lambda: _kernel_exprs("prob"), _active_probability, _active_probability_mp)
+""", lambda: _kernel_exprs("prob"), _active_probability, _active_probability_mp,
+    _kernel_enclose("prob"), PROB_ULPS)
 
 ntk_kernel = DerivedFunction(
     "ntk_kernel", "W3d", """K_NTK(x, x') = K_RF(x, x') + sigma_c^2 (1 + x x')
@@ -286,7 +353,7 @@ cancellation (at K_NTK = 1e-9 of the scale, 3e-8 relative); ``.mpmath`` gives an
 
 >>> round(float(ntk_kernel(0.0, 0.0, init="uniform", sigma_c=1.0)), 12)  # 1/6 + 1/2
 0.666666666667
-""", lambda: _kernel_exprs("ntk"), _ntk_kernel, _ntk_kernel_mp)
+""", lambda: _kernel_exprs("ntk"), _ntk_kernel, _ntk_kernel_mp, _kernel_enclose("ntk"), NTK_ULPS)
 
 
 def _rkhs_weight(x: Any, init: str = "uniform") -> np.ndarray | float:
@@ -306,6 +373,13 @@ def _rkhs_weight_mp(x: Any, init: str = "uniform", dps: int = 30) -> Any:
     return _mp_grid(fn, (xv,), dps)
 
 
+def _rkhs_enclose(x: Any, init: str = "uniform", *, prec: int = 128) -> Any:
+    from verify import certify
+    xv = as_float_array(_from_mp(x), "x")
+    fn = certify.arb_function(derived.results("W3e")[f"omega_{_init(init)}"], (dk.x,))
+    return _enclose_grid(fn, (xv,), prec)
+
+
 rkhs_weight = DerivedFunction(
     "rkhs_weight", "W3e", """omega(x) = int |a|^3 p_0(a, a x) da (claim W3e): the RKHS norm
 of the random-feature kernel is int f''(x)^2 / omega(x) dx plus an affine part, and
@@ -316,7 +390,8 @@ outside; gaussian: 2 / (pi (1 + x^2)^2).
 
 >>> float(rkhs_weight(0.5, init="uniform"))
 0.125
-""", lambda: {i: derived.results("W3e")[f"omega_{i}"] for i in INITS}, _rkhs_weight, _rkhs_weight_mp)
+""", lambda: {i: derived.results("W3e")[f"omega_{i}"] for i in INITS}, _rkhs_weight, _rkhs_weight_mp,
+    _rkhs_enclose, OMEGA_ULPS)
 
 
 # --------------------------------------------------------------------- interpolants

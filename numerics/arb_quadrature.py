@@ -1,0 +1,413 @@
+"""Certified (Arb ball) integrals of the DEFINITIONS behind the closed forms: the kernels of
+Williams et al. (2019, Sec. 4; claims W3a, W3c, W3d, W3e) and the sphere constant of
+Hajjar & Chizat (2023, Thm 4.3; claim H1f).
+
+Every value is an ``flint.arb`` ball guaranteed to contain the true value (python-flint's
+``acb.integral``, FLINT's rigorous Gauss-Legendre integration with error bounds from
+analyticity on ellipses).  The integrands are piecewise analytic: each ReLU unit
+``(a x - b)_+`` has a kink, and the integration domain is cut EXACTLY at the kinks
+(their order is decided in exact rational arithmetic from the float inputs, their
+locations enter as balls), so every piece is analytic and the activity pattern of the
+units on it is decided once, at an interior point.  A pattern a ball cannot decide raises
+:class:`UndecidableCondition`; an enclosure that is not finite or too wide raises
+:class:`UncertifiedError`; never a guess.
+
+- :func:`rf_kernel_ball` K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+];
+- :func:`active_probability_ball` P(a x > b, a x' > b);
+- :func:`ntk_kernel_ball` K_NTK(x, x') = E <grad_theta f(x), grad_theta f(x')> for one unit
+  f = c (a x - b)_+, theta = (c, a, b), from its gradient (never K_RF + ... P);
+- :func:`rkhs_weight_ball` omega(x) = int |a|^k p_0(a, a x) da;
+- :func:`second_moment_ball` E a^2 of the init;
+- :func:`positive_part_mean_ball` E_{u ~ Unif(S^{k-1})}[(u . e)_+].
+
+This module imports neither SymPy nor the ``verify`` package.
+"""
+from __future__ import annotations
+
+import contextlib
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
+           "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
+           "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball",
+           "relu_unit_gradient", "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
+
+INITS = ("uniform", "gaussian")
+MAX_PREC = 8192            # bits; beyond, one special-function call takes seconds
+MAX_SPHERE_DIM = 10 ** 7   # sin^(k-2) integrals beyond: seconds per value
+_GAUSS_CUT = 24            # |a|, r <= 24 for the gaussian init; tails bounded below
+
+
+class UndecidableCondition(ValueError):
+    """A condition (a comparison of balls) that the balls cannot decide: refused, never
+    guessed.  Raise the precision or move the point off the boundary."""
+
+
+class UncertifiedError(ValueError):
+    """An enclosure that is not finite or wider than asked (the integral did not converge
+    within the work limits at this precision)."""
+
+
+def _flint() -> Any:
+    import flint
+    return flint
+
+
+@contextlib.contextmanager
+def working_precision(prec: int) -> Iterator[int]:
+    """Set Arb's working precision (bits) within the block, restoring it after."""
+    if isinstance(prec, bool) or not isinstance(prec, (int, np.integer)) or not 16 <= prec <= MAX_PREC:
+        raise ValueError(f"prec (Arb working precision in bits) must be an integer in "
+                         f"16..{MAX_PREC}; got {prec!r}")
+    ctx = _flint().ctx
+    old = ctx.prec
+    ctx.prec = int(prec)
+    try:
+        yield int(prec)
+    finally:
+        ctx.prec = old
+
+
+def exact_ball(v: Any, name: str = "value") -> Any:
+    """The exact ``arb`` of a finite float / int / Fraction (a Fraction p/q is exact only
+    when q is a power of 2; otherwise a ball of the working precision)."""
+    flint = _flint()
+    if isinstance(v, flint.arb):
+        return v
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be a number, not a bool")
+    if isinstance(v, (int, np.integer)):
+        return flint.arb(int(v))
+    if isinstance(v, Fraction):
+        return flint.arb(v.numerator) / v.denominator
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number; got {type(v).__name__}") from None
+    if not np.isfinite(f):
+        raise ValueError(f"{name} must be finite; got {f!r}")
+    return flint.arb(f)
+
+
+def _finite_input(v: Any, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number (float or int); got {type(v).__name__}")
+    f = float(v)
+    if not np.isfinite(f) or abs(f) > 1e12:
+        raise ValueError(f"{name} must be finite with |{name}| <= 1e12; got {f!r}")
+    return f
+
+
+def _init(init: Any) -> str:
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}; got {init!r}")
+    return init
+
+
+def _check_ball(v: Any, what: str, max_rel_radius: float | None) -> Any:
+    if not v.is_finite():
+        raise UncertifiedError(f"{what}: the enclosure {v} is not finite (the integral did "
+                               "not converge within the work limits; raise prec)")
+    if max_rel_radius is not None:
+        mid = abs(float(v.mid()))
+        rad = float(v.rad())
+        if rad > max_rel_radius * mid:
+            raise UncertifiedError(f"{what}: the enclosure {v} has relative radius "
+                                   f"{rad / max(mid, 1e-300):.3g} > {max_rel_radius:g}; raise prec")
+    return v
+
+
+def certified_integral(pieces: Sequence[tuple[Any, Any, Callable[[Any, bool], Any]]], *,
+                       what: str = "integral", max_rel_radius: float | None = None,
+                       eval_limit: int | None = None) -> Any:
+    """sum over ``pieces`` (lo, hi, f) of int_lo^hi f, each by ``acb.integral`` (f(z,
+    analytic) must be analytic on a neighbourhood of [lo, hi]: cut at every kink); the
+    endpoints may be balls.  Returns the real ``arb`` ball; raises :class:`UncertifiedError`
+    if it is not finite, has a non-zero imaginary part, or is wider than
+    ``max_rel_radius`` (relative)."""
+    flint = _flint()
+    total = flint.acb(0)
+    kw = {} if eval_limit is None else {"eval_limit": int(eval_limit)}
+    for lo, hi, f in pieces:
+        total += flint.acb.integral(f, lo, hi, **kw)
+    if not total.imag.contains(0):
+        raise UncertifiedError(f"{what}: the integral of a real integrand has imaginary part "
+                               f"{total.imag}")
+    return _check_ball(total.real, what, max_rel_radius)
+
+
+# ------------------------------------------------------------------ one ReLU unit
+def relu_unit_gradient(a: Any, b: Any, c: Any, x: Any, active: bool) -> tuple[Any, Any, Any]:
+    """(d/dc, d/da, d/db) of the unit c (a x - b)_+ at a point (a, b) where the unit is
+    ``active`` (a x > b) or not (the derivative of (u)_+ is 1[u > 0])."""
+    if not active:
+        return (0, 0, 0)
+    return (a * x - b, c * x, -c)
+
+
+def _rf_integrand(xs: tuple[float, float]) -> Callable:
+    X, XP = (exact_ball(v) for v in xs)
+
+    def g(a: Any, b: Any, act: tuple[bool, bool]) -> Any:
+        u = (a * X - b) if act[0] else 0
+        v = (a * XP - b) if act[1] else 0
+        return u * v
+    return g
+
+
+def _prob_integrand(xs: tuple[float, float]) -> Callable:
+    def g(a: Any, b: Any, act: tuple[bool, bool]) -> Any:
+        return 1 if (act[0] and act[1]) else 0
+    return g
+
+
+def _ntk_integrand(xs: tuple[float, float], sigma_c: float) -> Callable:
+    # <grad f(x), grad f(x')> is affine in c^2, and c is independent of (a, b): the
+    # expectation over c replaces c^2 by E c^2 = sigma_c^2, i.e. evaluate at c = sigma_c.
+    X, XP = (exact_ball(v) for v in xs)
+    C = exact_ball(sigma_c, "sigma_c")
+
+    def g(a: Any, b: Any, act: tuple[bool, bool]) -> Any:
+        gx = relu_unit_gradient(a, b, C, X, act[0])
+        gxp = relu_unit_gradient(a, b, C, XP, act[1])
+        return gx[0] * gxp[0] + gx[1] * gxp[1] + gx[2] * gxp[2]
+    return g
+
+
+# ----------------------------------------------------- (a, b) ~ U([-1, 1]^2), density 1/4
+def _uniform_expectation(xs: tuple[float, ...], g: Callable, what: str) -> Any:
+    """E g(a, b, activity) over (a, b) ~ U([-1, 1]^2): outer integral over a cut at 0 and at
+    a = +-1/x_i (where the kink b = a x_i leaves [-1, 1]), inner over b cut at b = a x_i.
+    The cut structure on an a-piece is decided exactly at its rational midpoint."""
+    flint = _flint()
+    Xq = [Fraction(v) for v in xs]
+    cuts = {Fraction(-1), Fraction(0), Fraction(1)}
+    for v in Xq:
+        if abs(v) > 1:
+            cuts |= {1 / v, -1 / v}
+    cuts_sorted = sorted(cuts)
+    pieces = []
+    for lo, hi in zip(cuts_sorted[:-1], cuts_sorted[1:]):
+        pieces.append((_frac_ball(lo), _frac_ball(hi), _uniform_inner(Xq, g, (lo + hi) / 2)))
+    return certified_integral(pieces, what=what) / 4
+
+
+def _frac_ball(q: Fraction) -> Any:
+    return _flint().arb(q.numerator) / q.denominator
+
+
+def _uniform_inner(Xq: list[Fraction], g: Callable, a_mid: Fraction) -> Callable:
+    """F(a) = int_{-1}^{1} g db on an a-piece whose interior point is ``a_mid``: b cut at
+    the kinks a x_i inside (-1, 1); each b-piece's activity pattern decided at its
+    (exact) midpoint."""
+    flint = _flint()
+    # b-breakpoints as (value at a_mid, function of a)
+    bps = [(Fraction(-1), lambda a: -1), (Fraction(1), lambda a: 1)]
+    for i, v in enumerate(Xq):
+        if -1 < a_mid * v < 1:
+            bps.append((a_mid * v, lambda a, v=v: a * _frac_ball(v)))
+    bps.sort(key=lambda t: t[0])
+    segs = []
+    for (lo_v, lo_f), (hi_v, hi_f) in zip(bps[:-1], bps[1:]):
+        if lo_v == hi_v:
+            continue
+        b_mid = (lo_v + hi_v) / 2
+        act = tuple(a_mid * v > b_mid for v in Xq)
+        segs.append((lo_f, hi_f, act))
+
+    def F(a: Any, analytic: bool) -> Any:
+        total = flint.acb(0)
+        for lo_f, hi_f, act in segs:
+            total += flint.acb.integral(lambda b, _an, act=act: flint.acb(g(a, b, act)),
+                                        lo_f(a), hi_f(a))
+        return total
+    return F
+
+
+# ---------------------------------------------------------- (a, b) ~ N(0, I_2), polar
+@lru_cache(maxsize=16)
+def _radial_moments(prec: int, degree: int) -> tuple[Any, ...]:
+    """M_k = int_0^oo r^(k+1) e^(-r^2/2) dr, k = 0..degree: acb.integral on [0, 24] plus
+    the tail as a ball [0, 2 e^(-144)] (for r >= 24 and k <= 8, r^k <= e^(r^2/4), so the
+    tail is <= int_24^oo r e^(-r^2/4) dr = 2 e^(-144))."""
+    flint = _flint()
+    if degree > 8:
+        raise ValueError("radial degree must be <= 8 (the tail bound assumes it)")
+    tail = flint.arb(0, 2 * flint.arb(-144).exp().upper())  # [-t, t] contains [0, t]
+    return tuple(certified_integral([(0, _GAUSS_CUT, lambda r, _, k=k: r ** (k + 1) * (-r * r / 2).exp())],
+                                    what=f"radial moment M_{k}") + tail for k in range(degree + 1))
+
+
+def _radial_rule(prec: int, degree: int) -> tuple[list[int], list[Any]]:
+    """Nodes r_j = 1..degree+1 and weights w_j with sum_j w_j h(r_j) = int_0^oo h(r) r
+    e^(-r^2/2) dr / (2 pi) EXACTLY for every polynomial h of degree <= ``degree`` (Lagrange
+    interpolation against the certified moments)."""
+    flint = _flint()
+    M = _radial_moments(prec, degree)
+    nodes = list(range(1, degree + 2))
+    weights = []
+    for j in nodes:
+        # coefficients of the Lagrange basis polynomial L_j(r) = prod_{m != j} (r - m)/(j - m)
+        coef = [flint.arb(1)]
+        for m in nodes:
+            if m == j:
+                continue
+            new = [flint.arb(0)] * (len(coef) + 1)
+            for p, cp in enumerate(coef):
+                new[p + 1] += cp / (j - m)
+                new[p] -= cp * m / (j - m)
+            coef = new
+        weights.append(sum((cp * M[p] for p, cp in enumerate(coef)), flint.arb(0)) / (2 * flint.arb.pi()))
+    return nodes, weights
+
+
+def _gaussian_expectation(xs: tuple[float, ...], g: Callable, degree: int, what: str) -> Any:
+    """E g(a, b, activity) over (a, b) ~ N(0, I_2) in polar coordinates (a, b) = r (cos t,
+    sin t), density e^(-r^2/2) r dr dt / (2 pi).  The unit a x - b = r (x cos t - sin t)
+    is positively homogeneous, so on each angular piece (cut at the kinks t = atan x_i and
+    atan x_i - pi, ordered exactly by the x_i) g is a polynomial in r of degree
+    <= ``degree``, integrated exactly by :func:`_radial_rule`; the angle by acb.integral over
+    one period (-3 pi/2, pi/2)."""
+    flint = _flint()
+    pi = flint.arb.pi()
+    xs_u = sorted(set(xs))
+    atans = [flint.arb(v).atan() for v in xs_u]
+    cuts = [-3 * pi / 2] + [t - pi for t in atans] + atans + [pi / 2]
+    nodes, weights = _radial_rule(flint.ctx.prec, degree)
+    X = [flint.arb(v) for v in xs]
+    pieces = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        t_mid = (lo + hi) / 2
+        c, s = t_mid.cos(), t_mid.sin()
+        act = tuple(_decide_positive(x * c - s, f"the activity of the unit at x = {float(x)!r}")
+                    for x in X)
+
+        def f(t: Any, _an: bool, act: tuple = act) -> Any:
+            ct, st = t.cos(), t.sin()
+            return sum((w * g(r * ct, r * st, act) for r, w in zip(nodes, weights)), flint.acb(0))
+        pieces.append((lo, hi, f))
+    return certified_integral(pieces, what=what)
+
+
+def _decide_positive(v: Any, what: str) -> bool:
+    if v > 0:
+        return True
+    if v < 0:
+        return False
+    raise UndecidableCondition(f"{what}: the ball {v} contains 0")
+
+
+# ------------------------------------------------------------------ public entries
+def _kernel(kind: str, x: Any, xp: Any, init: Any, prec: int, sigma_c: Any = None,
+            max_rel_radius: float | None = 1e-30) -> Any:
+    p, q = _finite_input(x, "x"), _finite_input(xp, "xp")
+    init = _init(init)
+    xs = (p, q)
+    if kind == "rf":
+        g, deg = _rf_integrand(xs), 2
+    elif kind == "prob":
+        g, deg = _prob_integrand(xs), 0
+    else:
+        sc = _finite_input(sigma_c, "sigma_c")
+        if sc < 0:
+            raise ValueError(f"sigma_c must be >= 0; got {sc}")
+        g, deg = _ntk_integrand(xs, sc), 2
+    what = f"{kind} kernel ({init}) at (x, x') = ({p!r}, {q!r})"
+    with working_precision(prec):
+        if init == "uniform":
+            v = _uniform_expectation(xs, g, what)
+        else:
+            v = _gaussian_expectation(xs, g, deg, what)
+        return _check_ball(v, what, max_rel_radius)
+
+
+def rf_kernel_ball(x: float, xp: float, init: str = "uniform", prec: int = 128,
+                   max_rel_radius: float | None = 1e-30) -> Any:
+    """Certified K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+] (Williams et al. 2019; W3a, W3c)
+    at float inputs (taken exactly); an ``arb`` ball.  ``max_rel_radius`` (None: no limit)
+    refuses a wider ball with :class:`UncertifiedError`."""
+    return _kernel("rf", x, xp, init, prec, max_rel_radius=max_rel_radius)
+
+
+def active_probability_ball(x: float, xp: float, init: str = "uniform", prec: int = 128,
+                            max_rel_radius: float | None = 1e-30) -> Any:
+    """Certified P(a x > b, a x' > b) (W3d); an ``arb`` ball."""
+    return _kernel("prob", x, xp, init, prec, max_rel_radius=max_rel_radius)
+
+
+def ntk_kernel_ball(x: float, xp: float, init: str = "uniform", sigma_c: float = 1.0,
+                    prec: int = 128, max_rel_radius: float | None = 1e-30) -> Any:
+    """Certified K_NTK(x, x') = E <grad_theta f(x), grad_theta f(x')> for one unit
+    f = c (a x - b)_+, theta = (c, a, b), (a, b) from the init, E c^2 = sigma_c^2 (W3d):
+    the expectation of the gradient inner product (:func:`relu_unit_gradient`)."""
+    return _kernel("ntk", x, xp, init, prec, sigma_c=sigma_c, max_rel_radius=max_rel_radius)
+
+
+def rkhs_weight_ball(x: float, init: str = "uniform", exponent: int = 3, prec: int = 128,
+                     max_rel_radius: float | None = 1e-30) -> Any:
+    """Certified omega(x) = int |a|^exponent p_0(a, a x) da (W3e), p_0 the density of the
+    init; the integral cut at a = 0 (|a|) and, uniform, at the support's ends
+    |a| = min(1, 1/|x|); gaussian: |a| <= 24 and the tail as a ball (|a|^k e^(-a^2 (1+x^2)/2)
+    <= |a| e^(-a^2/4) for |a| >= 24, k <= 8: tail <= 2 e^(-144) / (2 pi) per side)."""
+    flint = _flint()
+    xv = _finite_input(x, "x")
+    init = _init(init)
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, np.integer)) or not 0 <= exponent <= 8:
+        raise ValueError(f"exponent must be an integer in 0..8; got {exponent!r}")
+    k = int(exponent)
+    what = f"omega({xv!r}) ({init}, exponent {k})"
+    with working_precision(prec):
+        X = flint.arb(xv)
+        if init == "uniform":
+            A = _frac_ball(min(Fraction(1), 1 / abs(Fraction(xv))) if xv != 0 else Fraction(1))
+            pieces = [(-A, 0, lambda a, _: (-a) ** k / 4), (0, A, lambda a, _: a ** k / 4)]
+            v = certified_integral(pieces, what=what)
+        else:
+            dens = lambda a: (-(a * a + a * a * X * X) / 2).exp() / (2 * flint.arb.pi())  # noqa: E731
+            pieces = [(-_GAUSS_CUT, 0, lambda a, _: (-a) ** k * dens(a)),
+                      (0, _GAUSS_CUT, lambda a, _: a ** k * dens(a))]
+            tail = 2 * flint.arb(-144).exp().upper() / flint.arb.pi()
+            v = certified_integral(pieces, what=what) + flint.arb(0, tail.upper())
+        return _check_ball(v, what, max_rel_radius)
+
+
+def second_moment_ball(init: str = "uniform", prec: int = 128) -> Any:
+    """Certified E a^2 of the init (W3e): int a^2 p(a) da, p the marginal density of a
+    (uniform 1/2 on [-1, 1]; gaussian e^(-a^2/2)/sqrt(2 pi), |a| <= 24 plus the tail ball)."""
+    flint = _flint()
+    init = _init(init)
+    with working_precision(prec):
+        if init == "uniform":
+            return certified_integral([(-1, 1, lambda a, _: a * a / 2)], what="E a^2 (uniform)")
+        v = certified_integral([(-_GAUSS_CUT, _GAUSS_CUT,
+                                 lambda a, _: a * a * (-a * a / 2).exp())], what="E a^2 (gaussian)")
+        tail = 4 * flint.arb(-144).exp().upper()
+        return (v + flint.arb(0, tail.upper())) / (2 * flint.arb.pi()).sqrt()
+
+
+def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | None = 1e-30) -> Any:
+    """Certified E_{u ~ Unif(S^{k-1})}[(u . e)_+] (Hajjar & Chizat 2023, H1f).  k = 1:
+    S^0 = {-1, 1} with mass 1/2 each, so 1/2 exactly.  k >= 2: the polar angle theta of u
+    from e has density proportional to sin^(k-2) theta on [0, pi] (the Jacobian of
+    spherical coordinates), and (u . e)_+ = cos(theta)_+, cut at its kink pi/2:
+    int_0^(pi/2) cos sin^(k-2) / int_0^pi sin^(k-2)."""
+    flint = _flint()
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SPHERE_DIM:
+        raise ValueError(f"k (the sphere dimension d_H) must be an integer in 1..{MAX_SPHERE_DIM}; "
+                         f"got {k!r}")
+    k = int(k)
+    with working_precision(prec):
+        if k == 1:
+            return flint.arb(1) / 2
+        n = k - 2
+        half = flint.arb.pi() / 2
+        num = certified_integral([(0, half, lambda t, _: t.cos() * t.sin() ** n)],
+                                 what=f"int cos sin^{n} (k = {k})")
+        den = certified_integral([(0, half, lambda t, _: t.sin() ** n),
+                                  (half, 2 * half, lambda t, _: t.sin() ** n)],
+                                 what=f"int sin^{n} (k = {k})")
+        return _check_ball(num / den, f"E[(u.e)_+] at k = {k}", max_rel_radius)
