@@ -131,7 +131,11 @@ def certified_integral(pieces: Sequence[tuple[Any, Any, Callable[[Any, bool], An
     ``max_rel_radius`` (relative)."""
     flint = _flint()
     total = flint.acb(0)
-    kw = {} if eval_limit is None else {"eval_limit": int(eval_limit)}
+    # acb.integral's default absolute goal 2^-prec would stop a small integral (omega(1e3)
+    # ~ 1e-13) at a relative radius 2^-prec / value: ask for 2^-(2 prec) absolute
+    kw: dict[str, Any] = {"abs_tol": flint.arb(2) ** (-2 * flint.ctx.prec)}
+    if eval_limit is not None:
+        kw["eval_limit"] = int(eval_limit)
     for lo, hi, f in pieces:
         total += flint.acb.integral(f, lo, hi, **kw)
     if not total.imag.contains(0):

@@ -87,3 +87,86 @@ def relative_error_vs_mpmath(value: float, reference: Any) -> float:
     if reference == 0:
         return abs(float(value))
     return float(abs(mpmath.mpf(float(value)) / reference - 1))
+
+
+# ------------------------------------------------------------- certified (Arb) checks
+#: relative radius at which an overlap of the closed form's and the definition's balls is
+#: a proof at that instance (128-bit Arb gives ~1e-36)
+CERT_RADIUS = 1e-30
+#: truncation of the derived series in the gaussian stable form (derivation: the remainder
+#: after SERIES_TERMS terms is < 1e-32 of K_RF)
+SERIES_REMAINDER = 1e-32
+
+
+@lru_cache(maxsize=8192)
+def definition_ball(kind: str, init: str, p: float, q: float, sigma_c: float = 0.0) -> Any:
+    """The certified (Arb) value of the DEFINING expectation: K_RF ("rf"), P ("prob"),
+    K_NTK ("ntk": E of the gradient inner product) at (p, q); cached (independent of the
+    derivation)."""
+    from verify import certify
+    for prec in (128, 256, 512, 1024):  # K_NTK crosses 0 where x x' < -1: more bits there
+        if kind == "rf":
+            b = certify.rf_kernel_ball(p, q, init, prec=prec, max_rel_radius=None)
+        elif kind == "prob":
+            b = certify.active_probability_ball(p, q, init, prec=prec, max_rel_radius=None)
+        else:
+            b = certify.ntk_kernel_ball(p, q, init, sigma_c, prec=prec, max_rel_radius=None)
+        if certify.relative_radius(b) <= CERT_RADIUS / 100:
+            break
+    return b
+
+
+def certified_points(ctx: Any, pinned: list[tuple[float, float]], quick: int = 24,
+                     full: int = 200) -> list[tuple[float, float]]:
+    """``pinned`` points and points drawn from the run's seed: a third uniform on
+    [-5, 5]^2, a third with log-uniform magnitudes 1e-6..1e3 (random signs), a third with
+    one coordinate on a breakpoint (0, +-1) or equal to the other."""
+    rng = ctx.rng("certified points")
+    n = ctx.n_examples(quick, full)
+    out = [(float(p), float(q)) for p, q in pinned]
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:
+            p, q = rng.uniform(-5, 5, 2)
+        elif kind == 1:
+            p, q = rng.choice([-1.0, 1.0], 2) * 10.0 ** rng.uniform(-6, 3, 2)
+        else:
+            p = float(rng.uniform(-5, 5))
+            q = float(rng.choice([0.0, 1.0, -1.0, p]))
+        out.append((float(p), float(q)))
+    return out
+
+
+def exact_scaled(v: float, scale: float) -> Any:
+    """The ball of v * scale (no float rounding: a negative control's rescaled input)."""
+    from verify import certify
+    return certify.ball(v) * certify.ball(scale) if scale != 1.0 else certify.ball(v)
+
+
+def certified_instances(expr: Any, args: tuple, points: list[tuple[float, float]],
+                        reference: Any, scale: float = 1.0, extra: tuple = (),
+                        bound: Any = None) -> list:
+    """:class:`verify.certify.CertifiedInstance` of the derived ``expr`` (symbols ``args``)
+    at each point (inputs times ``scale``, exactly) vs ``reference(p, q)`` (a ball);
+    ``bound(p, q, ref)`` an optional per-instance bound."""
+    from verify import certify
+    fn = certify.arb_function(expr, args)
+    out = []
+    with certify.working_precision(128):
+        for p, q in points:
+            ref = reference(p, q)
+            val = certify.enclose_to(lambda: fn(exact_scaled(p, scale), exact_scaled(q, scale), *extra),
+                                     CERT_RADIUS / 100)
+            out.append(certify.CertifiedInstance(f"(x, x') = ({p!r}, {q!r})", val, ref,
+                                                 None if bound is None else bound(p, q, ref)))
+    return out
+
+
+def float_instances(values: Any, points: list[tuple[float, float]], reference: Any,
+                    bound: Any) -> list:
+    """Certified instances of float64 outputs ``values`` (exact balls) vs ``reference(p,
+    q)`` with the per-instance relative ``bound(p, q, ref)`` (the formula's ulp bound)."""
+    from verify import certify
+    return [certify.CertifiedInstance(f"(x, x') = ({p!r}, {q!r})", float(v), reference(p, q),
+                                      bound(p, q, reference(p, q)))
+            for (p, q), v in zip(points, np.asarray(values, dtype=np.float64).ravel())]

@@ -28,10 +28,13 @@ import sympy as sp
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
 from numerics.chi_square import mean_square_ratio_test
+from verify.certify import certified_compare, certified_details
 from verify.claims._williams_kernels_common import (ALPHA_TEST, EPS, EXACT_TOL, FIG4_X, FIG4_Y,
-                                                    NEAR_MISS, REL_TOL, SOURCE, XP, X,
-                                                    datasets, formulas, point_pairs,
-                                                    quadrature_reference, relative_error_vs_mpmath)
+                                                    NEAR_MISS, REL_TOL, SERIES_REMAINDER, SOURCE,
+                                                    XP, X, certified_instances, certified_points,
+                                                    datasets, definition_ball, float_instances,
+                                                    formulas, point_pairs, quadrature_reference,
+                                                    relative_error_vs_mpmath)
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, lambdified, loglog_slope)
 
@@ -90,10 +93,13 @@ def _exact_vs_quadrature(ctx: RunContext, name: str, refs: Callable[[float, floa
 
 
 def _ntk_reference(init: str, p: float, q: float, sigma_c: float) -> mpmath.mpf:
-    """K_RF + sigma_c^2 (1 + x x') P from the quadratures of the two defining expectations."""
+    """K_NTK from ITS OWN definition, E <grad_theta f(x), grad_theta f(x')> over (a, b) for
+    one unit f = c (a x - b)_+ with E c^2 = sigma_c^2 (Arb quadrature cut at the kinks,
+    ``numerics.arb_quadrature.ntk_kernel_ball``), as a 30-digit mpf of the ball's midpoint
+    (radius < 1e-30 relative)."""
+    b = definition_ball("ntk", init, float(p), float(q), float(sigma_c))
     with mpmath.workdps(30):
-        return (quadrature_reference("rf", init, p, q)
-                + mpmath.mpf(sigma_c)**2 * (1 + mpmath.mpf(p) * q) * quadrature_reference("prob", init, p, q))
+        return mpmath.mpf(b.mid().str(40, radius=False))
 
 
 def _gaussian_grid() -> list[tuple[float, float]]:
@@ -127,6 +133,45 @@ def _float_vs_derived(name: str, points: list, float_fn: Callable, derived_fn: C
     return SubCheck(name, worst, 1.0, f"error shown: relative difference / a-priori rounding "
                     f"bound, max over {len(points)} points covering every branch (worst at "
                     f"{where})")
+
+
+# ------------------------------------------------------------- certified (Arb) checks
+#: points in the series branch of the gaussian stable form (1 + x x' < 0, t < 1/4) and
+#: near c = 0
+_SERIES_POINTS = [(10.0, -10.5), (100.0, -101.0), (3.0, -3.5), (4.0, -4.25), (-1e3, 1e3 + 0.5),
+                  (2.0, -0.5), (0.5, -2.0), (1.0, -1.0)]
+_WHY_DEF = ("Arb balls: the definition E[...] over (a, b) by acb.integral cut exactly at the "
+            "ReLU kinks (uniform: nested over a, b; gaussian: polar, the angle cut at atan x, "
+            "the radial polynomial integrated exactly against certified Gaussian moments); the "
+            "closed form by the Arb translation of the derived SymPy expression")
+
+
+def _ulps(formula: Any, init: str) -> Any:
+    return formula.ulp_bound[init]
+
+
+def _certified_rf(ctx: RunContext, init: str, exprs: dict[str, sp.Expr], fn: Callable,
+                  pinned: list, a_scale: float) -> list[SubCheck]:
+    """Certified sub-checks of K_RF: each derived expression (at the inputs times
+    ``a_scale``, exactly: the negative control) and the float64 formula ``fn`` within its
+    stated ulp bound, vs the Arb ball of the definition at pinned and drawn points."""
+    F = formulas()
+    pts = certified_points(ctx, pinned)
+    ref = lambda p, q: definition_ball("rf", init, p, q)  # noqa: E731
+    subs = []
+    for label, e in exprs.items():
+        bound = (lambda p, q, r: SERIES_REMAINDER) if "series" in label else None
+        subs.append(certified_compare(f"certified: derived {label} vs E[(ax-b)_+(ax'-b)_+] ({init}), "
+                                      f"{len(pts)} points", certified_instances(e, (X, XP), pts, ref, a_scale,
+                                                                                bound=bound),
+                                      bound=SERIES_REMAINDER if bound else 0.0, reason=_WHY_DEF))
+    ub = _ulps(F.rf_kernel, init)
+    vals = fn(np.array([p for p, _ in pts]), np.array([q for _, q in pts]))
+    subs.append(certified_compare(f"certified: formulas.rf_kernel ({init}, float64) within its stated "
+                                  f"{ub.ulps:g} ulps of the {ub.unit}",
+                                  float_instances(vals, pts, ref, lambda p, q, r: ub.ulps * EPS),
+                                  bound=ub.ulps * EPS, reason=_WHY_DEF + "; the float64 value as an exact ball"))
+    return subs
 
 
 # ------------------------------------------------ Monte Carlo of the empirical kernel
@@ -223,13 +268,17 @@ def _check_w3a(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
                                  lambda p, q: [("K_RF", K_split(p, q), quadrature_reference("rf", "uniform", p, q))],
                                  _region_points(), "the three derived branches of G assembled by "
                                  "the derivation's sign split, every region of (min, max)")]
+    subs += _certified_rf(ctx, "uniform", {"K_RF": res["K_RF"], "the three branches of G assembled":
+                                           dk.assemble_uniform(res["G_lo"], res["G_mid"], res["G_hi"])},
+                          fn, _region_points(), a_scale)
     more, tabs, data = _particle_checks(ctx, "uniform", fn(_GRID9[:, None], _GRID9[None, :]))
     subs += more
     grid = np.linspace(-3, 3, 121)
     art = {"grid": grid, "K": F.rf_kernel(grid[:, None], grid[None, :], init="uniform"), "mc": data}
     return combine("derived K_RF (uniform init, all real x, x'; three branches of G) vs 2-D "
                    "mpmath quadrature of E[(ax-b)_+(ax'-b)_+]; i.i.d. features vs the exact "
-                   "variance law; polar quadrature particles", subs, tables=tabs, artifacts=art)
+                   "variance law; polar quadrature particles", subs, tables=tabs, artifacts=art,
+                   details={"certified": certified_details(subs)})
 
 
 def _kernel_figures(cid: str, init: str, ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -282,6 +331,10 @@ def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
             _float_vs_derived("float64 evaluator vs the derived expression", _gaussian_grid(),
                               lambda p, q: F.rf_kernel(p, q, init="gaussian"), K_mp,
                               _rounding_bound_gaussian)]
+    res = ctx.derivation().results
+    subs += _certified_rf(ctx, "gaussian", {"arc-cosine K_RF": res["rf"],
+                                            "stable form (within the series remainder)": res["rf_stable"]},
+                          fn, pinned + _SERIES_POINTS, a_scale)
     tables: list[Table] = []
     if not ctx.quick:  # ~5-15 s per point: full profile only
         nested = [(0.5, 1 / 3), (-3.0, 4.0), (2.5, 1.5)]
@@ -320,7 +373,8 @@ def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
     return combine("derived arc-cosine K_RF (gaussian init) vs mpmath quadrature; float64 "
                    "evaluator vs the derived expression; i.i.d. features vs the exact variance "
                    "law; interpolant smooth but not a cubic spline", subs, tables=tables,
-                   details={"K(1/2,1/3)": float(F.rf_kernel(0.5, 1 / 3, init="gaussian"))},
+                   details={"K(1/2,1/3)": float(F.rf_kernel(0.5, 1 / 3, init="gaussian")),
+                            "certified": certified_details(subs)},
                    notes=["Pitfall (docs/conventions.md, section 1): a naive SymPy R^2 integral gives ~0.5771 at (1/2, 1/3); "
                           "the derived value and the quadratures give 0.583511603256477 (the true 2-D "
                           "nested Cartesian quadrature runs in the full profile).",
@@ -358,6 +412,61 @@ def _one_sided_slopes(f: Callable, x0: float, h: float) -> tuple[float, float]:
 
 
 SIGMA_C_W3D = 1.3
+
+
+def _certified_ntk(ctx: RunContext, res: dict, sc: float, c2_factor: float,
+                   pinned: list) -> list[SubCheck]:
+    """Certified sub-checks of W3d: the derived P and K_NTK (primary, branch-assembled and
+    stable forms) and the float64 formulas within their stated ulp bounds, vs the Arb balls
+    of the definitions (K_NTK: the expectation of the gradient inner product)."""
+    from verify import certify
+    F = formulas()
+    sig = certify.ball(sc) * certify.ball(c2_factor).sqrt()   # the negative control's E c^2
+    subs = []
+    for init in dk.INITS:
+        pts = certified_points(ctx, pinned + (_SERIES_POINTS if init == "gaussian" else []), quick=12, full=100)
+        ref_p = lambda p, q, i=init: definition_ball("prob", i, p, q)  # noqa: E731
+        ref_n = lambda p, q, i=init: definition_ball("ntk", i, p, q, sc)  # noqa: E731
+        if init == "uniform":
+            probs = {"P": res["P_uniform"], "P (three branches assembled)":
+                     dk.assemble_uniform(res["P_lo"], res["P_mid"], res["P_hi"])}
+            ntks = {"K_NTK": (res["ntk_uniform"], None)}
+        else:
+            probs = {"P": res["P_gaussian"], "P (stable form)": res["P_gaussian_stable"]}
+
+            def rem(p: float, q: float, r: Any) -> float:  # series remainder, relative to K_NTK
+                return SERIES_REMAINDER * float(definition_ball("rf", "gaussian", p, q).upper()) / float(abs(r).lower())
+            ntks = {"K_NTK": (res["ntk_gaussian"], None), "K_NTK (stable form)": (res["ntk_gaussian_stable"], rem)}
+        for lab, e in probs.items():
+            subs.append(certified_compare(f"certified: derived {lab} vs P(ax>b, ax'>b) ({init}), {len(pts)} points",
+                                          certified_instances(e, (X, XP), pts, ref_p), reason=_WHY_DEF))
+        for lab, (e, bnd) in ntks.items():
+            subs.append(certified_compare(
+                f"certified: derived {lab} vs E<grad f(x), grad f(x')> ({init}, sigma_c = {sc}), {len(pts)} points",
+                certified_instances(e, (X, XP, dk.sigma_c), pts, ref_n, extra=(sig,), bound=bnd),
+                bound=SERIES_REMAINDER if bnd else 0.0,
+                reason=_WHY_DEF + "; K_NTK's definition: the gradient inner product of c (ax-b)_+, "
+                       "never K_RF + sigma_c^2 (1 + x x') P"))
+        xs, xps = np.array([p for p, _ in pts]), np.array([q for _, q in pts])
+        ub = _ulps(F.ntk_kernel, init)
+
+        def ntk_bound(p: float, q: float, r: Any, i: str = init) -> float:
+            scale = (definition_ball("rf", i, p, q) + sc ** 2 * abs(1 + certify.ball(p) * q)
+                     * definition_ball("prob", i, p, q))
+            return ub.ulps * EPS * float(scale.upper()) / float(abs(r).lower())
+        vals = F.ntk_kernel(xs, xps, init=init, sigma_c=sc * np.sqrt(c2_factor))
+        subs.append(certified_compare(f"certified: formulas.ntk_kernel ({init}, float64) within its stated "
+                                      f"{ub.ulps:g} ulps of the {ub.unit}",
+                                      float_instances(vals, pts, ref_n, ntk_bound), bound=ub.ulps * EPS,
+                                      reason=_WHY_DEF + "; the float64 value as an exact ball; per-point "
+                                             "bound in ulps of the scale of the terms"))
+        ubp = _ulps(F.active_probability, init)
+        subs.append(certified_compare(f"certified: formulas.active_probability ({init}, float64) within "
+                                      f"its stated {ubp.ulps:g} ulps of the {ubp.unit}",
+                                      float_instances(F.active_probability(xs, xps, init=init), pts, ref_p,
+                                                      lambda p, q, r, u=ubp.ulps: u * EPS),
+                                      bound=ubp.ulps * EPS, reason=_WHY_DEF + "; the float64 value as an exact ball"))
+    return subs
 _NTK_GRID = np.array([-2.5, -1.0, -0.3, 0.4, 1.0, 1.7])
 
 
@@ -443,6 +552,7 @@ def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
             "the primary derived expressions" + (" (P: the three derived branches assembled by "
                                                  "the derivation's sign split)" if init == "uniform" else ""),
             quick=2, full=20))
+    subs += _certified_ntk(ctx, res, sc, c2_factor, pinned)
     # the NTK as the tangent kernel of the network (gradients), not the derived structure
     for init in dk.INITS:
         subs.append(_ntk_vs_network(F, init, sc, c2_factor))
@@ -506,6 +616,7 @@ def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
                    "kinks of NTK interpolants at the data", subs,
                    tables=[Table("Derived jump of d/dx K_NTK at x = x' (sigma_c = 1)",
                                  ["jump", "x'", "one-sided derivatives (40 digits)", "derived", "rel. error"], jrows)],
+                   details={"certified": certified_details(subs)},
                    artifacts={"x_data": FIG4_X, "y_data": FIG4_Y})
 
 

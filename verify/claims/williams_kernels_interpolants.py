@@ -26,6 +26,8 @@ from scipy.interpolate import CubicSpline
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
 from numerics.splines import spline_with_end_conditions
+from verify import certify
+from verify.certify import CertifiedInstance, certified_compare, certified_details
 from verify.claims._williams_kernels_common import (EPS, FIG4_X, FIG4_Y, REL_TOL, SOURCE, XP, X,
                                                     datasets, formulas, point_pairs,
                                                     relative_error_vs_mpmath)
@@ -197,6 +199,43 @@ def _figures_w3b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # ==================================================================== W3e
+_OMEGA_PINNED = [0.0, 0.3, -0.95, 1.0, -1.0, 1.7, -4.5, 12.0, 1e3, -2e-6]
+
+
+@lru_cache(maxsize=4096)
+def _omega_ball(xv: float, init: str) -> Any:
+    """Certified int |a|^3 p_0(a, a x) da (Arb quadrature; independent of the derivation)."""
+    return certify.rkhs_weight_ball(xv, init, 3)
+
+
+def _certified_w3e(ctx: RunContext, init: str, om_expr: sp.Expr, s2: sp.Expr,
+                   omega_f: Callable[[float], float]) -> list[SubCheck]:
+    """Certified sub-checks of W3e for one init: the derived omega (or the negative
+    control's), E a^2, and the float64 omega within its stated ulp bound, vs Arb balls of
+    the definitions at pinned and drawn x."""
+    rng = ctx.rng("certified x", init)
+    n = ctx.n_examples(16, 150)
+    xs = list(_OMEGA_PINNED) + [float(v) for v in np.concatenate(
+        [rng.uniform(-5, 5, n - n // 2), rng.choice([-1.0, 1.0], n // 2) * 10.0 ** rng.uniform(-6, 3, n // 2)])]
+    why = ("Arb balls: int |a|^3 p_0(a, ax) da by acb.integral cut at a = 0 and at the support's "
+           "ends (gaussian: |a| <= 24 plus a tail ball); the closed form by the Arb translation "
+           "of the derived SymPy expression")
+    fn = certify.arb_function(om_expr, (X,))
+    with certify.working_precision(128):
+        inst = [CertifiedInstance(f"x = {v!r}", fn(v), _omega_ball(v, init)) for v in xs]
+        m2 = [CertifiedInstance("E a^2", certify.ball(s2), certify.second_moment_ball(init))]
+    F = formulas()
+    ub = F.rkhs_weight.ulp_bound[init]
+    flt = [CertifiedInstance(f"x = {v!r}", omega_f(v), _omega_ball(v, init), ub.ulps * EPS) for v in xs]
+    return [certified_compare(f"certified: {init}: derived omega vs int |a|^3 p_0(a, ax) da, "
+                              f"{len(xs)} x", inst, reason=why),
+            certified_compare(f"certified: {init}: derived sigma^2 vs E a^2 of the init", m2,
+                              reason="Arb: int a^2 p(a) da (gaussian: |a| <= 24 plus a tail ball)"),
+            certified_compare(f"certified: {init}: rkhs_weight (float64) within its stated "
+                              f"{ub.ulps:g} ulps of the {ub.unit}", flt, bound=ub.ulps * EPS,
+                              reason=why + "; the float64 value as an exact ball")]
+
+
 def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcome:
     """``exponent_shift != 0``: negative control, omega = int |a|^(3 + shift) p_0(a, ax) da."""
     F = formulas()
@@ -229,6 +268,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcom
         subs.append(found)
         tables.append(Table(f"{init}: omega", ["init", "x", "quadrature", "closed form", "rel. error"], rows))
         s2 = res[f"sigma2_{init}"]
+        subs += _certified_w3e(ctx, init, om_expr if exponent_shift else res[f"omega_{init}"], s2, omega_f)
         bps = (-1.0, 1.0) if init == "uniform" else ()
 
         def ident(pt: tuple[float, float], i: str = init, om: Callable = om_mp, s2=s2, bps=bps) -> SubCheck:
@@ -262,7 +302,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcom
                                   second_derivative, quick=2, full=10, pinned=[(FIG4_X, FIG4_Y)]))
     g = np.linspace(-4, 4, 401)
     return combine("derived RKHS weight omega vs quadrature; RKHS identity for K_RF; f''/omega of "
-                   "interpolants", subs, tables=tables,
+                   "interpolants", subs, tables=tables, details={"certified": certified_details(subs)},
                    artifacts={"grid": g, "omega": {i: F.rkhs_weight(g, init=i) for i in dk.INITS}})
 
 
