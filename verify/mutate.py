@@ -23,6 +23,11 @@ Each mutant runs the claim's check, with one outcome:
   tolerance (e.g. an infinite error or an explicit verdict);
 - ``missed``: the check passed.
 
+A ``caught`` mutant whose failing sub-checks include a certified one (``verify.certify``)
+with disjoint balls is recorded as **disproved** (its ``how`` starts with "disproved",
+``MutantResult.disproved``): the closed form is proven wrong at an instance, a stronger
+catch than a measured error beyond a tolerance.
+
 Only ``caught`` counts.  Two modes give the same outcomes: by default the perturbed
 derivation is swapped into this process's cache (:func:`verify.derived.overridden`); with
 ``--source`` each derivation mutant runs in a fresh Python process in which the builder in
@@ -58,7 +63,7 @@ import sympy as sp
 from derivations.base import Derivation
 from verify import derived
 
-__all__ = ["Mutant", "MutantResult", "CAUGHT", "RAISED", "UNMEASURED", "MISSED",
+__all__ = ["Mutant", "MutantResult", "CAUGHT", "RAISED", "UNMEASURED", "MISSED", "DISPROVED",
            "mutation_sites", "mutated", "mutated_all", "unmutable_entries",
            "derivation_mutants", "formula_mutants", "is_algorithm", "classify",
            "run_mutant", "run_mutant_at_source", "smallest_caught", "mutate", "summarize",
@@ -66,6 +71,8 @@ __all__ = ["Mutant", "MutantResult", "CAUGHT", "RAISED", "UNMEASURED", "MISSED",
 
 DECADES = tuple(range(1, 15))  # eps = 10^-k
 CAUGHT, RAISED, UNMEASURED, MISSED = "caught", "raised", "unmeasured", "missed"
+#: the prefix of ``how`` for a caught mutant proven wrong by disjoint certified balls
+DISPROVED = "disproved"
 #: seconds a fresh-process (``--source``) mutant may take before it is reported as raised
 SOURCE_TIMEOUT = 1800.0
 
@@ -103,6 +110,11 @@ class MutantResult:
     @property
     def caught(self) -> bool:
         return (self.status == CAUGHT) if self.eps is not None else self.smallest_caught is not None
+
+    @property
+    def disproved(self) -> bool:
+        """Caught, and proven wrong by disjoint certified (Arb) balls."""
+        return self.caught and self.how.startswith(DISPROVED)
 
 
 # -- derivation results ------------------------------------------------------------
@@ -228,6 +240,13 @@ def classify(ev: Any) -> tuple[str, str]:
                                             "reason": ev.tolerance_reason}]
     failed = [s for s in subs if not s.get("passed", True)]
     measured = [s for s in failed if _measured(s.get("error"), s.get("tolerance"))]
+    disproofs = [s for s in failed if (s.get("counterexample") or {}).get("disproved") is True]
+    if disproofs:
+        s = disproofs[0]
+        ce = s["counterexample"]
+        return CAUGHT, (f"{DISPROVED} by certified balls: {s['name'][:80]} (disjoint at "
+                        f"{str(ce.get('instance', '?'))[:60]}: proven gap {float(ce.get('proven_gap', 0)):.3g})"
+                        + (f" and {len(disproofs) - 1} more certified" if len(disproofs) > 1 else ""))
     if measured:
         s = max(measured, key=lambda s: float(s["error"]) / max(float(s["tolerance"]), 1e-300))
         return CAUGHT, (f"failed by measurement: {s['name'][:80]} (error {float(s['error']):.3g}"
@@ -478,6 +497,7 @@ def summarize(results: list[MutantResult], claim_ids: Sequence[str]) -> list[dic
             k = [r for r in rs if r.kind == kind]
             row[kind] = f"{sum(r.caught for r in k)}/{len(k)}"
         row["raised"] = sum(_state(r) == RAISED for r in rs)
+        row["disproved"] = sum(r.disproved for r in rs)
         if rs and rs[0].eps is None:
             sens = [r.smallest_caught for r in rs]
             row["sensitivity"] = None if any(s is None for s in sens) else max(sens)
@@ -539,7 +559,7 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(i: int, n: int, r: MutantResult) -> None:
         state = (_state(r).upper() if r.eps is not None and not r.caught else
-                 "caught" if r.eps is not None else
+                 (DISPROVED if r.disproved else "caught") if r.eps is not None else
                  (f"caught down to {r.smallest_caught:.0e}" if r.caught else _state(r).upper()))
         where = " [algorithm]" if r.algorithm else ""
         print(f"[{i}/{n}] {r.claim_id} {r.label}{where}: {state} ({r.how}) {r.seconds:.1f}s",
@@ -553,19 +573,21 @@ def run(args: argparse.Namespace) -> int:
                      formulas_only=args.formulas_only, progress=progress)
     rows = summarize(results, ids)
     algos = summarize_algorithms(results)
-    print(f"\n{'claim':<6} {'derived':>9} {'formula':>8} {'raised':>7} {'sensitivity':>12}")
+    print(f"\n{'claim':<6} {'derived':>9} {'formula':>8} {'disproved':>10} {'raised':>7} {'sensitivity':>12}")
     for row in rows:
         sens = row.get("sensitivity", "")
         sens = "-" if sens is None else (f"{sens:.0e}" if sens != "" else "")
-        print(f"{row['claim']:<6} {row['derived']:>9} {row['formula']:>8} {row['raised']:>7} "
-              f"{sens:>12}" + (f"  not caught: {', '.join(row['missed'])}" if row["missed"] else ""))
+        print(f"{row['claim']:<6} {row['derived']:>9} {row['formula']:>8} {row['disproved']:>10} "
+              f"{row['raised']:>7} {sens:>12}"
+              + (f"  not caught: {', '.join(row['missed'])}" if row["missed"] else ""))
     if algos:
         print("\nalgorithms (verified against claim properties; not credited to claims):")
         for a in algos:
             extra = f" down to {a['smallest_caught']:.0e}" if a["smallest_caught"] else ""
             print(f"  {a['algorithm']} (via {a['verified_by']}): {a['state']}{extra}")
     not_caught = sum(not r.caught for r in results)
-    print(f"{len(results) - not_caught}/{len(results)} mutants caught by measurement, "
+    print(f"{len(results) - not_caught}/{len(results)} mutants caught by measurement "
+          f"({sum(r.disproved for r in results)} of them disproved by certified balls), "
           f"{sum(_state(r) == RAISED for r in results)} raised "
           f"({time.perf_counter() - t0:.0f} s{', at the source' if args.source else ''})")
     if args.json:
