@@ -272,37 +272,33 @@ def _radial_rule(prec: int, degree: int) -> tuple[list[int], list[Any]]:
 def _gaussian_expectation(xs: tuple[float, ...], g: Callable, degree: int, what: str) -> Any:
     """E g(a, b, activity) over (a, b) ~ N(0, I_2) in polar coordinates (a, b) = r (cos t,
     sin t), density e^(-r^2/2) r dr dt / (2 pi).  The unit a x - b = r (x cos t - sin t)
-    is positively homogeneous, so on each angular piece (cut at the kinks t = atan x_i and
-    atan x_i - pi, ordered exactly by the x_i) g is a polynomial in r of degree
+    is positively homogeneous, so on each angular piece g is a polynomial in r of degree
     <= ``degree``, integrated exactly by :func:`_radial_rule`; the angle by acb.integral over
-    one period (-3 pi/2, pi/2)."""
+    one period (-3 pi/2, pi/2), where the unit at x is active exactly on the arc
+    (atan x - pi, atan x).  The cuts are ordered exactly (all arc starts precede all arc
+    ends; both follow the order of the x), so each piece's activity is known exactly."""
     flint = _flint()
     pi = flint.arb.pi()
     xs_u = sorted(set(xs))
     atans = [flint.arb(v).atan() for v in xs_u]
     cuts = [-3 * pi / 2] + [t - pi for t in atans] + atans + [pi / 2]
+    n = len(xs_u)
+    # active set after each cut: starts add the unit (in x order), ends remove it
+    patterns, active = [], set()
+    for j in range(len(cuts) - 1):
+        if 1 <= j <= n:
+            active.add(xs_u[j - 1])
+        elif j > n:
+            active.discard(xs_u[j - n - 1])
+        patterns.append(tuple(v in active for v in xs))
     nodes, weights = _radial_rule(flint.ctx.prec, degree)
-    X = [flint.arb(v) for v in xs]
     pieces = []
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        t_mid = (lo + hi) / 2
-        c, s = t_mid.cos(), t_mid.sin()
-        act = tuple(_decide_positive(x * c - s, f"the activity of the unit at x = {float(x)!r}")
-                    for x in X)
-
+    for lo, hi, act in zip(cuts[:-1], cuts[1:], patterns):
         def f(t: Any, _an: bool, act: tuple = act) -> Any:
             ct, st = t.cos(), t.sin()
             return sum((w * g(r * ct, r * st, act) for r, w in zip(nodes, weights)), flint.acb(0))
         pieces.append((lo, hi, f))
     return certified_integral(pieces, what=what)
-
-
-def _decide_positive(v: Any, what: str) -> bool:
-    if v > 0:
-        return True
-    if v < 0:
-        return False
-    raise UndecidableCondition(f"{what}: the ball {v} contains 0")
 
 
 # ------------------------------------------------------------------ public entries
