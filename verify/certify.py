@@ -127,8 +127,8 @@ _UNARY = {sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "t
           sp.erf: "erf", sp.erfc: "erfc"}
 
 
-def _compile(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any]:
-    """A closure evaluating ``e`` on a tuple of balls (the values of ``index``'s symbols)."""
+def _compile_atom(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any] | None:
+    """Symbols, numbers and constants (None for anything else)."""
     flint = _flint()
     if isinstance(e, sp.Symbol):
         if e not in index:
@@ -154,6 +154,15 @@ def _compile(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[
         return lambda v: flint.arb(1).exp()
     if e is sp.EulerGamma:
         return lambda v: flint.arb.const_euler()
+    return None
+
+
+def _compile(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any]:
+    """A closure evaluating ``e`` on a tuple of balls (the values of ``index``'s symbols)."""
+    flint = _flint()
+    atom = _compile_atom(e, index)
+    if atom is not None:
+        return atom
     if isinstance(e, (sp.Add, sp.Mul)):
         parts = [_compile(a, index) for a in e.args]
         if isinstance(e, sp.Add):
@@ -195,6 +204,11 @@ def _compile(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[
                 out = getattr(out, method)(_real(p(v), e))
             return out
         return minmax
+    return _compile_logic(e, index)
+
+
+def _compile_logic(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any]:
+    """Piecewise (conditions decided by balls, in order), relations, And/Or/Not."""
     if isinstance(e, sp.Piecewise):
         branches = [(_compile(val, index), _compile(cond, index)) for val, cond in e.args]
 

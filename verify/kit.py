@@ -56,3 +56,7 @@ def __getattr__(name: str) -> Any:
         from verify import plotting
         return getattr(plotting, name)
     raise AttributeError(f"module 'verify.kit' has no attribute {name!r}")
+
+
+from verify.certify import CertifiedInstance, UndecidableCondition, certified_compare, certified_details  # noqa: E402
+__all__ += ["CertifiedInstance", "UndecidableCondition", "certified_compare", "certified_details"]
