@@ -421,7 +421,8 @@ def _certified_ntk(ctx: RunContext, res: dict, sc: float, c2_factor: float,
     of the definitions (K_NTK: the expectation of the gradient inner product)."""
     from verify import certify
     F = formulas()
-    sig = certify.ball(sc) * certify.ball(c2_factor).sqrt()   # the negative control's E c^2
+    with certify.working_precision(512):  # the negative control's E c^2 (a tight ball)
+        sig = certify.ball(sc) * certify.ball(c2_factor).sqrt()
     subs = []
     for init in dk.INITS:
         pts = certified_points(ctx, pinned + (_SERIES_POINTS if init == "gaussian" else []), quick=12, full=100)
