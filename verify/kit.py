@@ -13,7 +13,10 @@ never from the private modules behind it (``verify._claim``, ``verify._subchecks
 - the comparators (every comparison of a claim goes through one of them): :func:`compare`
   (values against a reference at points, with the worst point), :func:`compare_derivative`
   (a derived derivative against finite differences), :func:`rate_study` (a log-log rate
-  with its confidence interval over seeds, :class:`RateStudy`);
+  with its confidence interval over seeds, :class:`RateStudy`) and the certified one,
+  :func:`certified_compare` (Arb balls of a derived expression and of its definition:
+  overlap and a tiny radius prove agreement at an instance, disjoint balls disprove it;
+  :class:`CertifiedInstance`, :func:`certified_details`, :class:`UndecidableCondition`);
 - derived results: :func:`derived_results` and :func:`lambdified` (cached per mutation
   generation, so the mutation harness's perturbations reach your check);
 - fits and formatting: :func:`loglog_slope`, :func:`fmt`, :func:`jsonable`;
@@ -40,6 +43,8 @@ from verify._subchecks import (Margin, RateStudy, SubCheck, combine, compare,
                                compare_derivative, control_margin, fmt, for_all_instances,
                                loglog_slope, margin, no_shrinking, rate_study,
                                without_local_constants)
+from verify.certify import (CertifiedInstance, UndecidableCondition, certified_compare,
+                            certified_details)
 from verify.derived import lambdified
 from verify.derived import results as derived_results
 
@@ -47,7 +52,8 @@ __all__ = ["Claim", "Derivation", "Step", "RunContext", "Outcome", "Evidence", "
            "SubCheck", "combine", "compare", "compare_derivative", "for_all_instances",
            "derived_results", "lambdified", "loglog_slope", "RateStudy", "rate_study", "fmt",
            "jsonable", "Margin", "margin", "control_margin", "without_local_constants",
-           "no_shrinking", "new_figure", "save_figure"]
+           "no_shrinking", "new_figure", "save_figure",
+           "CertifiedInstance", "UndecidableCondition", "certified_compare", "certified_details"]
 
 
 def __getattr__(name: str) -> Any:
@@ -57,6 +63,3 @@ def __getattr__(name: str) -> Any:
         return getattr(plotting, name)
     raise AttributeError(f"module 'verify.kit' has no attribute {name!r}")
 
-
-from verify.certify import CertifiedInstance, UndecidableCondition, certified_compare, certified_details  # noqa: E402
-__all__ += ["CertifiedInstance", "UndecidableCondition", "certified_compare", "certified_details"]
