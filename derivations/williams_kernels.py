@@ -32,6 +32,7 @@ from derivations.base import Derivation, Step
 __all__ = [
     "x", "xp", "a", "b", "s", "sigma_c", "INITS",
     "UniformKernels", "GaussianKernels", "derive_uniform", "derive_gaussian",
+    "ArccosStable", "derive_arccos_stable", "ARCCOS_SERIES_TERMS", "ARCCOS_T_SERIES",
     "uniform_region_expressions", "assemble_uniform", "rkhs_weight", "second_derivative_identity",
     "kernel_jumps", "SplineEndConditions", "derive_spline_end_conditions",
     "second_moment", "rf_kernel_expr", "ntk_kernel_expr", "fig4_data", "exact_interpolant_coefficients",
@@ -270,6 +271,85 @@ def derive_gaussian_stable(variance: sp.Expr = sp.Integer(1)) -> GaussianStable:
     if not worst <= 1e-30:
         raise AssertionError(f"stable gaussian form differs from the primary one by {worst:.3g}")
     return GaussianStable(rf_dc, prob_dc, rf_neg, rf_series, rf_xy, prob_xy, ntk_xy, worst, len(pts))
+
+
+# ------------------------------------ the d-dimensional arc-cosine kernel: a stable form (derived)
+#: terms of the float64 series of t - atan t for t = tan psi < ARCCOS_T_SERIES: the
+#: alternating remainder after N terms, relative to t^3 / 3, is <= 3 t^(2N) / (2N + 3)
+#: <= 3 (1/16)^N / (2N + 3) < 2^-55 for N = 14
+ARCCOS_SERIES_TERMS = 14
+ARCCOS_T_SERIES = sp.Rational(1, 4)
+
+
+@dataclass(frozen=True)
+class ArccosStable:
+    """The angular factor J(g) = sin g + (pi - g) cos g of the arc-cosine kernel
+    E[relu(u . x) relu(v . x)] = s2 |u||v| J(g) / (2 pi) (x ~ N(0, s2 I_d), any d; it is
+    the W3c kernel of (x~, x~') with s2 = 1) and its rewrite that keeps relative accuracy
+    at g = pi, where J vanishes like (pi - g)^3 / 3."""
+    angular: sp.Expr          # J(phi), read off derive_gaussian().rf_angle
+    angular_psi: sp.Expr      # J(pi - psi) = sin psi - psi cos psi
+    psi_series: sp.Expr       # its Taylor polynomial in psi (psi^3 / 3 - psi^5 / 30 + ...)
+    opposite: sp.Expr         # J / |cos g| for cos g < 0 in t = tan psi: t - atan t
+    parallel: sp.Expr         # J / cos g for cos g > 0 in t = tan g: pi + t - atan t
+    t_series: sp.Expr         # the Taylor polynomial of t - atan t (ARCCOS_SERIES_TERMS terms)
+    coefficients: tuple       # c_k with t - atan t = t^3 sum_k c_k t^(2k) (exact rationals)
+    max_rel_diff: float       # max |stable / primary - 1| over the proof grid (float64 terms)
+
+
+def derive_arccos_stable(terms: int = ARCCOS_SERIES_TERMS) -> ArccosStable:
+    """The stable form of the arc-cosine angular factor, DERIVED from
+    :func:`derive_gaussian` (numerics.gaussian_relu evaluates it; a test proves that its
+    coefficients are these).
+
+    1. J(phi) = 2 pi K_RF / (|x~||x~'|) from the polar-coordinate integral of W3c.
+    2. psi = pi - phi: J = sin psi - psi cos psi, which cancels as psi -> 0 (series
+       psi^3 / 3 - psi^5 / 30 + ...): its inputs sin psi, cos psi must come from the vectors
+       (|u x v| / (|u||v|) and -u.v / (|u||v|)), not from psi.
+    3. For cos g < 0 and t = tan psi = |u x v| / |u . v|: J = |cos g| (t - atan t); for
+       t < 1/4 the Taylor polynomial of t - atan t (``terms`` terms, by ``series``).
+    4. For cos g > 0 and t = tan g: J = cos g (pi + t - atan t) (no cancellation).
+    The forms are checked against the primary J at 50 digits on a grid of psi in
+    [1e-30, pi/2) and g in [1e-30, pi/2); the series with float64 coefficients' worst
+    relative difference is stored (and must stay below 2^-52)."""
+    import mpmath
+    terms = int(terms)
+    g = derive_gaussian()
+    nx, nxp = sp.symbols(r"n_{x} n_{x'}", positive=True)
+    J = sp.expand(sp.simplify(2 * sp.pi * g.rf_angle / (nx * nxp)))
+    if J.has(nx) or J.has(nxp):
+        raise AssertionError("the arc-cosine kernel did not factor as |x~||x~'| J(phi)")
+    J_psi = sp.expand(J.subs(phi, sp.pi - _psi))
+    psi_series = sp.expand(sp.series(J_psi, _psi, 0, 2 * terms + 3).removeO())
+    # cos psi > 0, tan psi = t: J / cos psi = tan psi - psi = t - atan t
+    opposite = sp.simplify(sp.expand(J_psi / sp.cos(_psi)).subs(sp.sin(_psi) / sp.cos(_psi),
+                                                                 sp.tan(_psi)).subs(_psi, sp.atan(_tt)))
+    parallel = sp.simplify(sp.expand(J / sp.cos(phi)).subs(sp.sin(phi) / sp.cos(phi),
+                                                             sp.tan(phi)).subs(phi, sp.atan(_tt)))
+    t_series = sp.expand(sp.series(opposite, _tt, 0, 2 * terms + 3).removeO())
+    coefficients = tuple(t_series.coeff(_tt, 2 * k + 3) for k in range(terms))
+    if sp.expand(t_series - _tt**3 * sum(c * _tt**(2 * k) for k, c in enumerate(coefficients))) != 0:
+        raise AssertionError("t - atan t did not expand as t^3 times a series in t^2")
+    f_J = sp.lambdify(phi, J, modules="mpmath")
+    worst = 0.0
+    poly = [float(c) for c in coefficients]
+    with mpmath.workdps(50):
+        for e in [mpmath.mpf(10) ** (-k) for k in range(1, 31)] + [mpmath.mpf(v) for v in
+                                                                  (0.2, 0.24, 0.3, 0.7, 1.2, 1.5)]:
+            for branch in ("opposite", "parallel"):
+                ang = mpmath.pi - e if branch == "opposite" else e
+                with mpmath.workdps(50 + 3 * 31):  # the primary form cancels near pi
+                    ref = f_J(ang)
+                t = mpmath.tan(e)
+                if t < ARCCOS_T_SERIES:
+                    s_t = t**3 * sum(mpmath.mpf(c) * t**(2 * k) for k, c in enumerate(poly))
+                else:
+                    s_t = t - mpmath.atan(t)
+                val = mpmath.cos(e) * (s_t if branch == "opposite" else mpmath.pi + s_t)
+                worst = max(worst, float(abs(val / ref - 1)))
+    if not worst <= 2.0 ** -52:
+        raise AssertionError(f"stable arc-cosine form differs from the primary one by {worst:.3g}")
+    return ArccosStable(J, J_psi, psi_series, opposite, parallel, t_series, coefficients, worst)
 
 
 def rf_kernel_expr(init: str) -> sp.Expr:

@@ -17,7 +17,7 @@ import numpy as np
 
 from numerics.validation import (as_float_array, as_float_scalar, ldexp_clipped,
                                  require_finite_result, require_positive_int, require_size,
-                                 row_pow2_scale)
+                                 row_pow2_scale, two_product)
 
 __all__ = ["gaussian_relu_kernel", "gaussian_relu_kernel_grad",
            "population_loss_and_grad_norm_target"]
@@ -62,14 +62,81 @@ def _validate_pair(U, V, s2) -> tuple[np.ndarray, np.ndarray, float]:
     return U, V, s2
 
 
+#: the stable form's switch and series (derived: derivations.williams_kernels.
+#: derive_arccos_stable; tests/test_kernels.py proves these are its coefficients):
+#: t - atan t = t^3 sum_k c_k t^(2k), c_k = p/q below, used for t = tan psi < T_SERIES
+T_SERIES = 0.25
+T_MINUS_ATAN_SERIES = tuple(((-1) ** k, 2 * k + 3) for k in range(14))
+_T_COEF = np.array([p / q for p, q in T_MINUS_ATAN_SERIES])
+#: pairs whose cosine is below this get the refined rejection (t < 1/4 means cos < -0.970)
+_NEAR_OPPOSITE_COS = -0.96
+_PAIR_CHUNK = 1 << 20
+
+
+def _t_minus_atan(t: np.ndarray) -> np.ndarray:
+    """t - atan t (t >= 0) to a few ulps relative: the derived series below T_SERIES."""
+    out = t - np.arctan(t)
+    small = t < T_SERIES
+    if np.any(small):
+        ts = t[small]
+        t2 = ts * ts
+        poly = np.zeros_like(ts)
+        for c in _T_COEF[::-1]:
+            poly = poly * t2 + c
+        out[small] = ts * t2 * poly
+    return out
+
+
+def _opposite_tangent(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t, |u . v|) for row pairs (u_k, v_k) with u . v < 0: t = tan(pi - g) = |v_perp| |u| /
+    |u . v| to a few ulps relative, v_perp the rejection of v from u computed without
+    cancellation (v - alpha u with alpha u split exactly by TwoProduct, then one
+    re-orthogonalization step)."""
+    uu = np.einsum("ij,ij->i", u, u)
+    uv = np.einsum("ij,ij->i", u, v)
+    alpha = (uv / uu)[:, None]
+    p, e = two_product(alpha, u)
+    r = (v - p) - e
+    r -= (np.einsum("ij,ij->i", u, r) / uu)[:, None] * u
+    t = np.linalg.norm(r, axis=1) * np.sqrt(uu) / np.abs(uv)
+    return t, np.abs(uv)
+
+
+def _arccos_angular(U: np.ndarray, V: np.ndarray):
+    """(J_ij |u_i||v_j| as mantissa, its power-of-two exponent), J = sin g + (pi - g) cos g
+    in the derived stable form (derivations.williams_kernels.derive_arccos_stable).  Away
+    from g = pi the primary form loses at most a few bits (at cos g >= -0.96 its two terms
+    cancel by at most a factor 49; near g = 0, sin g and g both come from the one rounded
+    cos g, so J = pi cos g + (sin g - g cos g) is a smooth function of it); near g = pi,
+    J = |cos g| (t - atan t) with t = tan(pi - g) from the refined rejection and the
+    derived series of t - atan t for t < 1/4."""
+    Uh, eu = row_pow2_scale(U)
+    Vh, ev = row_pow2_scale(V)
+    nu, nv = np.linalg.norm(Uh, axis=1), np.linalg.norm(Vh, axis=1)
+    uu = np.divide(Uh, nu[:, None], out=np.zeros_like(Uh), where=nu[:, None] > 0)
+    vv = np.divide(Vh, nv[:, None], out=np.zeros_like(Vh), where=nv[:, None] > 0)
+    cos = np.clip(uu @ vv.T, -1.0, 1.0)
+    J = np.sqrt(np.maximum(1.0 - cos * cos, 0.0)) + (np.pi - np.arccos(cos)) * cos
+    ii, jj = np.nonzero(cos < _NEAR_OPPOSITE_COS)
+    step = max(1, _PAIR_CHUNK // max(U.shape[1], 1))
+    for k0 in range(0, ii.size, step):
+        i, j = ii[k0:k0 + step], jj[k0:k0 + step]
+        tk, dot = _opposite_tangent(Uh[i], Vh[j])
+        J[i, j] = (dot / (nu[i] * nv[j])) * _t_minus_atan(tk)
+    return np.outer(nu, nv) * J, eu[:, None] + ev[None, :]
+
+
 def gaussian_relu_kernel(U, V, s2: float) -> np.ndarray:
     """K_ij = E[relu(u_i . x) relu(v_j . x)], x ~ N(0, s2 I) (Cho & Saul arc-cosine kernel):
     s2 |u||v| (sin g + (pi - g) cos g) / (2 pi), g the angle between u_i and v_j
-    (claims H1e, H1h); K = 0 for a zero row; a ValueError if K exceeds float64."""
+    (claims H1e, H1h), in a form with a few ulps of relative error at every angle (near
+    g = pi, where K ~ (pi - g)^3 / 3, too; derived in
+    derivations.williams_kernels.derive_arccos_stable); K = 0 for a zero row; a
+    ValueError if K exceeds float64."""
     U, V, s2 = _validate_pair(U, V, s2)
-    (nm, ne), cos, gam, sin, _ = _angles(U, V)
+    nm, ne = _arccos_angular(U, V)
     ms, es = np.frexp(s2)
-    mant = (ms / (2 * np.pi)) * nm * (sin + (np.pi - gam) * cos)
+    mant = (ms / (2 * np.pi)) * nm
     return ldexp_clipped(mant, ne + int(es), "gaussian_relu_kernel: K",
                          "|u| |v| s2 beyond float64")
 

@@ -22,10 +22,11 @@ from typing import Any, Callable
 import mpmath
 import numpy as np
 
-from numerics.validation import (MAX_ELEMENTS, MAX_STEPS, ArgumentTypeError, as_float_array,
-                                 as_float_scalar, require_callable, require_choice, require_dps,
-                                 require_finite_result, require_generator, require_positive_int,
-                                 require_same_shape, require_size)
+from numerics.validation import (MAX_ELEMENTS, MAX_STEPS, ArgumentTypeError, DivergenceError,
+                                 RunProgress, as_float_array, as_float_scalar, require_callable,
+                                 require_choice, require_dps, require_finite_result,
+                                 require_generator, require_positive_int, require_same_shape,
+                                 require_size, require_work)
 
 __all__ = [
     "INITS", "rf_kernel_quad_mp", "active_probability_quad_mp", "rkhs_weight_quad_mp",
@@ -43,9 +44,15 @@ MAX_PARTICLES = MAX_ELEMENTS // 2
 _MAX_RULE_NODES = 1024
 _MAX_RADIAL = 100
 _CHUNK = 1 << 22  # max entries of one m x n feature block
-#: Python/NumPy overhead of one GD step of :func:`output_layer_gd`, in elementary updates
-#: (as in ``numerics.relu1d``): the step budget MAX_STEPS then bounds the run by minutes
-_STEP_OVERHEAD = 2000
+#: cost of one GD step of :func:`output_layer_gd` in the work units of
+#: ``numerics.validation.require_work`` (~1 ns): a fixed Python/NumPy overhead (measured
+#: 4-5 us) plus two matrix-vector products of len(x) x len(a) (measured ~1 ns per entry)
+_STEP_OVERHEAD = 6000
+_STEP_PER_ENTRY = 2
+#: fixed cost of one replicate of :func:`min_norm_output_values` (draws, a small solve), in
+#: the same units; each (point, feature) pair adds 2 len(x) + 10 (measured 12.4 ms per
+#: replicate at 31 points x 16000 features, len(x) = 10)
+_REPLICATE_OVERHEAD = 20_000
 
 
 def _init(init: str) -> str:
@@ -478,8 +485,12 @@ def min_norm_output_layer(a: Any, b: Any, x: Any, y: Any) -> np.ndarray:
                                  "float64; rescale a, b or y")
 
 
-def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> np.ndarray:
-    """Plain GD on c only, alpha(m) = 1, c(0) = 0: c <- c - eta Phi^T (Phi c - y)."""
+def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int, *,
+                    long_run: bool | None = None) -> np.ndarray:
+    """Plain GD on c only, alpha(m) = 1, c(0) = 0: c <- c - eta Phi^T (Phi c - y).  A run
+    above ``numerics.validation.QUICK_WORK`` needs ``long_run=True`` (then it shows its
+    progress); a diverging run raises :class:`~numerics.validation.DivergenceError`
+    naming ``eta``."""
     a, b = _ab(a, b)
     x = as_float_array(x, "x", ndim=1)
     y = as_float_array(y, "y", ndim=1)
@@ -487,19 +498,21 @@ def output_layer_gd(a: Any, b: Any, x: Any, y: Any, eta: float, steps: int) -> n
     eta = as_float_scalar(eta, "eta", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
     require_size(x.size * a.size, "the feature matrix (len(x) * len(a))")
-    require_size(steps * (x.size * a.size + _STEP_OVERHEAD), "steps", limit=MAX_STEPS,
-                 what="elementary updates (steps x (len(x) * len(a) + overhead))",
-                 hint="use fewer steps (or fit_output_layer, which evaluates converged GD "
-                 "in closed form)")
+    long = require_work(steps * (_STEP_PER_ENTRY * x.size * a.size + _STEP_OVERHEAD), "steps",
+                        long_run=long_run, what="work units (steps x (2 len(x) len(a) + "
+                        "overhead))", hint="use fewer steps (or fit_output_layer, which "
+                        "evaluates converged GD in closed form)")
     Phi = _features(a, b, x)
     c = np.zeros(a.size)
-    for k in range(steps):
+    for k in RunProgress(steps, "output_layer_gd steps", long).steps():
         with np.errstate(over="ignore", invalid="ignore"):
             c -= eta * (Phi.T @ (Phi @ c - y))
         if k % 256 == 0 and not np.all(np.isfinite(c)):
-            raise FloatingPointError(f"output-layer GD diverged at step {k} with step size eta={eta:g}")
+            raise DivergenceError(f"output-layer GD diverged at step {k} with step size "
+                                  f"eta={eta:g}; reduce eta (below 2 / lambda_max(Phi^T Phi))")
     if not np.all(np.isfinite(c)):
-        raise FloatingPointError(f"output-layer GD diverged with step size eta={eta:g}")
+        raise DivergenceError(f"output-layer GD diverged with step size eta={eta:g}; reduce "
+                              "eta (below 2 / lambda_max(Phi^T Phi))")
     return c
 
 
@@ -626,7 +639,8 @@ def _train_all_layers(a: Any, b: Any, c: Any, x: Any, y: Any, eta: float, *, max
 
 
 def _trained_output_layer_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_eval: Any,
-                                replicates: int, init: str = "uniform") -> np.ndarray:
+                                replicates: int, init: str = "uniform", *,
+                           long_run: bool | None = None) -> np.ndarray:
     """f_m(x_eval) for ``replicates`` independent draws of m i.i.d. features, each trained
     by GD on c only (alpha(m) = 1, c(0) = 0) to convergence (:func:`fit_output_layer`):
     an (replicates, n_eval) array (claim W3f)."""
@@ -662,7 +676,8 @@ def feature_product_moments(a: Any, b: Any, w: Any, xs: Any) -> tuple[np.ndarray
 
 
 def min_norm_output_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_eval: Any,
-                           replicates: int, init: str = "uniform") -> np.ndarray:
+                           replicates: int, init: str = "uniform", *,
+                           long_run: bool | None = None) -> np.ndarray:
     """The limit of GD on c only (alpha(m) = 1, c(0) = 0), i.e. the min-norm fit
     f_m(x) = Phi(x) Phi_X^T (Phi_X Phi_X^T)^{-1} y, at ``x_eval`` for ``replicates``
     independent draws of m i.i.d. features: an (replicates, n_eval) array.  Per draw only
@@ -670,7 +685,8 @@ def min_norm_output_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_e
     flops), draws batched so that a batch holds <= 2^22 feature entries; equal to GD on c
     to convergence up to its tolerance (claim W3f).  A draw whose Gram block is singular
     (e.g. no feature active at some x_j) gets the least-squares min-norm fit
-    Phi(x) Phi_X^+ y instead."""
+    Phi(x) Phi_X^+ y instead.  A run above ``numerics.validation.QUICK_WORK`` needs
+    ``long_run=True`` (then it shows its progress)."""
     rng = require_generator(rng)
     m = require_positive_int(m, "m", maximum=MAX_PARTICLES)
     replicates = require_positive_int(replicates, "replicates", maximum=MAX_PARTICLES)
@@ -686,9 +702,15 @@ def min_norm_output_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_e
     require_size(replicates * pts.size * s * m, "replicates * (len(x) + len(x_eval)) * len(x) * m",
                  limit=MAX_STEPS, what="multiply-adds", hint="use fewer replicates, features or points")
     require_size(replicates * x_eval.size, "the output (replicates * len(x_eval))")
+    long = require_work(replicates * (pts.size * m * (2 * s + 10) + _REPLICATE_OVERHEAD),
+                        "replicates", long_run=long_run, what="work units (replicates x "
+                        "((len(x) + len(x_eval)) m (2 len(x) + 10) + overhead))",
+                        hint="use fewer replicates, features or points")
     out = np.empty((replicates, x_eval.size))
     batch = max(1, _CHUNK // (pts.size * m))
+    prog = RunProgress(replicates, "min_norm_output_values replicates", long, every=1)
     for r0 in range(0, replicates, batch):
+        prog.update(r0)
         nb = min(batch, replicates - r0)
         ab = sample_init(rng, nb * m, init)
         a, b = ab[0].reshape(nb, m), ab[1].reshape(nb, m)
@@ -702,5 +724,6 @@ def min_norm_output_values(rng: np.random.Generator, m: int, x: Any, y: Any, x_e
                 for k in range(nb):
                     c = np.linalg.lstsq(Phi[k, :s, :], y, rcond=None)[0]
                     out[r0 + k] = Phi[k, s:, :] @ c
+    prog.close()
     return require_finite_result(out, "the min-norm fits f_m(x_eval)", "y too large for these "
                                  "features; rescale y")

@@ -42,10 +42,12 @@ from functools import lru_cache
 
 from scipy.special import betainc, roots_jacobi
 
-from numerics.validation import (MAX_STEPS, as_float_array, as_float_scalar,
+from numerics.validation import (MAX_STEPS, QUICK_WORK, DivergenceError, IntegratorError,
+                                 RunProgress, as_float_array, as_float_scalar,
                                  require_callable, require_finite_result, require_generator,
                                  require_in_range, require_positive_int, require_same_shape,
-                                 require_size, require_time_grid, require_tolerance)
+                                 require_size, require_time_grid, require_tolerance,
+                                 require_work, wants_long_run)
 
 __all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
@@ -400,8 +402,23 @@ class ReducedState:
     theta: np.ndarray
     eps: np.ndarray
 
+    def __post_init__(self) -> None:
+        self.c = as_float_array(self.c, "c (masses |a||b|)", ndim=1)
+        self.theta = as_float_array(self.theta, "theta (angles to H)", ndim=1)
+        self.eps = as_float_array(self.eps, "eps (output-weight signs)", ndim=1)
+        require_same_shape(c=self.c, theta=self.theta, eps=self.eps)
+
     def copy(self) -> "ReducedState":
         return ReducedState(self.c.copy(), self.theta.copy(), self.eps.copy())
+
+
+#: cost of one Euler step / one field evaluation of the reduced dynamics in the work units
+#: of ``numerics.validation.require_work`` (~1 ns): a fixed overhead (measured 67 us) plus
+#: ~25 per (particle, phi node) pair (measured 21 ns); a flow's default evaluation budget is
+#: QUICK_WORK / this (200000 evaluations with long_run=True)
+_STEP_OVERHEAD = 80_000
+_STEP_PER_PAIR = 30
+_LONG_FLOW_EVALS = 200_000
 
 
 def _require_state(state: Any) -> ReducedState:
@@ -546,12 +563,15 @@ def _finish(run: dict, final: ReducedState) -> ReducedRun:
 
 def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *,
                 record_every: int = 100, snapshot_every: int = 0,
-                fisher_rao_sign: float = 1.0, velocity: Any = None) -> ReducedRun:
+                fisher_rao_sign: float = 1.0, velocity: Any = None,
+                long_run: bool | None = None) -> ReducedRun:
     """Forward Euler with step ``step`` (claim H1g); angles folded into [0, pi/2].
     ``fisher_rao_sign = -1`` flips the mass update (a deliberately wrong variant for
     negative controls).  ``velocity(eps, c, G, dG) -> (dc/dt, dtheta/dt)`` is the reduced
     field (required: the derived one, e.g. lambdified from the H1g derivation).  Raises
-    FloatingPointError naming the step on divergence."""
+    :class:`~numerics.validation.DivergenceError` naming the step on divergence.  A run
+    above ``numerics.validation.QUICK_WORK`` needs ``long_run=True`` (it then shows its
+    progress and stops at Ctrl-C)."""
     step = as_float_scalar(step, "step", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0)
     record_every = require_positive_int(record_every, "record_every", minimum=1)
@@ -561,13 +581,21 @@ def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *
     st = _require_state(state).copy()
     if not isinstance(table, PhiTable):
         raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
-    require_size((steps + 1) * st.c.size * table.n_phi, "steps * m * n_phi (work of the run)",
-                 limit=MAX_STEPS, what="elementary updates")
+    require_size((steps // record_every + 2) * 6, "the records (steps / record_every)",
+                 hint="raise record_every")
+    long = require_work((steps + 1) * (_STEP_PER_PAIR * st.c.size * table.n_phi + _STEP_OVERHEAD),
+                        "steps", long_run=long_run, what="work units (steps x (30 m n_phi + "
+                        "overhead))", hint="use fewer steps (a larger step reaches the same "
+                        "time) or particles")
     run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
-    for k in range(steps + 1):
-        loss, G, dG, _ = _loss_and_field(st, table)
+    for k in RunProgress(steps + 1, "reduced.simulate_gd steps", long).steps():
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = np.inf if not np.all(np.isfinite(st.c)) else None
+            if loss is None:
+                loss, G, dG, _ = _loss_and_field(st, table)
         if not np.isfinite(loss) or loss > 1e8:
-            raise FloatingPointError(f"reduced GD diverged at step {k} with step size {step:g}")
+            raise DivergenceError(f"reduced GD diverged at step {k} with step size step={step:g}: "
+                                  "reduce step")
         if k % record_every == 0 or k == steps:
             _record(run, k * step, loss, st, False)
         if snapshot_every and (k % snapshot_every == 0 or k == steps):
@@ -576,37 +604,60 @@ def simulate_gd(state: ReducedState, table: PhiTable, step: float, steps: int, *
         if k == steps:
             break
         dc, dth = velocity(st.eps, st.c, G, dG)
-        st.c = st.c + step * fisher_rao_sign * np.asarray(dc, dtype=np.float64)
-        st.theta = fold_angle(st.theta + step * np.asarray(dth, dtype=np.float64))
+        with np.errstate(over="ignore", invalid="ignore"):
+            st.c = st.c + step * fisher_rao_sign * np.asarray(dc, dtype=np.float64)
+            th = st.theta + step * np.asarray(dth, dtype=np.float64)
+        if not (np.all(np.isfinite(st.c)) and np.all(np.isfinite(th))):
+            raise DivergenceError(f"reduced GD diverged at step {k + 1} with step size "
+                                  f"step={step:g}: non-finite masses or angles; reduce step")
+        st.theta = fold_angle(th)
     return _finish(run, st)
 
 
 def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float = 1e-9,
-                  atol: float = 1e-12, velocity: Any = None, max_evals: int = 200_000) -> ReducedRun:
+                  atol: float = 1e-12, velocity: Any = None, max_evals: int | None = None,
+                  long_run: bool | None = None) -> ReducedRun:
     """The same dynamics as an error-controlled ODE (DOP853); the field is evaluated at
     folded angles with the derivative's sign flipped on reflection (odd extension).
-    ``velocity`` as in :func:`simulate_gd`.  Raises FloatingPointError when the field is
-    not finite or after ``max_evals`` field evaluations (a step budget, never a hang)."""
+    ``velocity`` as in :func:`simulate_gd`.  Raises
+    :class:`~numerics.validation.DivergenceError` when the field is not finite and
+    :class:`~numerics.validation.IntegratorError` after ``max_evals`` field evaluations
+    (default: about a second of work; 200000 with ``long_run=True``) or on a solver
+    failure."""
     t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
     rtol = require_tolerance(rtol, "rtol")
     atol = require_tolerance(atol, "atol")
     if rtol < _MIN_RTOL:
         raise ValueError(f"rtol must be >= {_MIN_RTOL:g} (100 float64 ulps: DOP853 cannot "
                          f"resolve less); got {rtol!r}")
-    max_evals = require_positive_int(max_evals, "max_evals", maximum=10 ** 7)
     velocity = require_callable(velocity, "velocity", "(eps, c, G, dG) -> (dc/dt, dtheta/dt)")
     state = _require_state(state)
     if not isinstance(table, PhiTable):
         raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
     m = state.c.shape[0]
+    cost = _STEP_PER_PAIR * m * table.n_phi + _STEP_OVERHEAD
+    name = "max_evals"
+    if max_evals is None:
+        name = "state (m particles x n_phi nodes per field evaluation)"
+        max_evals = (_LONG_FLOW_EVALS if wants_long_run(long_run)
+                     else max(100, QUICK_WORK // cost - t_eval.size))
+    max_evals = require_positive_int(max_evals, "max_evals", maximum=10 ** 7)
+    require_work((max_evals + t_eval.size) * cost, name, long_run=long_run,
+                 what="work units ((max_evals + len(t_eval)) x (30 m n_phi + overhead))",
+                 hint="use a smaller max_evals (or leave it unset), fewer output times or "
+                 "fewer particles")
     eps = state.eps
     evals = [0]
 
     def rhs(_t, z):
         evals[0] += 1
         if evals[0] > max_evals:
-            raise FloatingPointError(f"reduced flow: budget of {max_evals} field evaluations "
-                                     f"exhausted at t = {_t:g} (stiff or discontinuous field?)")
+            raise IntegratorError(f"reduced flow: budget of {max_evals} field evaluations "
+                                  f"exhausted at t = {_t:g} (stiff or discontinuous field?); "
+                                  "raise max_evals (with long_run=True beyond about a second) "
+                                  "or shorten t_eval")
+        if not np.all(np.isfinite(z)):
+            raise DivergenceError(f"reduced flow: non-finite state at t = {_t:g}")
         c, th = z[:m], z[m:]
         tf = fold_angle(th)
         sgn = np.where(np.mod(th, np.pi) > HALF_PI, -1.0, 1.0)
@@ -614,13 +665,13 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
         dc, dth = velocity(eps, c, G, dG)
         out = np.concatenate([np.asarray(dc, dtype=np.float64), sgn * np.asarray(dth, dtype=np.float64)])
         if not np.all(np.isfinite(out)):
-            raise FloatingPointError(f"reduced flow: non-finite field at t = {_t:g}")
+            raise DivergenceError(f"reduced flow: non-finite field at t = {_t:g}")
         return out
 
     sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([state.c, state.theta]),
                     method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:
-        raise FloatingPointError(f"reduced flow failed: {sol.message} (rtol = {rtol:g})")
+        raise IntegratorError(f"reduced flow failed: {sol.message} (rtol = {rtol:g})")
     run = {k: [] for k in ("times", "losses", "plus", "minus", "w2p", "w2m", "snaps", "snap_times")}
     st = state
     for i, t in enumerate(sol.t):

@@ -48,9 +48,11 @@ import numpy as np
 from numerics.dynamics import FlowResult, GDResult
 from numerics.fast1d import preactivation
 from numerics.filippov import InverseMetric, _FullProblem, _integrate, _ReducedProblem
-from numerics.validation import (MAX_STEPS, ArgumentTypeError, DivergenceError, as_float_array,
-                                 ldexp_clipped, pow2_exponent, pow2_scale, require_positive_int,
-                                 require_same_shape, require_size)
+from numerics.validation import (QUICK_WORK, ArgumentTypeError, DivergenceError,
+                                 IntegratorError, RunProgress, as_float_array, ldexp_clipped,
+                                 pow2_exponent, pow2_scale, require_positive_int,
+                                 require_same_shape, require_size, require_work,
+                                 wants_long_run)
 
 __all__ = [
     "normalize_alpha", "forward", "loss_and_grad", "forward_dense", "loss_and_grad_dense",
@@ -59,7 +61,15 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
-_STEP_OVERHEAD = 2000  # Python/NumPy overhead of one GD step, in elementary updates
+#: cost of one GD step in the work units of ``numerics.validation.require_work`` (~1 ns):
+#: a fixed overhead (measured 140-150 us) plus ~160 per neuron and per sample
+_STEP_OVERHEAD = 150_000
+_STEP_PER_ENTRY = 200
+#: cost of one accepted solver step of the flows, same units (measured 0.5-1 ms at m <= 100
+#: neurons, s <= 20 samples): the default step budget of a quick call is QUICK_WORK / this
+_FLOW_STEP_COST = 300_000
+_FLOW_STEP_PER_PAIR = 300
+_LONG_FLOW_STEPS = 1_000_000  # default step budget of a flow asked to run long
 
 
 # --------------------------------------------------------------------------- basics
@@ -295,11 +305,14 @@ def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
 
 # --------------------------------------------------------------------------- gradient descent
 def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, *,
-                     eta: float, steps: int, record_every: int = 1) -> GDResult:
+                     eta: float, steps: int, record_every: int = 1,
+                     long_run: bool | None = None) -> GDResult:
     """z <- z - eta grad L(z) for ``steps`` steps (records every ``record_every`` steps
     and the last).  Raises :class:`~numerics.validation.DivergenceError` (a
     ``FloatingPointError``) naming ``eta`` if the iteration diverges.  The result's
-    ``a``, ``b``, ``c`` are the recorded trajectories, shape (n_records, m)."""
+    ``a``, ``b``, ``c`` are the recorded trajectories, shape (n_records, m).  A run above
+    ``numerics.validation.QUICK_WORK`` needs ``long_run=True`` (it then shows its
+    progress and stops at Ctrl-C)."""
     a, b, c = (v.copy() for v in _params(a, b, c))
     x, y = _data(x, y)
     eta = _real(eta, "eta (step size)")
@@ -309,9 +322,9 @@ def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str,
     record_every = require_positive_int(record_every, "record_every")
     normalize_alpha(alpha, a.size)  # a bad alpha is refused before any step
     # time: ~ (m + s) work per step plus a fixed per-step overhead; memory: the records
-    require_size(steps * (a.size + x.size + _STEP_OVERHEAD), "steps", limit=MAX_STEPS,
-                 what="elementary updates (steps x (m + s + overhead))",
-                 hint="use fewer steps (or a larger eta), or split the run")
+    long = require_work(steps * (_STEP_PER_ENTRY * (a.size + x.size) + _STEP_OVERHEAD), "steps",
+                        long_run=long_run, what="work units (steps x (200 (m + s) + overhead))",
+                        hint="use fewer steps (or a larger eta), or split the run")
     require_size((steps // record_every + 2) * 3 * a.size, "the records (steps / "
                  "record_every x 3 m values)", hint="raise record_every")
     if not np.isfinite(eta * steps):
@@ -319,7 +332,7 @@ def gradient_descent(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str,
                          f"{eta!r}, steps={steps}: reduce eta or steps")
     rec_t, ra, rb, rc, rl = [], [], [], [], []
     loss0 = None
-    for k in range(steps + 1):
+    for k in RunProgress(steps + 1, "relu1d.gradient_descent steps", long).steps():
         try:
             loss, (ga, gb, gc) = loss_and_grad(a, b, c, x, y, alpha)
         except ValueError as exc:
@@ -382,31 +395,62 @@ def _flow_sizes(m: int, s: int, n_t: int, k: int) -> None:
                  hint="ask for fewer output times")
 
 
-def _budgets(max_events: Any, max_steps: Any) -> tuple[int, int]:
-    return (require_positive_int(max_events, "max_events"),
-            require_positive_int(max_steps, "max_steps"))
+def _budgets(max_events: Any, max_steps: Any, long_run: Any, m: int, s: int) -> tuple[int, int]:
+    """(max_events, max_steps): a step budget whose work exceeds QUICK_WORK needs
+    ``long_run``; the default (None) is QUICK_WORK / the cost of a step for a quick call
+    (at least 100 steps) and 10^6 steps for a long run."""
+    max_events = require_positive_int(max_events, "max_events")
+    cost = _FLOW_STEP_COST + _FLOW_STEP_PER_PAIR * m * s
+    name = "max_steps"
+    if max_steps is None:
+        name = "the neurons x samples (m s per solver step)"
+        max_steps = (_LONG_FLOW_STEPS if wants_long_run(long_run)
+                     else max(100, QUICK_WORK // cost))
+    max_steps = require_positive_int(max_steps, "max_steps")
+    require_work(max_steps * cost, name, long_run=long_run, what="work units (max_steps x the "
+                 "cost of a solver step)", hint="use a smaller max_steps (or leave it unset), "
+                 "fewer neurons or samples")
+    return max_events, max_steps
+
+
+def _stopped(exc: RuntimeError, long_run: Any) -> IntegratorError:
+    """A solver failure or an exhausted budget as the named IntegratorError (a
+    DivergenceError and a RuntimeError) saying what to change."""
+    more = "" if long_run else "; a longer run needs long_run=True"
+    return IntegratorError(f"gradient flow stopped: {exc} (the step-size control failed: the "
+                           f"field is too stiff or too large; rescale a, b, c or shorten t_eval"
+                           f"{more})")
 
 
 def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_eval: Any, *,
                   rtol: float = 1e-12, atol: float = 1e-14, max_events: int = 100_000,
-                  max_steps: int = 1_000_000, dense: bool = False) -> FlowResult:
+                  max_steps: int | None = None, dense: bool = False,
+                  long_run: bool | None = None) -> FlowResult:
     """Gradient flow dz/dt = -grad L(z) from z(0) = (a, b, c), reported at ``t_eval``.
 
     DOP853 (8th order, error-controlled, ``rtol``/``atol``) on segments of constant
     activation pattern, with located switching events and Filippov sliding on attracting
     sample lines (module docstring).  ``dense=True`` keeps the solver's dense output
-    (``result.dense(t)``).  ``result.state[k] = (a, b, c)`` at ``t_eval[k]``."""
+    (``result.dense(t)``).  ``result.state[k] = (a, b, c)`` at ``t_eval[k]``.  The step
+    budget ``max_steps`` defaults to about a second of work (10^6 steps with
+    ``long_run=True``); a solver failure or an exhausted budget raises
+    :class:`~numerics.validation.IntegratorError`."""
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
     dense = _flag(dense, "dense")
-    max_events, max_steps = _budgets(max_events, max_steps)
+    max_events, max_steps = _budgets(max_events, max_steps, long_run, a.size, x.size)
     m = a.size
     _flow_sizes(m, x.size, t_eval.size, 3)
     prob = _FullProblem(x, y, normalize_alpha(alpha, m), m)
-    return _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events, max_steps,
-                      dense, names=("a", "b", "c"))
+    try:
+        return _integrate(prob, np.concatenate([a, b, c]), t_eval, rtol, atol, max_events,
+                          max_steps, dense, names=("a", "b", "c"))
+    except DivergenceError:
+        raise
+    except RuntimeError as exc:
+        raise _stopped(exc, long_run) from exc
 
 
 # --------------------------------------------------------------------------- canonical parametrization
@@ -492,7 +536,8 @@ def _plane_metric(r: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndar
 def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
                  inverse_metric: str | InverseMetric = "cylinder", time_scale: float = 1.0,
                  rtol: float = 1e-12, atol: float = 1e-14, max_events: int = 100_000,
-                 max_steps: int = 1_000_000, dense: bool = False) -> FlowResult:
+                 max_steps: int | None = None, dense: bool = False,
+                 long_run: bool | None = None) -> FlowResult:
     """Flow of the canonical particles w_i = (r_i, theta_i) (alpha = m):
 
         dr_i/dt = -time_scale * g_rr(r_i, delta_i) dL~/dr_i,
@@ -501,7 +546,8 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
     with ``inverse_metric`` a callable ``(r, delta) -> (g_rr, g_thth)`` (e.g. the W2c
     metric), ``"cylinder"`` (g = 1, 1) or ``"plane"`` (g = 1, 1/r^2).  ``time_scale = m``
     gives the mean-field time dw/dt = -grad V(w; mu).  Same event/sliding treatment as
-    :func:`gradient_flow`.  ``result.state[k] = (r, theta)``."""
+    :func:`gradient_flow` (the same step budget and IntegratorError).
+    ``result.state[k] = (r, theta)``."""
     r, theta = _canon(r, theta)
     delta = as_float_array(delta, "delta (invariants c^2 - a^2 - b^2)")
     delta = np.broadcast_to(delta, r.shape).astype(np.float64) if delta.ndim == 0 else delta
@@ -510,12 +556,17 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
     t_eval = _check_t_eval(t_eval)
     rtol, atol = _check_tols(rtol, atol)
     dense = _flag(dense, "dense")
-    max_events, max_steps = _budgets(max_events, max_steps)
+    max_events, max_steps = _budgets(max_events, max_steps, long_run, r.size, x.size)
     time_scale = _real(time_scale, "time_scale")
     if not (0 < time_scale < np.inf):
         raise ValueError(f"time_scale must be a positive finite number; got {time_scale!r}")
     m = r.size
     _flow_sizes(m, x.size, t_eval.size, 2)
     prob = _ReducedProblem(x, y, delta, _inverse_metric(inverse_metric), time_scale, m)
-    return _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events, max_steps,
-                      dense, names=("r", "theta"))
+    try:
+        return _integrate(prob, np.concatenate([r, theta]), t_eval, rtol, atol, max_events,
+                          max_steps, dense, names=("r", "theta"))
+    except DivergenceError:
+        raise
+    except RuntimeError as exc:
+        raise _stopped(exc, long_run) from exc

@@ -12,14 +12,19 @@ import math
 import mpmath
 import numpy as np
 
-from numerics.validation import require_dps, require_generator, require_positive_int, require_size
+from numerics.validation import (MAX_ELEMENTS, RunProgress, require_dps, require_generator,
+                                 require_positive_int, require_size, require_work)
 
 __all__ = ["sample_sphere", "positive_part_mean_mp", "positive_part_mean_mc",
            "positive_part_mean_coordinate_mp", "relu_affine_mean_mp", "MAX_SAMPLE_ENTRIES", "MAX_MC_ENTRIES",
            "MAX_DIMENSION", "MAX_REFERENCE_DPS"]
 
-#: largest m * k drawn at once (8 GiB of float64); more is refused up front, not by numpy
-MAX_SAMPLE_ENTRIES = 2 ** 30
+#: largest m * k drawn at once (1 GiB of float64, numerics.validation.MAX_ELEMENTS); more
+#: is refused up front, not by numpy
+MAX_SAMPLE_ENTRIES = MAX_ELEMENTS
+#: cost of one normal draw of positive_part_mean_mc (draw, norm, positive part, mean) in the
+#: work units of numerics.validation.require_work (~1 ns; measured ~15 ns)
+_DRAW_COST = 20
 #: largest n * k of one Monte Carlo estimate (~4e9 normal draws, minutes of work)
 MAX_MC_ENTRIES = 2 ** 32
 #: largest sphere dimension k of the mpmath references (float64 integers are exact below)
@@ -52,7 +57,7 @@ def sample_sphere(rng: np.random.Generator, m: int, k: int) -> np.ndarray:
     k = require_positive_int(k, "k")
     if m * k > MAX_SAMPLE_ENTRIES:
         raise ValueError(f"m * k = {m} * {k} points x coordinates exceeds {MAX_SAMPLE_ENTRIES} "
-                         "(8 GiB): reduce m or k, or draw the points in chunks")
+                         "(1 GiB): reduce m or k, or draw the points in chunks")
     g = rng.standard_normal((m, k))
     norms = np.linalg.norm(g, axis=1, keepdims=True)
     return g / norms
@@ -171,30 +176,39 @@ def relu_affine_mean_mp(k: int, c: float, y: float, dps: int = 30
 
 
 def positive_part_mean_mc(rng: np.random.Generator, n: int, k: int,
-                          chunk: int = 200_000) -> tuple[float, float]:
+                          chunk: int = 200_000, *, long_run: bool | None = None
+                          ) -> tuple[float, float]:
     """Monte Carlo E[(u_1)_+] on ``n`` i.i.d. sphere points: ``(mean, standard error)``.
 
     Each point contributes the average of (u_j)_+ over its k coordinates (same law, so an
     unbiased estimate with lower variance); points are i.i.d., so the standard error is
     the sample standard deviation over points / sqrt(n).  ``n * k`` is at most
-    MAX_MC_ENTRIES and ``chunk * k`` at most MAX_SAMPLE_ENTRIES."""
+    MAX_MC_ENTRIES; the points are drawn ``chunk`` at a time (fewer when ``chunk * k``
+    would exceed MAX_SAMPLE_ENTRIES).  An estimate above
+    ``numerics.validation.QUICK_WORK`` needs ``long_run=True`` (it then shows its
+    progress)."""
     rng = require_generator(rng)
     n = require_positive_int(n, "n (number of sphere points)", minimum=2)
     k = require_positive_int(k, "k (sphere S^{k-1} in R^k)")
     chunk = require_positive_int(chunk, "chunk (points drawn at once)")
     require_size(n * k, "n * k (points x coordinates)", limit=MAX_MC_ENTRIES,
                  what="normal draws", hint="reduce n or k")
-    chunk = min(chunk, n)
-    require_size(chunk * k, "chunk * k (points x coordinates drawn at once)",
-                 limit=MAX_SAMPLE_ENTRIES, what="float64 entries", hint="reduce chunk")
+    require_size(k, "k (one point holds k coordinates)", limit=MAX_SAMPLE_ENTRIES,
+                 what="float64 entries", hint="reduce k")
+    long = require_work(n * k * _DRAW_COST, "n * k (points x coordinates)", long_run=long_run,
+                        what="work units (20 per normal draw)", hint="reduce n or k")
+    chunk = min(chunk, n, MAX_SAMPLE_ENTRIES // k)
     total, total_sq, done = 0.0, 0.0, 0
+    prog = RunProgress(n, "positive_part_mean_mc points", long, every=1)
     while done < n:
+        prog.update(done)
         b = min(chunk, n - done)
         u = sample_sphere(rng, b, k)
         v = np.maximum(u, 0.0).mean(axis=1)
         total += float(v.sum())
         total_sq += float(np.dot(v, v))
         done += b
+    prog.close()
     mean = total / n
     var = max(total_sq / n - mean * mean, 0.0) * n / (n - 1)
     return mean, float(np.sqrt(var / n))

@@ -33,10 +33,12 @@ from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, F
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
-from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError, DivergenceError,
-                                 as_float_array, as_float_scalar, ldexp_clipped, merge_pow2,
-                                 require_choice, require_finite_result, require_positive_int,
-                                 require_size, require_time_grid, require_tolerance, row_pow2_scale, sum_pow2)
+from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, QUICK_WORK, ArgumentTypeError,
+                                 DivergenceError, IntegratorError, RunProgress, as_float_array,
+                                 as_float_scalar, ldexp_clipped, merge_pow2, require_choice,
+                                 require_finite_result, require_positive_int, require_size,
+                                 require_time_grid, require_tolerance, require_work,
+                                 row_pow2_scale, sum_pow2, wants_long_run)
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
@@ -56,10 +58,14 @@ _MIN_BLOCK_ROWS = 128
 #: largest total work of one gradient_descent call, in multiply-adds (~1 h of one core):
 #: beyond it the call is refused at once
 _MAX_GD_WORK = 2 ** 46
-#: Python/NumPy overhead of one gradient_descent step, in elementary updates (as in
-#: ``numerics.relu1d`` and ``numerics.kernels``): steps x (n m d + this) is bounded by
-#: MAX_STEPS, so a tiny problem cannot be given an hours-long step budget either
-_STEP_OVERHEAD = 2000
+#: cost of one gradient_descent step (or one field evaluation of gradient_flow) in the work
+#: units of ``numerics.validation.require_work`` (~1 ns): a fixed Python/NumPy overhead
+#: (measured 60-70 us) plus ~20 per multiply-add of the n x m x d passes (measured 19 ns at
+#: n = m = 1000, d = 10 on a loaded core); a flow's default evaluation budget is
+#: QUICK_WORK / this (10^6 evaluations with long_run=True)
+_STEP_OVERHEAD = 80_000
+_STEP_PER_MADD = 20
+_LONG_FLOW_EVALS = 1_000_000
 #: smallest relative tolerance of gradient_flow: 100 float64 ulps, below which SciPy's
 #: solvers raise it themselves (with a warning) instead of honouring it
 _MIN_RTOL = 100 * np.finfo(float).eps
@@ -86,14 +92,17 @@ def _validate(a, B, X, Y=None, weights=None, *, need_y: bool = False):
     return out
 
 
-def _require_work(n: int, m: int, d: int, steps: int = 1) -> None:
+def _require_work(n: int, m: int, d: int, steps: int = 1, long_run=None) -> bool:
     """Refuse at once a call whose multiply-adds (about steps x n x m x d per GEMM) would
-    take hours, or whose step count alone would (``steps`` x the per-step overhead)."""
+    take hours; True for a long run (above QUICK_WORK: allowed with ``long_run``)."""
     require_size(steps * n * m * d, "the work steps x n x m x d", limit=_MAX_GD_WORK,
                  what="multiply-adds", hint="use fewer samples, particles or steps")
-    require_size(steps * _STEP_OVERHEAD, "steps", limit=MAX_STEPS,
-                 what=f"elementary updates of per-step overhead (steps x {_STEP_OVERHEAD})",
-                 hint="use fewer steps (a larger eta reaches the same time t = steps x eta)")
+    if steps == 1:
+        return False
+    return require_work(steps * (_STEP_PER_MADD * n * m * d + _STEP_OVERHEAD), "steps",
+                        long_run=long_run, what="work units (steps x (20 n m d + overhead))",
+                        hint="use fewer steps (a larger eta reaches the same time t = steps x "
+                        "eta), samples or particles")
 
 
 def _chunk_rows(m: int, n: int, chunk: int | None) -> int:
@@ -576,7 +585,8 @@ def _sample_grad(a, B, X, Y, weights, chunk) -> tuple[Callable, np.ndarray]:
 
 def gradient_descent(a, B, X, Y, eta: float, steps: int, *, weights=None,
                      record_every: int = 0, chunk: int | None = None,
-                     grad_fn: Callable | None = None, blowup: float = 1e8) -> GDResult:
+                     grad_fn: Callable | None = None, blowup: float = 1e8,
+                     long_run: bool | None = None) -> GDResult:
     """GD with learning rate ``m * eta`` (forward Euler of the mean-field flow with step
     eta, docs/conventions.md, section 2).  ``record_every > 0`` stores (a, B) every that many steps (and at
     the start and end).  ``grad_fn(a, B) -> (loss, (ga, gB))`` replaces the sample loss
@@ -584,7 +594,9 @@ def gradient_descent(a, B, X, Y, eta: float, steps: int, *, weights=None,
     naming eta on blow-up: a non-finite state or loss, or a loss above ``blowup`` (>= 1)
     times the initial one.  Arguments are validated once per call, not per step.
     Returns a :class:`numerics.dynamics.GDResult`: ``a``, ``B`` the final parameters,
-    ``steps``/``times``/``losses`` and ``snapshots`` (one (a, B) per record)."""
+    ``steps``/``times``/``losses`` and ``snapshots`` (one (a, B) per record).  A run above
+    ``numerics.validation.QUICK_WORK`` needs ``long_run=True`` (it then shows its progress
+    and stops at Ctrl-C)."""
     a, B = _validate_params(a, B)
     a, B = a.copy(), B.copy()
     eta = as_float_scalar(eta, "eta", lo=0.0, lo_open=True)
@@ -595,12 +607,12 @@ def gradient_descent(a, B, X, Y, eta: float, steps: int, *, weights=None,
     sample = _require_grad_fn(grad_fn) is None
     if sample:
         grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
-        _require_work(Xv.shape[0], *B.shape, steps=steps + 1)
+        long = _require_work(Xv.shape[0], *B.shape, steps=steps + 1, long_run=long_run)
     else:
-        _require_work(1, *B.shape, steps=steps + 1)
+        long = _require_work(1, *B.shape, steps=steps + 1, long_run=long_run)
     steps_rec, times, losses, snaps = [], [], [], []
     loss0 = None
-    for k in range(steps + 1):
+    for k in RunProgress(steps + 1, "twolayer.gradient_descent steps", long).steps():
         try:
             loss, (ga, gB) = grad_fn(a, B)
         except ValueError:
@@ -646,7 +658,8 @@ _CROSSINGS = 4
 
 def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
                   atol: float = 1e-12, method: str = "DOP853", chunk: int | None = None,
-                  grad_fn: Callable | None = None, max_evals: int = 1_000_000) -> FlowResult:
+                  grad_fn: Callable | None = None, max_evals: int | None = None,
+                  long_run: bool | None = None) -> FlowResult:
     """The mean-field particle flow da_j/dt = -m dL/da_j, db_j/dt = -m dL/db_j integrated
     by SciPy's error-controlled ``method`` (DOP853 by default) to ``rtol``/``atol``.
     ``grad_fn(a, B) -> (loss, (ga, gB))`` replaces the sample loss if given (X, Y are then
@@ -655,7 +668,10 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     kink b_j . x_i = 0, which the step-size control cannot pass (it chatters across it:
     :class:`numerics.dynamics.ChatteringError`, a DivergenceError, from the shared
     chattering guard).  Returns a :class:`numerics.dynamics.FlowResult` with parameters
-    ``a`` (T, m) and ``B`` (T, m, d) at the times ``t_eval``."""
+    ``a`` (T, m) and ``B`` (T, m, d) at the times ``t_eval``.  The evaluation budget
+    ``max_evals`` defaults to about a second of work (10^6 evaluations with
+    ``long_run=True``); its exhaustion or a solver failure raises
+    :class:`~numerics.validation.IntegratorError`."""
     a, B = _validate_params(a, B)
     m, d = B.shape
     t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
@@ -665,10 +681,19 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
                          f"solvers cannot resolve less); got {rtol!r}")
     atol = require_tolerance(atol, "atol")
     solver_cls = _METHODS[require_choice(method, "method", tuple(_METHODS))]
-    max_evals = require_positive_int(max_evals, "max_evals")
     sample = _require_grad_fn(grad_fn) is None
     if sample:
         grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
+    eval_cost = _STEP_PER_MADD * (Xv.shape[0] if sample else 1) * m * d + _STEP_OVERHEAD
+    name = "max_evals"
+    if max_evals is None:
+        name = "B, X (n m d multiply-adds per field evaluation)"
+        max_evals = (_LONG_FLOW_EVALS if wants_long_run(long_run)
+                     else max(100, QUICK_WORK // eval_cost))
+    max_evals = require_positive_int(max_evals, "max_evals")
+    require_work(max_evals * eval_cost, name, long_run=long_run, what="work units "
+                 "(max_evals x (20 n m d + overhead))", hint="use a smaller max_evals (or "
+                 "leave it unset), fewer samples or particles")
     evals = [0]
     kinks = {"pattern": Xv @ B.T > 0 if sample else None}
     guard = ChatteringGuard(m, Xv.shape[0], switches_per_crossing=SAMPLED_SWITCHES_PER_CROSSING,
@@ -678,8 +703,9 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     def rhs(_t, z):
         evals[0] += 1
         if evals[0] > max_evals:
-            raise DivergenceError(f"gradient flow: budget of {max_evals} gradient evaluations "
-                                  f"exhausted at t = {_t:g}; raise max_evals or rtol")
+            raise IntegratorError(f"gradient flow: budget of {max_evals} gradient evaluations "
+                                  f"exhausted at t = {_t:g}; raise max_evals (with "
+                                  "long_run=True beyond about a second) or rtol")
         aa = z[:m]
         BB = z[m:].reshape(m, d)
         if sample:
@@ -717,7 +743,7 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
         msg = solver.step()
         n_steps += 1
         if solver.status == "failed":
-            raise DivergenceError(f"gradient flow failed at t = {solver.t:g} ({msg}) with "
+            raise IntegratorError(f"gradient flow failed at t = {solver.t:g} ({msg}) with "
                                   f"rtol = {rtol:g}; the step size collapsed")
         upto = int(np.searchsorted(t_eval, solver.t, side="right"))
         if upto > done:

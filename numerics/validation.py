@@ -11,7 +11,19 @@ Results: :func:`require_finite_result` turns a non-finite output into a ValueErr
 names the overflow (never NaN or inf silently).
 
 Sizes: :func:`require_size` refuses, before any allocation or loop, a problem whose
-element count or step count would take more memory or time than the suite allows.
+element count or step count would take more memory or time than the suite allows;
+:func:`as_float_array` refuses an array of more than ``max_size`` entries from its shape,
+before any copy (a zero-copy ``np.broadcast_to`` view of 10^9 entries is refused at once).
+
+Long runs (one mechanism for every engine): :func:`require_work` compares a run's work
+(elementary updates: steps x width x samples, plus a fixed per-step overhead) with
+:data:`QUICK_WORK` (a few seconds of one core).  Above it the run must be asked for,
+with the engine's ``long_run=True`` argument or inside :func:`long_runs`; it then shows
+its progress (:class:`RunProgress`, on stderr) and stops at Ctrl-C (``KeyboardInterrupt``,
+after a line saying where).  Above :data:`MAX_LONG_WORK` it is refused in any case.  A run
+whose length is not known in advance (an error-controlled flow) gets the same budget as
+a bound on its field evaluations and stops with :class:`DivergenceError` (budget
+exhausted, naming ``long_run``).
 
 Exact arithmetic helpers (one place for the whole package):
 
@@ -27,7 +39,11 @@ Exact arithmetic helpers (one place for the whole package):
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+import sys
+import time
 from numbers import Integral, Real
 from typing import Any
 
@@ -51,8 +67,15 @@ __all__ = [
     "require_size",
     "require_dps",
     "require_callable",
+    "require_work",
+    "wants_long_run",
+    "IntegratorError",
+    "long_runs",
+    "RunProgress",
     "MAX_ELEMENTS",
     "MAX_STEPS",
+    "QUICK_WORK",
+    "MAX_LONG_WORK",
     "MAX_DPS",
     "pow2_exponent",
     "pow2_scale",
@@ -71,6 +94,13 @@ class DivergenceError(FloatingPointError):
     """A simulation (gradient descent, noisy SGD, a flow) produced a non-finite or exploding
     state; the message names the step and the step size or budget to change.  One class
     for every engine (``numerics.twolayer``, ``numerics.equivariant``)."""
+
+
+class IntegratorError(DivergenceError, RuntimeError):
+    """An error-controlled integrator stopped before the last requested time: the solver
+    failed (its step size underflowed on a stiff or huge field) or a step, event or
+    evaluation budget ran out; the message names the cause and what to change.  Both a
+    :class:`DivergenceError` and a ``RuntimeError``."""
 
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -106,10 +136,22 @@ def _count_text(n: int) -> str:
     return f"{n:.3g}" if n < 10 ** 300 else f"~1e+{len(str(n)) - 1}"
 
 
+def _require_entries(raw: Any, name: str, limit: int | None) -> None:
+    """Refuse, from its shape alone (before any copy or pass over the data), an array of
+    more than ``limit`` (default :data:`MAX_ELEMENTS`) entries."""
+    limit = MAX_ELEMENTS if limit is None else limit
+    size = math.prod(np.shape(raw)) if isinstance(raw, np.ndarray) else 0
+    if size > limit:
+        raise ValueError(f"{name} is too large: it has {_count_text(size)} entries (shape "
+                         f"{np.shape(raw)}), above the limit {_count_text(limit)}; pass a "
+                         "smaller array")
+
+
 def _real_array(x: Any, name: str) -> np.ndarray:
     """``x`` as a float64 array (NaN allowed: it compares outside every range); text,
     None, complex or ragged input is an ArgumentTypeError naming ``name``."""
     _reject_non_numeric(x, name, "a real number or an array of real numbers")
+    _require_entries(x, name, None)
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
@@ -139,12 +181,14 @@ def _reject_non_numeric(x: Any, name: str, what: str) -> None:
 
 
 def as_float_array(x: Any, name: str, *, ndim: int | None = None,
-                   allow_empty: bool = True, max_abs: float | None = None) -> np.ndarray:
+                   allow_empty: bool = True, max_abs: float | None = None,
+                   max_size: int | None = None) -> np.ndarray:
     """``x`` as a finite float64 array; raise ``ValueError`` naming ``name`` otherwise.
 
     Refused: strings, None, booleans and complex values (ArgumentTypeError), ragged
     nestings, the wrong number of dimensions, an empty array unless ``allow_empty``,
-    NaN/inf, and entries with ``|x| > max_abs`` when ``max_abs`` is given."""
+    more than ``max_size`` entries (default :data:`MAX_ELEMENTS`; checked from the shape,
+    before any copy), NaN/inf, and entries with ``|x| > max_abs`` when ``max_abs`` is given."""
     name = _label(name)
     if ndim is not None:
         ndim = require_positive_int(ndim, "ndim (required number of dimensions)", minimum=0,
@@ -152,13 +196,18 @@ def as_float_array(x: Any, name: str, *, ndim: int | None = None,
     allow_empty = _flag(allow_empty, "allow_empty")
     if max_abs is not None:
         max_abs = as_float_scalar(max_abs, "max_abs (largest allowed magnitude)", lo=0.0)
+    if max_size is not None:
+        max_size = require_positive_int(max_size, "max_size (largest allowed entry count)",
+                                        minimum=0)
     what = "a real number or an array of real numbers"
     _reject_non_numeric(x, name, what)
+    _require_entries(x, name, max_size)
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError) as exc:
         raise ArgumentTypeError(f"{name} must be {what} (a rectangular nesting of numbers); "
                                 f"got {_kind(x)}") from exc
+    _require_entries(raw, name, max_size)
     if raw.dtype.kind in "bcUSV" or raw.dtype.kind == "O":
         if raw.dtype.kind == "O":
             for v in raw.ravel()[:1000]:
@@ -230,10 +279,12 @@ def as_int_array(x: Any, name: str, *, minimum: int | None = None,
     if isinstance(x, bool) or (isinstance(x, np.ndarray) and x.dtype == bool):
         raise ArgumentTypeError(f"{name} must be an integer, not a boolean")
     _reject_non_numeric(x, name, what)
+    _require_entries(x, name, None)
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ArgumentTypeError(f"{name} must be {what}; got {_kind(x)}") from exc
+    _require_entries(arr, name, None)
     lo_text = "" if minimum is None else f" >= {minimum}"
     if arr.dtype.kind == "O":
         vals = arr.ravel().tolist()
@@ -439,6 +490,132 @@ def require_size(count: Any, name: str, *, limit: int = MAX_ELEMENTS, what: str 
     return count
 
 
+#: work (units of about a nanosecond of one core: steps x width x samples, weighted by
+#: each engine's measured cost, plus a measured per-step overhead) that one call runs
+#: without being asked to run long: about two seconds of one core (the engines' costs were
+#: measured on a loaded core, so well below 5 s of CPU)
+QUICK_WORK = 2 ** 31
+#: largest work of a run that was asked to run long (about ten hours of one core)
+MAX_LONG_WORK = 2 ** 45
+
+_LONG_RUNS: contextvars.ContextVar[tuple[bool, Any]] = contextvars.ContextVar(
+    "numerics_long_runs", default=(False, None))
+
+
+@contextlib.contextmanager
+def long_runs(enabled: bool = True, progress: Any = None):
+    """Inside the block every engine runs work above :data:`QUICK_WORK` as if called with
+    ``long_run=True`` (a run explicitly asked for: a claim at its full profile, an
+    experiment at paper scale).  ``progress(done, total, what)``, when given, receives the
+    progress of such runs instead of the display on stderr."""
+    enabled = _flag(enabled, "enabled")
+    if progress is not None:
+        require_callable(progress, "progress", "(done, total, what)")
+    token = _LONG_RUNS.set((enabled, progress))
+    try:
+        yield
+    finally:
+        _LONG_RUNS.reset(token)
+
+
+def wants_long_run(long_run: Any = None) -> bool:
+    """``long_run`` (True/False), or for None whether the call runs inside
+    :func:`long_runs`."""
+    if long_run is None:
+        return bool(_LONG_RUNS.get()[0])
+    return _flag(long_run, "long_run")
+
+
+def require_work(work: Any, name: str, *, long_run: Any = None, what: str = "elementary updates",
+                 hint: str = "use fewer steps or smaller sizes") -> bool:
+    """Whether a run of ``work`` elementary updates is a long run (above
+    :data:`QUICK_WORK`, allowed only when ``long_run`` is True or inside
+    :func:`long_runs`); otherwise a ValueError naming ``name`` raised before any work.
+    A long run should show its progress (:class:`RunProgress`).  Work above
+    :data:`MAX_LONG_WORK` is refused in any case."""
+    name = _label(name)
+    long_run = wants_long_run(long_run)
+    seconds = f"~{float(require_size(work, name, limit=10 ** 400)) * 1e-9:.3g} s of one core"
+    require_size(work, name, limit=MAX_LONG_WORK, what=f"{what} ({seconds})", hint=hint)
+    if work > QUICK_WORK and not long_run:
+        raise ValueError(f"{name} is too large for a quick call: it needs {_count_text(int(work))} "
+                         f"{what} ({seconds}), above {_count_text(QUICK_WORK)}; {hint}, or "
+                         "pass long_run=True to run it anyway (it then shows its progress on "
+                         "stderr and stops at Ctrl-C)")
+    return work > QUICK_WORK
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class RunProgress:
+    """The progress of a long run: ``update(done)`` once per step (cheap: it looks at the
+    clock every ``every`` calls), ``close()`` at the end; or iterate over
+    :meth:`steps`.  Enabled, it reports to the hook of :func:`long_runs` if one is set
+    (the command line's rich display), else on stderr: one line rewritten in place on a
+    terminal, a plain line at most every 10 s otherwise, with the time elapsed and the
+    ETA.  Nothing runs in the background, so Ctrl-C (``KeyboardInterrupt``) stops the
+    run at once and leaves nothing behind; as a context manager it also prints the step
+    reached."""
+
+    def __init__(self, total: int, what: str, enabled: bool = True, *, every: int = 64):
+        self.total = require_positive_int(total, "total", minimum=0)
+        self.what = _label(what)
+        self.enabled = _flag(enabled, "enabled")
+        self.every = require_positive_int(every, "every")
+        self.done = 0
+        self._hook = _LONG_RUNS.get()[1]
+        self._tty = bool(self.enabled and sys.stderr is not None and hasattr(sys.stderr, "isatty")
+                         and sys.stderr.isatty())
+        self._t0 = self._last = time.monotonic()
+        self._shown = False
+
+    def steps(self, start: int = 0):
+        """``range(start, total)``, reporting each step; closes at the end."""
+        for k in range(start, self.total):
+            self.update(k)
+            yield k
+        self.close()
+
+    def _line(self, now: float) -> str:
+        rate = self.done / max(now - self._t0, 1e-9)
+        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        return (f"{self.what}: {self.done}/{self.total} "
+                f"({100 * self.done / max(self.total, 1):.0f}%), elapsed "
+                f"{_hms(now - self._t0)}, ETA {_hms(eta)} (Ctrl-C stops it)")
+
+    def update(self, done: int) -> None:
+        self.done = done
+        if not self.enabled or done % self.every:
+            return
+        now = time.monotonic()
+        if self._hook is not None:
+            try:
+                self._hook(int(done), self.total, self.what)
+            except Exception:  # noqa: BLE001 - a display problem never breaks a run
+                pass
+        elif now - self._last >= (0.5 if self._tty else 10.0):
+            print(("\r" if self._tty else "") + self._line(now), end="" if self._tty else "\n",
+                  file=sys.stderr, flush=True)
+            self._last, self._shown = now, True
+
+    def close(self) -> None:
+        if self._shown and self._tty:
+            print(file=sys.stderr, flush=True)
+        self._shown = False
+
+    def __enter__(self) -> "RunProgress":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+        if self.enabled and exc_type is KeyboardInterrupt and sys.stderr is not None:
+            print(f"{self.what}: interrupted at {self.done}/{self.total}", file=sys.stderr,
+                  flush=True)
+
+
 def require_dps(dps: Any, name: str = "dps") -> int:
     """An mpmath precision in decimal digits: an integer in 1..:data:`MAX_DPS`."""
     name = _label(name)
@@ -584,12 +761,17 @@ def two_product(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def two_sum(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(s, e)`` with s = fl(a + b) and s + e = a + b EXACTLY (Knuth's TwoSum,
-    broadcasting; any finite operands whose sum does not overflow)."""
+    broadcasting; any finite operands whose sum does not overflow: an overflowing sum is a
+    ValueError)."""
     a = _floats(a, "a")
     b = _floats(b, "b")
-    s = a + b
-    bv = s - a
-    e = (a - (s - bv)) + (b - bv)
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = a + b
+        bv = s - a
+        e = (a - (s - bv)) + (b - bv)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("a + b is not representable in float64 (the sum overflows beyond "
+                         "1.8e308); rescale a and b with pow2_scale first")
     return s, e
 
 
