@@ -49,7 +49,12 @@ def satterthwaite_interval(trace: Any, trace_sq: Any, replicates: Any,
     a = as_float_scalar(alpha, "alpha (two-sided level)", lo=0.0, hi=1.0)
     if not 0 < a < 1:
         raise ValueError(f"alpha (two-sided level) must lie strictly between 0 and 1; got {a!r}")
-    nu = r * tr**2 / tr2
+    with np.errstate(over="ignore"):
+        nu = r * tr**2 / tr2
+    if not np.isfinite(nu):
+        raise ValueError(f"trace_sq (tr C^2 = {tr2:g}) is too small for trace = {tr:g} and "
+                         f"replicates = {r}: nu = replicates trace^2 / trace_sq overflows "
+                         "float64; check the two traces (or rescale both)")
     lo, hi = stats.chi2.ppf([a / 2, 1 - a / 2], nu)
     lo, hi = float(lo / nu), float(hi / nu)
     if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -65,7 +70,8 @@ def satterthwaite_interval(trace: Any, trace_sq: Any, replicates: Any,
 class RatioTest(NamedTuple):
     """``ratio``: mean of the squared norms / (tr C * scale); ``inside``: whether it lies in
     [``lo``, ``hi``]; ``distance``: |ratio - 1| over the half-width on its side (above 1
-    exactly when outside)."""
+    exactly when outside; capped at the largest float64, 1.8e308, where that quotient
+    overflows)."""
     ratio: float
     inside: bool
     lo: float
@@ -89,5 +95,6 @@ def mean_square_ratio_test(squares: Any, trace: Any, trace_sq: Any, scale: Any,
     if not np.isfinite(q):
         raise ValueError("squares are too large: their mean overflows float64; rescale them")
     lo, hi = satterthwaite_interval(tr, tr2, sq.size, alpha)
-    return RatioTest(q, bool(lo <= q <= hi), lo, hi,
-                     (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo))
+    with np.errstate(over="ignore"):
+        dist = (q - 1) / (hi - 1) if q >= 1 else (1 - q) / (1 - lo)
+    return RatioTest(q, bool(lo <= q <= hi), lo, hi, min(dist, float(np.finfo(float).max)))

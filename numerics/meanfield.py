@@ -28,8 +28,8 @@ import numpy as np
 from scipy.special import roots_jacobi
 
 from numerics import twolayer as tl
-from numerics.validation import (as_float_array, as_float_scalar, require_positive_int,
-                                 require_size)
+from numerics.validation import (as_float_array, as_float_scalar, ldexp_clipped,
+                                 require_positive_int, require_size, row_pow2_scale)
 
 __all__ = ["coordinate_rule", "haar_symmetric_particles", "population_velocity",
            "reduced_coordinates", "reduced_coordinate_velocity", "MAX_RULE_NODES"]
@@ -166,13 +166,27 @@ def reduced_coordinates(a, B, d_H: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     if a.shape != (B.shape[0],):
         raise ValueError(f"a needs one entry per row of B; got {a.shape} and {B.shape}")
     d_H = require_positive_int(d_H, "d_H (dimension of H)", maximum=B.shape[1] - 1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        nH = np.linalg.norm(B[:, :d_H], axis=1)
-        nP = np.linalg.norm(B[:, d_H:], axis=1)
-        c = np.abs(a) * np.hypot(nH, nP)
-    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(nH)) and np.all(np.isfinite(nP))):
-        raise ValueError("c = |a||b| overflows float64 for some particle; rescale a and B")
-    return c, np.arctan2(nP, nH), np.sign(a)
+    # each block's norm as (mantissa, power of two), scaled before squaring: no underflow
+    # of 1e-200^2 and no overflow of 1e200^2
+    mH, eH = _block_norm(B[:, :d_H])
+    mP, eP = _block_norm(B[:, d_H:])
+    top = np.maximum(eH, eP)
+    with np.errstate(under="ignore"):
+        xH, xP = np.ldexp(mH, eH - top), np.ldexp(mP, eP - top)   # the larger one in [1/2, 2)
+    theta = np.arctan2(xP, xH)
+    ma, ea = np.frexp(np.abs(a))
+    c = ldexp_clipped(ma * np.hypot(xH, xP), ea.astype(np.int64) + top, "c = |a||b|",
+                      "it overflows float64 for some particle; rescale a and B")
+    return c, theta, np.sign(a)
+
+
+def _block_norm(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row norms of M as (mantissa, exponent), exact power-of-two scaling first."""
+    if M.shape[1] == 0:
+        return np.zeros(M.shape[0]), np.zeros(M.shape[0], dtype=np.int64)
+    Mh, e = row_pow2_scale(M)
+    n = np.linalg.norm(Mh, axis=1)
+    return n, np.where(n > 0, e, -4000)   # a zero block never sets the common scale
 
 
 def reduced_coordinate_velocity(a, B, va, vB, d_H: int) -> tuple[np.ndarray, np.ndarray]:

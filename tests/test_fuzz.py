@@ -1078,6 +1078,44 @@ class _Huge(int):
         return f"{int(self)}"
 
 
+class _FromBase:
+    """A pool value made from the parameter's base value (``make(base)``); a parameter
+    without a base array keeps its base value."""
+
+    def make(self, base: Any) -> Any:  # pragma: no cover - overridden
+        return base
+
+
+class _View(_FromBase):
+    """The base array's first row broadcast to 10^8 rows without a copy (the shape the
+    target expects, one entry per row repeated)."""
+
+    def make(self, base: Any) -> Any:
+        if isinstance(base, np.ndarray) and base.ndim >= 1 and base.size and base.dtype.kind == "f":
+            return np.broadcast_to(base[:1], (10 ** 8,) + base.shape[1:])
+        return base
+
+    def __repr__(self) -> str:
+        return "broadcast_to(base[:1], (10**8, ...))"
+
+
+class _Scaled(_FromBase):
+    """The base value times ``factor`` (a stiff or huge field: B x 1e12, t_eval x 1e12)."""
+
+    def __init__(self, factor: float):
+        self.factor = factor
+
+    def make(self, base: Any) -> Any:
+        if isinstance(base, np.ndarray) and base.dtype.kind == "f":
+            return base * self.factor
+        if isinstance(base, float):
+            return base * self.factor
+        return base
+
+    def __repr__(self) -> str:
+        return f"base x {self.factor:g}"
+
+
 _OBJ = object()
 SURFACE_POOL: list[tuple[str, Any]] = (
     [("nan", NAN), ("inf", INF), ("-inf", -INF)]
@@ -1087,7 +1125,14 @@ SURFACE_POOL: list[tuple[str, Any]] = (
     + [("shape", v) for v in (np.array([]), np.zeros((2, 2, 2)), np.zeros((3, 0)),
                               np.ones(7), np.ones((5, 3)))]
     + [("finite", np.full(3, 1e300)), ("finite", np.array([TINY, -1e300, 1.0]))]
-    + [("huge", _Huge(v)) for v in (2 ** 31, 10 ** 12, 2 ** 63 - 1, 2 ** 64, 10 ** 40)]
+    + [("huge", _Huge(v)) for v in (10 ** 6, 2 ** 31, 10 ** 12, 2 ** 63 - 1, 2 ** 64, 10 ** 40)]
+    # zero-copy views of 10^8-10^9 entries (np.broadcast_to): a size check that copies the
+    # array first takes seconds or raises MemoryError under SURFACE_MEMORY
+    + [("huge", np.broadcast_to(np.float64(0.5), (10 ** 9,))),
+       ("huge", np.broadcast_to(np.ones(4), (10 ** 8, 4))),
+       ("huge", np.broadcast_to(np.eye(2), (10 ** 8, 2, 2))),
+       ("huge", np.broadcast_to(np.int64(1), (10 ** 9,)))]
+    + [("huge", _View()), ("scaled", _Scaled(1e12)), ("scaled", _Scaled(1e-12))]
 )
 
 
@@ -1095,7 +1140,8 @@ def _surface_modules() -> list[tuple[str, Any]]:
     import numerics
     mods = [(f"numerics.{m.name}", importlib.import_module(f"numerics.{m.name}"))
             for m in pkgutil.iter_modules(numerics.__path__) if not m.name.startswith("_")]
-    return mods + [("verify.formulas", F)]
+    from verify import kit
+    return mods + [("verify.formulas", F), ("verify.kit", kit)]
 
 
 def _is_exception_type(obj: Any) -> bool:
@@ -1240,6 +1286,47 @@ MODULE_BASE: dict[str, dict[str, Any]] = {
                         "particles": np.array([[1.0, 0.5, -0.2, 0.3]])},
 }
 
+def _kit():
+    from verify import kit
+    return kit
+
+
+def _kit_subcheck():
+    return _kit().SubCheck("n", 0.1, 1.0, "r")
+
+
+def _kit_outcome():
+    return _kit().Outcome("c", 0.1, 1.0, "r")
+
+
+def _kit_evidence():
+    return _kit().Evidence(claim_id="H1a", passed=True, error=0.1, tolerance=1.0,
+                           tolerance_reason="r", compared="c", details={}, seconds=0.1,
+                           profile="quick", seed=0)
+
+
+#: base values of verify.kit's parameters (claim "H1a": a cheap derivation)
+MODULE_BASE["verify.kit"] = {
+    "id": "T9z", "title": "t", "source": "s", "statement": "st",
+    "check": lambda: (lambda ctx: _kit_outcome()),
+    "negative_control": lambda: (lambda ctx: _kit_outcome()),
+    "negative_control_description": "d", "steps": lambda: [_kit().Step("a step")],
+    "text": "a step", "claim_id": "H1a", "profile": "quick", "seed": 0, "compared": "c",
+    "error": 0.1, "tolerance": 1.0, "tolerance_reason": "r", "reason": "r", "passed": True,
+    "details": lambda: {}, "seconds": 0.1, "headers": lambda: ["a"], "rows": lambda: [[1.0]],
+    "name": "n", "subchecks": lambda: [_kit_subcheck()], "value": 1.0, "reference": 1.0,
+    "rtol": 1e-9, "ctx": lambda: _kit().RunContext("H1a", "quick", 0),
+    "strategy": lambda: st.integers(0, 3), "measure": lambda: (lambda v: _kit_subcheck()),
+    "quick": 2, "full": 2, "key": "rate_a2",
+    "args": lambda: __import__("sympy").symbols("a p r"),
+    "x": lambda: np.array([1.0, 2.0, 4.0, 8.0]), "y": lambda: np.array([1.0, 0.5, 0.25, 0.125]),
+    "obj": lambda: {"a": [1.0, 2.0]}, "sense": "below", "evidence": lambda: _kit_evidence(),
+    "fig": lambda: _kit().new_figure()[0], "path": "fig.png",
+}
+MODULE_BASE["numerics.validation"].update({
+    "work": 10, "total": 10, "what": "steps", "enabled": True, "long_run": False,
+    "progress": None, "done": 3, "start": 0, "every": 4})
+
 TARGET_BASE: dict[str, dict[str, Any]] = {
     "numerics.kernels.rf_kernel_quad_mp": {"x": 0.3, "xp": 0.5, "dps": 15},
     "numerics.kernels.active_probability_quad_mp": {"x": 0.3, "xp": 0.5, "dps": 15},
@@ -1296,6 +1383,9 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "verify.formulas.best_linear_approximator": {"X": np.array([[1.0], [2.0], [3.0]]),
                                                  "Y": np.array([1.0, 2.0, 3.5])},
     "verify.formulas.VerifiedFormula": {},
+    "verify.kit.fmt": {"x": 1.5},
+    "verify.kit.jsonable": {"obj": lambda: {"a": [1.0, 2.0]}},
+    "verify.kit.Margin": {"name": "n"},
 }
 
 #: targets whose base call cannot be built from names (constructors of internal plumbing)
@@ -1352,6 +1442,11 @@ class SurfaceTarget:
     def call_with(self, k: int, value: Any) -> tuple[list, dict]:
         args, kwargs = self.base()
         p = self.params[k]
+        if isinstance(value, _FromBase):
+            names = [q.name for q in self.params if q.kind is not inspect.Parameter.KEYWORD_ONLY]
+            pos = names.index(p.name) if p.name in names else len(args)
+            base = kwargs.get(p.name) if pos >= len(args) else args[pos]
+            value = value.make(base)
         if p.kind is inspect.Parameter.KEYWORD_ONLY:
             kwargs[p.name] = value
         else:
@@ -1482,14 +1577,23 @@ def zlib_crc(text: str) -> int:
     return zlib.crc32(text.encode())
 
 
+#: surface targets with known failures in files this suite's owner does not own (the
+#: owners remove the entries once fixed; a census run prints the findings)
+KNOWN_SURFACE: dict[str, str] = {}
+
+
 def _surface_param(t: SurfaceTarget):
-    return pytest.param(t, id=t.name)
+    marks = ([pytest.mark.xfail(strict=False, reason=KNOWN_SURFACE[t.name])]
+             if t.name in KNOWN_SURFACE and not CENSUS else [])
+    return pytest.param(t, id=t.name, marks=marks)
 
 
 @pytest.mark.parametrize("target", [_surface_param(t) for t in SURFACE_TARGETS])
-def test_surface(target: SurfaceTarget):
+def test_surface(target: SurfaceTarget, tmp_path, monkeypatch):
     """Every public callable: its base call works (or is refused by name) and no pool
-    value makes it hang, return NaN/inf for finite input, or raise an unnamed/other error."""
+    value makes it hang, return NaN/inf for finite input, or raise an unnamed/other error.
+    Runs in a temporary directory (the kit's save_figure writes the files it is given)."""
+    monkeypatch.chdir(tmp_path)
     failures = []
     if target.name not in SURFACE_NO_BASE:  # warm caches (a formula derives its closed
         try:                                # form on first use: tens of seconds, no hang)

@@ -295,3 +295,22 @@ def test_transport_names_its_arguments():
     assert second_moment(np.full((1, 2), 1e150)) == pytest.approx(2e300, rel=1e-15)
     with pytest.raises(ValueError, match="m_2 = E \\|z\\|\\^2 is not representable"):
         second_moment(np.full((1, 2), 1e200))
+
+
+# --------------------------------------------------------------------------- issue 34: zero-copy huge views
+def test_huge_broadcast_views_are_refused_fast_without_copying():
+    """A 10^8-row np.broadcast_to view (a few bytes of memory) raised MemoryError under a
+    4 GiB cap, or was refused only after a copy of seconds: the shared validators refuse it
+    from its shape."""
+    import time
+
+    from numerics.groups import GroupAction, matrix_action, uv_action
+    big = np.broadcast_to(np.eye(2), (10 ** 8, 2, 2))
+    small = np.eye(2)[None]
+    t0 = time.process_time()
+    for call in (lambda: matrix_action(big, small), lambda: matrix_action(small, big),
+                 lambda: uv_action(big, big), lambda: GroupAction(big, big, np.eye(4)),
+                 lambda: c2_swap().project(np.broadcast_to(np.ones(4), (10 ** 8, 4)))):
+        with pytest.raises(ValueError, match="too large"):
+            call()
+    assert time.process_time() - t0 < 1.0

@@ -762,3 +762,93 @@ def test_chi_square_refuses_bad_input_by_name(call, match):
     from numerics.chi_square import mean_square_ratio_test, satterthwaite_interval
     with pytest.raises((ValueError, TypeError), match=match):
         call(satterthwaite_interval, mean_square_ratio_test)
+
+
+# --------------------------------------------------------------------------- issue 34: the public surface
+def _arccos_reference(u, v) -> mpmath.mpf:
+    """s2 = 1 arc-cosine kernel of the float inputs at 50 digits, from the definition's
+    angle g = atan2(|u x v| (Lagrange identity, exact), u . v); the primary form cancels
+    near g = pi, so it is evaluated with 3 x 50 guard digits."""
+    with mpmath.workdps(200):
+        U, V = [mpmath.mpf(float(t)) for t in u], [mpmath.mpf(float(t)) for t in v]
+        nu, nv = mpmath.sqrt(sum(t * t for t in U)), mpmath.sqrt(sum(t * t for t in V))
+        cross2 = sum((U[i] * V[j] - U[j] * V[i]) ** 2 for i in range(len(U))
+                     for j in range(i + 1, len(U)))
+        dot = sum(p * q for p, q in zip(U, V))
+        if cross2 == 0:   # exactly (anti)parallel: g = 0 or pi exactly
+            return nu * nv / 2 if dot > 0 else mpmath.mpf(0)
+        g = mpmath.atan2(mpmath.sqrt(cross2), dot)
+        return nu * nv * (mpmath.sin(g) + (mpmath.pi - g) * mpmath.cos(g)) / (2 * mpmath.pi)
+
+
+@pytest.mark.parametrize("u, v", [
+    ([1.0, 0.0], [-1.0, 1e-8]),                       # the issue: 0.0 against 5.305e-26
+    ([1.0, 2.0, 3.0], [-1.0, -2.0, -3.0 + 1e-9]),     # the issue: 0.0 against 3.03e-30
+    ([0.3, -1.7, 2.2], [-0.3, 1.7, -2.2 + 1e-15]),
+    ([1e-200, 3e-200], [-2e200, -6e200 + 1e186]),
+    ([1.0, 2.0], [-3.0, -5.5]), ([1.0, 2.0], [-3.0, -6.0 + 1e-3]),   # cos < -0.96 and t >= 1/4
+    ([1.0, 0.0, 0.0], [-1.0, 0.3, 0.0]),               # cos just above the near-opposite switch
+    ([1.0, 0.0], [1.0, 1e-8]), ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0 + 1e-9]),   # near-parallel
+    ([1.0, 2.0], [3.0, -0.5]), ([1.0, 0.0], [0.0, 1.0])])
+def test_gaussian_relu_kernel_is_relatively_accurate_near_opposite_and_parallel(u, v):
+    """gaussian_relu_kernel returned 0.0 for nearly opposite vectors (100% relative error):
+    it now agrees with the 50-digit definition at every angle.  Tolerance 1e-13 (450
+    ulps): above the switch (cos g >= -0.96) the primary form's two terms cancel by up
+    to a factor 49 on a cos g rounded a few times; below it the refined form is good to a
+    few ulps (the issue's cases: 1e-15)."""
+    from numerics.gaussian_relu import gaussian_relu_kernel
+    got = float(gaussian_relu_kernel([u], [v], 1.0)[0, 0])
+    ref = _arccos_reference(u, v)
+    assert abs(got / float(ref) - 1) < 1e-13, (got, mpmath.nstr(ref, 17))
+
+
+@given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=6), st.integers(4, 40),
+       st.floats(0.25, 4.0))
+def test_gaussian_relu_kernel_at_random_near_opposite_pairs(u, k, scale):
+    """v = -scale u + 10^-k w, w a fixed direction: the kernel ~ (pi - g)^3 / 3 stays
+    accurate to a few ulps down to pi - g ~ 1e-40."""
+    from numerics.gaussian_relu import gaussian_relu_kernel
+    u = np.array(u)
+    if not np.linalg.norm(u) > 1e-3:
+        return
+    w = np.roll(u, 1) + 0.5
+    v = -scale * u + 10.0 ** (-k) * w * np.linalg.norm(u)
+    ref = _arccos_reference(u, v)
+    if ref == 0 or not np.all(np.isfinite(v)):
+        return
+    got = float(gaussian_relu_kernel([u], [v], 1.0)[0, 0])
+    assert abs(got / float(ref) - 1) < 1e-13, (u, v, got, mpmath.nstr(ref, 17))
+
+
+def test_gaussian_relu_stable_series_is_the_derived_one():
+    """numerics.gaussian_relu's switch and series of t - atan t are exactly those of
+    derivations.williams_kernels.derive_arccos_stable (numerics may not import it)."""
+    import sympy as sp
+
+    from derivations.williams_kernels import ARCCOS_T_SERIES, derive_arccos_stable
+    from numerics import gaussian_relu as gr
+    der = derive_arccos_stable()
+    assert [sp.Rational(p, q) for p, q in gr.T_MINUS_ATAN_SERIES] == list(der.coefficients)
+    assert sp.Rational(gr.T_SERIES) == ARCCOS_T_SERIES
+    assert der.max_rel_diff < 2.0 ** -52
+    (psi,) = der.angular_psi.free_symbols
+    assert sp.simplify(der.angular_psi - (sp.sin(psi) - psi * sp.cos(psi))) == 0
+
+
+def test_output_layer_training_sizes_and_divergence_are_named():
+    """steps=10**6 and replicates=10**6 ran for minutes; eta=1e12 raised a plain
+    FloatingPointError.  Now: refused within a second naming the argument (long_run=True
+    asks for the long run), and a DivergenceError naming eta."""
+    import time
+
+    from numerics.validation import DivergenceError
+    a, b = np.array([1.0, -0.5, 0.3]), np.array([0.2, 0.1, -0.4])
+    x, y = np.array([-0.5, 0.3, 0.9]), np.array([0.1, 0.2, -0.3])
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match="^steps is too large for a quick call.*long_run=True"):
+        nk.output_layer_gd(a, b, x, y, 0.01, 10 ** 6)
+    with pytest.raises(ValueError, match="^replicates is too large"):
+        nk.min_norm_output_values(np.random.default_rng(0), 8, x, y, x[:2], 10 ** 6)
+    assert time.process_time() - t0 < 1.0
+    with pytest.raises(DivergenceError, match="eta=1e\\+12"):
+        nk.output_layer_gd(a, b, x, y, 1e12, 300)

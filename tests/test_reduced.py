@@ -304,3 +304,46 @@ def test_h1g_full_profile_runs_the_authors_figure3_run():
     assert (p["d"], p["d_H"], p["m"], p["steps"]) == (pub["d"], pub["d_H"], pub["m"], pub["steps"])
     # t_authors = t / d: the horizon is theirs, t = 100 in their units
     assert math.isclose(p["step"] * p["steps"] / p["d"], pub["t"], rel_tol=1e-12)
+
+
+# --------------------------------------------------------------------------- issue 34: sizes, named stops
+def _small_run_inputs():
+    tab = rd.PhiTable(6, 2, n_theta=33, n_phi=8, kernel=phi_kernel())
+    st0 = rd.initial_state(np.random.default_rng(0), np.random.default_rng(1), 8, 6, 2)
+    return st0, tab
+
+
+def test_long_reduced_runs_are_refused_fast_and_divergence_is_named():
+    """simulate_gd / simulate_gd_mc with steps=10**6 or n_samples=10**6 ran for minutes;
+    step=1e12 raised a plain FloatingPointError; t_eval x 1e12 ran for minutes.  Now:
+    refused at once naming the argument, DivergenceError naming the step, and the flow
+    stops within its default budget with an IntegratorError."""
+    import time
+
+    from numerics.reduced_mc import simulate_gd_mc
+    from numerics.validation import DivergenceError, IntegratorError
+    st0, tab = _small_run_inputs()
+    vel = _velocity()
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match="^steps is too large for a quick call"):
+        rd.simulate_gd(st0, tab, 0.01, 10 ** 6, velocity=vel)
+    with pytest.raises(ValueError, match="^steps is too large for a quick call.*n_samples"):
+        simulate_gd_mc(st0, 6, 2, 0.01, 2, np.random.default_rng(0), n_samples=10 ** 6)
+    with pytest.raises(ValueError, match="^steps is too large"):
+        simulate_gd_mc(st0, 6, 2, 0.01, 10 ** 6, np.random.default_rng(0))
+    assert time.process_time() - t0 < 1.0
+    with pytest.raises(DivergenceError, match="step=1e\\+12"):
+        rd.simulate_gd(st0, tab, 1e12, 3, velocity=vel)
+    t0 = time.process_time()
+    with pytest.raises(IntegratorError, match="max_evals"):
+        rd.simulate_flow(st0, tab, np.array([0.0, 0.05]) * 1e12, velocity=vel)
+    assert time.process_time() - t0 < 4.0
+
+
+@pytest.mark.parametrize("field", ["c", "theta", "eps"])
+def test_reduced_state_refuses_non_finite_entries(field):
+    """ReducedState accepted inf in c, theta and eps."""
+    parts = {"c": np.array([0.5, 1.0]), "theta": np.array([0.1, 0.2]), "eps": np.array([1.0, -1.0])}
+    parts[field] = np.array([np.inf, 1.0])
+    with pytest.raises(ValueError, match=f"^{field} .*must be finite"):
+        rd.ReducedState(**parts)

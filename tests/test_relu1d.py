@@ -425,3 +425,44 @@ def test_plane_metric_at_r_zero_is_named_without_a_warning():
         with pytest.raises(ValueError):
             N.reduced_flow([0.0, 1.0], [0.1, 0.2], [1.0, 1.0], [0.5], [1.0], [0.0, 0.1],
                            inverse_metric="plane")
+
+
+# --------------------------------------------------------------------------- issue 34: long runs, named stops
+def test_long_gradient_descent_is_refused_fast_unless_asked_for(monkeypatch, capsys):
+    """steps=10**6 ran for minutes without progress: it is refused at once naming steps;
+    with long_run=True (or inside numerics.validation.long_runs) it runs and reports its
+    progress (here with the quick budget lowered so that a short run counts as long)."""
+    import time
+
+    from numerics import validation as V
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match="^steps is too large for a quick call"):
+        N.gradient_descent(**_NET, eta=0.01, steps=10 ** 6)
+    assert time.process_time() - t0 < 1.0
+    monkeypatch.setattr(V, "QUICK_WORK", 10 ** 6)
+    with pytest.raises(ValueError, match="long_run=True"):
+        N.gradient_descent(**_NET, eta=0.01, steps=200)
+    seen = []
+    with V.long_runs(progress=lambda done, total, what: seen.append((done, total, what))):
+        r = N.gradient_descent(**_NET, eta=0.01, steps=200)
+    assert r.steps[-1] == 200 and seen and seen[-1][1] == 201
+    r2 = N.gradient_descent(**_NET, eta=0.01, steps=200, long_run=True)
+    assert np.array_equal(r.c, r2.c)
+
+
+def test_stiff_flow_stops_with_a_named_error():
+    """c x 1e12 made the flow raise a plain RuntimeError ("ODE solver failed") or run for
+    minutes: it stops within the default budget (about a second of work) with the named
+    IntegratorError, a DivergenceError and a RuntimeError."""
+    import time
+
+    from numerics.validation import DivergenceError, IntegratorError
+    net = dict(a=[1.0, -0.5, 2.0], b=[0.2, 0.1, -1.0], c=np.array([0.5, 1.0, -1.0]) * 1e12,
+               x=[-1.0, 0.3, 0.9, 2.0], y=[0.1, 0.2, -0.3, 0.4], alpha="m")
+    t0 = time.process_time()
+    with pytest.raises(IntegratorError, match="long_run=True") as err:
+        N.gradient_flow(**net, t_eval=[0.0, 0.05])
+    assert time.process_time() - t0 < 4.0
+    assert isinstance(err.value, DivergenceError) and isinstance(err.value, RuntimeError)
+    with pytest.raises(ValueError, match="^max_steps is too large for a quick call"):
+        N.gradient_flow(**_NET, t_eval=[0.0, 0.05], max_steps=10 ** 7)
