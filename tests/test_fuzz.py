@@ -1697,3 +1697,169 @@ def test_pow2_helpers_are_exact_and_name_overflow():
     assert ldexp_clipped(m2, t2 - 1)[0] == 2.0 ** 1000
     with pytest.raises(ValueError, match="^the total is not representable"):
         ldexp_clipped(m2, t2 + 30, "the total")
+
+
+# ----------------------------------------------------------------------------- issue 34, item 6
+#
+# Every input of the two outside fuzzes, replayed deterministically (the sampled surface
+# cases above may miss any one of them): each must be refused by a ValueError/TypeError
+# naming the argument within SIZE_LIMIT of CPU time, stop with the project's named error
+# (DivergenceError / IntegratorError), or return the finite, accurate value.
+
+def _fz_net():
+    return dict(a=np.array([1.0, -0.5, 2.0]), b=np.array([0.2, 0.1, -1.0]),
+                c=np.array([0.5, 1.0, -1.0]), x=np.array([-1.0, 0.3, 0.9, 2.0]),
+                y=np.array([0.1, 0.2, -0.3, 0.4]))
+
+
+def _fz_tl():
+    return (np.array([1.0, -0.5]), np.array([[0.5, -0.2], [1.0, 0.3]]),
+            np.array([[1.0, 0.5], [-0.3, 0.8], [0.2, -1.1]]), np.array([0.3, -0.1, 0.7]))
+
+
+def _issue34_refusals() -> list:
+    from numerics import (chi_square, groups, kernels, reduced, reduced_mc, relu1d, sphere,
+                          splines, twolayer, validation)
+    from verify.formulas import maass
+    n = _fz_net()
+    kx = np.array([-0.5, 0.3, 0.9])
+    rows = np.broadcast_to(np.ones(4), (10 ** 8, 4))
+    mats = np.broadcast_to(np.eye(2), (10 ** 8, 2, 2))
+    knots = np.broadcast_to(np.float64(0.5), (10 ** 8,))
+    return [
+        ("kernels.output_layer_gd steps=10**6", "steps",
+         lambda: kernels.output_layer_gd(n["a"], n["b"], kx, kx, 0.01, 10 ** 6)),
+        ("relu1d.gradient_descent steps=10**6", "steps",
+         lambda: relu1d.gradient_descent(*n.values(), "m", eta=0.01, steps=10 ** 6)),
+        ("kernels.min_norm_output_values replicates=10**6", "replicates",
+         lambda: kernels.min_norm_output_values(_rng0(), 8, kx, kx, kx[:2], 10 ** 6)),
+        ("twolayer.gradient_descent steps=10**6", "steps",
+         lambda: twolayer.gradient_descent(*_fz_tl(), 0.01, 10 ** 6)),
+        ("reduced_mc.simulate_gd_mc n_samples=10**6", "steps",
+         lambda: reduced_mc.simulate_gd_mc(_reduced_state(), 6, 2, 0.01, 2, _rng0(),
+                                           n_samples=10 ** 6)),
+        ("reduced_mc.simulate_gd_mc steps=10**6", "steps",
+         lambda: reduced_mc.simulate_gd_mc(_reduced_state(), 6, 2, 0.01, 10 ** 6, _rng0())),
+        ("reduced.simulate_gd steps=10**6", "steps",
+         lambda: reduced.simulate_gd(_reduced_state(), _table(), 0.01, 10 ** 6,
+                                     velocity=_velocity())),
+        ("sphere.positive_part_mean_mc(rng, 1000, 10**6)", "n * k",
+         lambda: sphere.positive_part_mean_mc(_rng0(), 1000, 10 ** 6)),
+        ("ReducedState c = inf", "c",
+         lambda: reduced.ReducedState(np.array([np.inf, 1.0]), np.array([0.1, 0.2]),
+                                      np.array([1.0, -1.0]))),
+        ("ReducedState theta = inf", "theta",
+         lambda: reduced.ReducedState(np.array([1.0, 1.0]), np.array([np.inf, 0.2]),
+                                      np.array([1.0, -1.0]))),
+        ("ReducedState eps = inf", "eps",
+         lambda: reduced.ReducedState(np.array([1.0, 1.0]), np.array([0.1, 0.2]),
+                                      np.array([np.inf, -1.0]))),
+        ("chi_square.satterthwaite_interval(3.0, 1e-310, 50, 0.05)", "trace_sq",
+         lambda: chi_square.satterthwaite_interval(3.0, 1e-310, 50, 0.05)),
+        ("validation.two_sum(1e308, 1e308)", "a",
+         lambda: validation.two_sum(1e308, 1e308)),
+        ("groups.matrix_action 10^8-row view", "rho", lambda: groups.matrix_action(mats, mats)),
+        ("groups.GroupAction 10^8-row view", "rho",
+         lambda: groups.GroupAction(mats, mats, np.eye(4)[None])),
+        ("groups.uv_action 10^8-row view", "rho", lambda: groups.uv_action(mats, mats)),
+        ("splines.spline_with_end_conditions 10^8-entry view", "x_data",
+         lambda: splines.spline_with_end_conditions(knots, knots, np.eye(8)[[0, 4, 2, 6]])),
+        ("formulas.project_to_fixed_space 10^8-row view", "particles",
+         lambda: maass.project_to_fixed_space(rows, _c2())),
+        ("validation.as_float_array 10^9-entry view", "v",
+         lambda: validation.as_float_array(np.broadcast_to(np.float64(1.0), (10 ** 9,)), "v")),
+    ]
+
+
+@pytest.mark.parametrize("case", _issue34_refusals(), ids=lambda c: c[0] if isinstance(c, tuple) else "")
+def test_issue34_sizes_and_bad_inputs_are_refused_fast(case):
+    desc, name, call = case
+    if "reduced" in desc.lower():   # first use derives the field and builds the table
+        _table(), _velocity(), _reduced_state()
+    t0 = time.process_time()
+    with memory_limit(SURFACE_MEMORY), time_limit(SURFACE_TIMEOUT):
+        with pytest.raises((ValueError, TypeError)) as err:
+            call()
+    took = time.process_time() - t0
+    assert names_an_argument(str(err.value), [name]), f"{desc}: {err.value}"
+    assert took < SIZE_LIMIT, f"{desc}: refused after {took:.2f} s of CPU"
+
+
+def _issue34_stops() -> list:
+    from numerics import kernels, reduced, relu1d, twolayer
+    n = _fz_net()
+    kx = np.array([-0.5, 0.3, 0.9])
+    a, B, X, Y = _fz_tl()
+    return [
+        ("relu1d.gradient_flow c x 1e12", lambda: relu1d.gradient_flow(
+            n["a"], n["b"], n["c"] * 1e12, n["x"], n["y"], "m", [0.0, 0.05])),
+        ("kernels.output_layer_gd eta=1e12", lambda: kernels.output_layer_gd(
+            n["a"], n["b"], kx, kx, 1e12, 300)),
+        ("reduced.simulate_gd step=1e12", lambda: reduced.simulate_gd(
+            _reduced_state(), _table(), 1e12, 3, velocity=_velocity())),
+        ("twolayer.gradient_flow B x 1e12", lambda: twolayer.gradient_flow(
+            a, B * 1e12, X, Y, [0.0, 0.05])),
+        ("reduced.simulate_flow t_eval x 1e12", lambda: reduced.simulate_flow(
+            _reduced_state(), _table(), np.array([0.0, 0.05]) * 1e12, velocity=_velocity())),
+    ]
+
+
+@pytest.mark.parametrize("case", _issue34_stops(), ids=lambda c: c[0] if isinstance(c, tuple) else "")
+def test_issue34_diverging_and_stiff_runs_stop_with_named_errors(case):
+    """Never a plain RuntimeError/FloatingPointError, never a run beyond SURFACE_TIMEOUT."""
+    from numerics.validation import DivergenceError
+    desc, call = case
+    with memory_limit(SURFACE_MEMORY), time_limit(SURFACE_TIMEOUT):
+        with pytest.raises(DivergenceError) as err:
+            call()
+    assert type(err.value).__name__ in ("DivergenceError", "IntegratorError"), desc
+    assert any(w in str(err.value).lower() for w in _STOP_WORDS), str(err.value)
+
+
+def test_issue34_wrong_answers_are_fixed():
+    """gaussian_relu_kernel near opposite vectors (0.0 against 5.3051647697298e-26 and
+    3.03e-30), reduced_coordinates at both ends (theta = 1e-200, c = 1e-300), and
+    mean_square_ratio_test's distance at scale = 1e-308 (inf)."""
+    from numerics.chi_square import mean_square_ratio_test
+    from numerics.gaussian_relu import gaussian_relu_kernel
+    from numerics.meanfield import reduced_coordinates
+    k1 = float(gaussian_relu_kernel([[1.0, 0.0]], [[-1.0, 1e-8]], 1.0)[0, 0])
+    assert abs(k1 / 5.3051647697298445e-26 - 1) < 1e-14
+    k2 = float(gaussian_relu_kernel([[1.0, 2.0, 3.0]], [[-1.0, -2.0, -3.0 + 1e-9]], 1.0)[0, 0])
+    assert abs(k2 / 3.0262020425030765e-30 - 1) < 1e-14
+    for tiny in (1e-200, 1e-160):
+        _, theta, _ = reduced_coordinates([1.0], [[1.0, 0.0, tiny, 0.0]], 2)
+        assert abs(theta[0] / tiny - 1) < 1e-15
+    c, _, _ = reduced_coordinates([1.0], [[1e-300, 0.0, 0.0, 0.0]], 2)
+    assert c[0] == 1e-300
+    for tr in (2.0, 1.0, 0.5):
+        try:
+            r = mean_square_ratio_test(np.array([1.5, 2.5, 2.0]), tr, tr * tr / 2, 1e-308, 0.05)
+        except ValueError as exc:
+            assert names_an_argument(str(exc), ["squares", "scale", "trace"])
+            continue
+        assert np.isfinite(r.distance) and r.distance > 1 and not r.inside
+
+
+def test_long_runs_are_explicit_show_progress_and_stop_at_ctrl_c(monkeypatch, capsys):
+    """numerics.validation's one long-run mechanism: above QUICK_WORK a ValueError naming
+    the argument and long_run=True; with it, progress on stderr, and Ctrl-C
+    (KeyboardInterrupt) propagates after a line saying where the run stopped."""
+    from numerics import validation as V
+    with pytest.raises(ValueError, match="^steps is too large for a quick call.*long_run=True"):
+        V.require_work(V.QUICK_WORK + 1, "steps")
+    assert V.require_work(V.QUICK_WORK + 1, "steps", long_run=True) is True
+    assert V.require_work(10, "steps") is False
+    with V.long_runs():
+        assert V.wants_long_run() and V.require_work(V.QUICK_WORK + 1, "steps")
+    assert not V.wants_long_run()
+    with pytest.raises(ValueError, match="^steps is too large"):
+        V.require_work(V.MAX_LONG_WORK + 1, "steps", long_run=True)
+    monkeypatch.setattr(V.time, "monotonic", iter(range(0, 10 ** 6, 20)).__next__)
+    with pytest.raises(KeyboardInterrupt):
+        with V.RunProgress(1000, "demo steps", every=1) as prog:
+            for k in prog.steps():
+                if k == 500:
+                    raise KeyboardInterrupt
+    err = capsys.readouterr().err
+    assert "demo steps: " in err and "ETA" in err and "interrupted at 500/1000" in err
