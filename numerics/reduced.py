@@ -42,12 +42,12 @@ from functools import lru_cache
 
 from scipy.special import betainc, roots_jacobi
 
-from numerics.validation import (MAX_STEPS, QUICK_WORK, DivergenceError, IntegratorError,
+from numerics.validation import (MAX_STEPS, DivergenceError, IntegratorError,
                                  RunProgress, as_float_array, as_float_scalar,
                                  require_callable, require_finite_result, require_generator,
                                  require_in_range, require_positive_int, require_same_shape,
                                  require_size, require_time_grid, require_tolerance,
-                                 require_work, wants_long_run)
+                                 require_work, wants_long_run, flow_budget)
 
 __all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
@@ -414,8 +414,8 @@ class ReducedState:
 
 #: cost of one Euler step / one field evaluation of the reduced dynamics in the work units
 #: of ``numerics.validation.require_work`` (~1 ns): a fixed overhead (measured 67 us) plus
-#: ~25 per (particle, phi node) pair (measured 21 ns); a flow's default evaluation budget is
-#: QUICK_WORK / this (200000 evaluations with long_run=True)
+#: ~25 per (particle, phi node) pair (measured 21 ns); a flow's evaluation budget (default
+#: 200000) is capped at QUICK_WORK / this unless long_run=True
 _STEP_OVERHEAD = 80_000
 _STEP_PER_PAIR = 30
 _LONG_FLOW_EVALS = 200_000
@@ -622,8 +622,8 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
     ``velocity`` as in :func:`simulate_gd`.  Raises
     :class:`~numerics.validation.DivergenceError` when the field is not finite and
     :class:`~numerics.validation.IntegratorError` after ``max_evals`` field evaluations
-    (default: about a second of work; 200000 with ``long_run=True``) or on a solver
-    failure."""
+    (default 200000, capped at about two seconds of work unless ``long_run=True``) or on a
+    solver failure."""
     t_eval = require_time_grid(t_eval, "t_eval", start=0.0)
     rtol = require_tolerance(rtol, "rtol")
     atol = require_tolerance(atol, "atol")
@@ -636,16 +636,12 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
         raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
     m = state.c.shape[0]
     cost = _STEP_PER_PAIR * m * table.n_phi + _STEP_OVERHEAD
-    name = "max_evals"
-    if max_evals is None:
-        name = "state (m particles x n_phi nodes per field evaluation)"
-        max_evals = (_LONG_FLOW_EVALS if wants_long_run(long_run)
-                     else max(100, QUICK_WORK // cost - t_eval.size))
-    max_evals = require_positive_int(max_evals, "max_evals", maximum=10 ** 7)
-    require_work((max_evals + t_eval.size) * cost, name, long_run=long_run,
-                 what="work units ((max_evals + len(t_eval)) x (30 m n_phi + overhead))",
-                 hint="use a smaller max_evals (or leave it unset), fewer output times or "
-                 "fewer particles")
+    require_work(t_eval.size * cost, "t_eval (one loss evaluation per output time)",
+                 long_run=long_run, what="work units (len(t_eval) x (30 m n_phi + overhead))",
+                 hint="ask for fewer output times")
+    max_evals = flow_budget(max_evals, "max_evals", cost, long_run=long_run,
+                            long_default=_LONG_FLOW_EVALS)
+    more = "" if wants_long_run(long_run) else " (with long_run=True beyond about two seconds)"
     eps = state.eps
     evals = [0]
 
@@ -654,8 +650,7 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
         if evals[0] > max_evals:
             raise IntegratorError(f"reduced flow: budget of {max_evals} field evaluations "
                                   f"exhausted at t = {_t:g} (stiff or discontinuous field?); "
-                                  "raise max_evals (with long_run=True beyond about a second) "
-                                  "or shorten t_eval")
+                                  f"raise max_evals{more} or shorten t_eval")
         if not np.all(np.isfinite(z)):
             raise DivergenceError(f"reduced flow: non-finite state at t = {_t:g}")
         c, th = z[:m], z[m:]

@@ -48,7 +48,7 @@ import numpy as np
 from numerics.dynamics import FlowResult, GDResult
 from numerics.fast1d import preactivation
 from numerics.filippov import InverseMetric, _FullProblem, _integrate, _ReducedProblem
-from numerics.validation import (QUICK_WORK, ArgumentTypeError, DivergenceError,
+from numerics.validation import (ArgumentTypeError, DivergenceError, flow_budget,
                                  IntegratorError, RunProgress, as_float_array, ldexp_clipped,
                                  pow2_exponent, pow2_scale, require_positive_int,
                                  require_same_shape, require_size, require_work,
@@ -66,7 +66,7 @@ _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
 _STEP_OVERHEAD = 150_000
 _STEP_PER_ENTRY = 200
 #: cost of one accepted solver step of the flows, same units (measured 0.5-1 ms at m <= 100
-#: neurons, s <= 20 samples): the default step budget of a quick call is QUICK_WORK / this
+#: neurons, s <= 20 samples): a flow's step budget is capped at QUICK_WORK / this unless long
 _FLOW_STEP_COST = 300_000
 _FLOW_STEP_PER_PAIR = 300
 _LONG_FLOW_STEPS = 1_000_000  # default step budget of a flow asked to run long
@@ -396,27 +396,18 @@ def _flow_sizes(m: int, s: int, n_t: int, k: int) -> None:
 
 
 def _budgets(max_events: Any, max_steps: Any, long_run: Any, m: int, s: int) -> tuple[int, int]:
-    """(max_events, max_steps): a step budget whose work exceeds QUICK_WORK needs
-    ``long_run``; the default (None) is QUICK_WORK / the cost of a step for a quick call
-    (at least 100 steps) and 10^6 steps for a long run."""
+    """(max_events, max_steps): the step budget (default 10^6 for a long run) capped at
+    about QUICK_WORK of work unless the run is long (numerics.validation.flow_budget)."""
     max_events = require_positive_int(max_events, "max_events")
     cost = _FLOW_STEP_COST + _FLOW_STEP_PER_PAIR * m * s
-    name = "max_steps"
-    if max_steps is None:
-        name = "the neurons x samples (m s per solver step)"
-        max_steps = (_LONG_FLOW_STEPS if wants_long_run(long_run)
-                     else max(100, QUICK_WORK // cost))
-    max_steps = require_positive_int(max_steps, "max_steps")
-    require_work(max_steps * cost, name, long_run=long_run, what="work units (max_steps x the "
-                 "cost of a solver step)", hint="use a smaller max_steps (or leave it unset), "
-                 "fewer neurons or samples")
-    return max_events, max_steps
+    return max_events, flow_budget(max_steps, "max_steps", cost, long_run=long_run,
+                                   long_default=_LONG_FLOW_STEPS)
 
 
 def _stopped(exc: RuntimeError, long_run: Any) -> IntegratorError:
     """A solver failure or an exhausted budget as the named IntegratorError (a
     DivergenceError and a RuntimeError) saying what to change."""
-    more = "" if long_run else "; a longer run needs long_run=True"
+    more = "" if wants_long_run(long_run) else "; a longer run needs long_run=True"
     return IntegratorError(f"gradient flow stopped: {exc} (the step-size control failed: the "
                            f"field is too stiff or too large; rescale a, b, c or shorten t_eval"
                            f"{more})")
@@ -432,8 +423,8 @@ def gradient_flow(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str, t_
     activation pattern, with located switching events and Filippov sliding on attracting
     sample lines (module docstring).  ``dense=True`` keeps the solver's dense output
     (``result.dense(t)``).  ``result.state[k] = (a, b, c)`` at ``t_eval[k]``.  The step
-    budget ``max_steps`` defaults to about a second of work (10^6 steps with
-    ``long_run=True``); a solver failure or an exhausted budget raises
+    budget ``max_steps`` (default 10^6) is capped at about two seconds of work unless
+    ``long_run=True``; a solver failure or an exhausted budget raises
     :class:`~numerics.validation.IntegratorError`."""
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)

@@ -29,9 +29,10 @@ MAX_SPLINE_POINTS = 1_000_000
 
 
 def _data(x_data: Any, y_data: Any) -> tuple[np.ndarray, np.ndarray]:
-    x = as_float_array(x_data, "x_data", ndim=1, allow_empty=False)
+    x = as_float_array(x_data, "x_data", ndim=1, allow_empty=False, max_size=MAX_SPLINE_POINTS)
     require_size(x.size, "x_data", limit=MAX_SPLINE_POINTS, what="data points")
-    y = as_float_array(y_data, "y_data", ndim=1, allow_empty=False, max_abs=1e150)
+    y = as_float_array(y_data, "y_data", ndim=1, allow_empty=False, max_abs=1e150,
+                       max_size=MAX_SPLINE_POINTS)
     if y.shape != x.shape:
         raise ValueError(f"y_data must have the shape of x_data {x.shape}; got {y.shape}")
     if not (np.all(x > -1.0) and np.all(x < 1.0)):

@@ -33,12 +33,12 @@ from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, F
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
-from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, QUICK_WORK, ArgumentTypeError,
+from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError,
                                  DivergenceError, IntegratorError, RunProgress, as_float_array,
                                  as_float_scalar, ldexp_clipped, merge_pow2, require_choice,
                                  require_finite_result, require_positive_int, require_size,
                                  require_time_grid, require_tolerance, require_work,
-                                 row_pow2_scale, sum_pow2, wants_long_run)
+                                 row_pow2_scale, sum_pow2, wants_long_run, flow_budget)
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
@@ -61,8 +61,8 @@ _MAX_GD_WORK = 2 ** 46
 #: cost of one gradient_descent step (or one field evaluation of gradient_flow) in the work
 #: units of ``numerics.validation.require_work`` (~1 ns): a fixed Python/NumPy overhead
 #: (measured 60-70 us) plus ~20 per multiply-add of the n x m x d passes (measured 19 ns at
-#: n = m = 1000, d = 10 on a loaded core); a flow's default evaluation budget is
-#: QUICK_WORK / this (10^6 evaluations with long_run=True)
+#: n = m = 1000, d = 10 on a loaded core); a flow's evaluation budget (default 10^6) is
+#: capped at QUICK_WORK / this unless long_run=True
 _STEP_OVERHEAD = 80_000
 _STEP_PER_MADD = 20
 _LONG_FLOW_EVALS = 1_000_000
@@ -669,8 +669,8 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     :class:`numerics.dynamics.ChatteringError`, a DivergenceError, from the shared
     chattering guard).  Returns a :class:`numerics.dynamics.FlowResult` with parameters
     ``a`` (T, m) and ``B`` (T, m, d) at the times ``t_eval``.  The evaluation budget
-    ``max_evals`` defaults to about a second of work (10^6 evaluations with
-    ``long_run=True``); its exhaustion or a solver failure raises
+    ``max_evals`` (default 10^6) is capped at about two seconds of work unless
+    ``long_run=True``; its exhaustion or a solver failure raises
     :class:`~numerics.validation.IntegratorError`."""
     a, B = _validate_params(a, B)
     m, d = B.shape
@@ -685,15 +685,9 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     if sample:
         grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
     eval_cost = _STEP_PER_MADD * (Xv.shape[0] if sample else 1) * m * d + _STEP_OVERHEAD
-    name = "max_evals"
-    if max_evals is None:
-        name = "B, X (n m d multiply-adds per field evaluation)"
-        max_evals = (_LONG_FLOW_EVALS if wants_long_run(long_run)
-                     else max(100, QUICK_WORK // eval_cost))
-    max_evals = require_positive_int(max_evals, "max_evals")
-    require_work(max_evals * eval_cost, name, long_run=long_run, what="work units "
-                 "(max_evals x (20 n m d + overhead))", hint="use a smaller max_evals (or "
-                 "leave it unset), fewer samples or particles")
+    max_evals = flow_budget(max_evals, "max_evals", eval_cost, long_run=long_run,
+                            long_default=_LONG_FLOW_EVALS)
+    more = "" if wants_long_run(long_run) else " (with long_run=True beyond about two seconds)"
     evals = [0]
     kinks = {"pattern": Xv @ B.T > 0 if sample else None}
     guard = ChatteringGuard(m, Xv.shape[0], switches_per_crossing=SAMPLED_SWITCHES_PER_CROSSING,
@@ -704,8 +698,7 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
         evals[0] += 1
         if evals[0] > max_evals:
             raise IntegratorError(f"gradient flow: budget of {max_evals} gradient evaluations "
-                                  f"exhausted at t = {_t:g}; raise max_evals (with "
-                                  "long_run=True beyond about a second) or rtol")
+                                  f"exhausted at t = {_t:g}; raise max_evals{more} or rtol")
         aa = z[:m]
         BB = z[m:].reshape(m, d)
         if sample:

@@ -21,9 +21,9 @@ Long runs (one mechanism for every engine): :func:`require_work` compares a run'
 with the engine's ``long_run=True`` argument or inside :func:`long_runs`; it then shows
 its progress (:class:`RunProgress`, on stderr) and stops at Ctrl-C (``KeyboardInterrupt``,
 after a line saying where).  Above :data:`MAX_LONG_WORK` it is refused in any case.  A run
-whose length is not known in advance (an error-controlled flow) gets the same budget as
-a bound on its field evaluations and stops with :class:`DivergenceError` (budget
-exhausted, naming ``long_run``).
+whose length is not known in advance (an error-controlled flow) gets the same work as a
+cap on its steps or field evaluations (:func:`flow_budget`) and stops with
+:class:`IntegratorError` (budget exhausted, naming ``long_run``).
 
 Exact arithmetic helpers (one place for the whole package):
 
@@ -39,11 +39,7 @@ Exact arithmetic helpers (one place for the whole package):
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-import sys
-import time
 from numbers import Integral, Real
 from typing import Any
 
@@ -69,6 +65,7 @@ __all__ = [
     "require_callable",
     "require_work",
     "wants_long_run",
+    "flow_budget",
     "IntegratorError",
     "long_runs",
     "RunProgress",
@@ -133,7 +130,7 @@ def _flag(v: Any, name: str) -> bool:
 
 def _count_text(n: int) -> str:
     """A possibly astronomically large count as 1.23e+45 (no float overflow)."""
-    return f"{n:.3g}" if n < 10 ** 300 else f"~1e+{len(str(n)) - 1}"
+    return f"{n:.3g}" if n < 10 ** 300 else f"~1e+{int(math.log10(n))}"
 
 
 def _require_entries(raw: Any, name: str, limit: int | None) -> None:
@@ -498,124 +495,6 @@ QUICK_WORK = 2 ** 31
 #: largest work of a run that was asked to run long (about ten hours of one core)
 MAX_LONG_WORK = 2 ** 45
 
-_LONG_RUNS: contextvars.ContextVar[tuple[bool, Any]] = contextvars.ContextVar(
-    "numerics_long_runs", default=(False, None))
-
-
-@contextlib.contextmanager
-def long_runs(enabled: bool = True, progress: Any = None):
-    """Inside the block every engine runs work above :data:`QUICK_WORK` as if called with
-    ``long_run=True`` (a run explicitly asked for: a claim at its full profile, an
-    experiment at paper scale).  ``progress(done, total, what)``, when given, receives the
-    progress of such runs instead of the display on stderr."""
-    enabled = _flag(enabled, "enabled")
-    if progress is not None:
-        require_callable(progress, "progress", "(done, total, what)")
-    token = _LONG_RUNS.set((enabled, progress))
-    try:
-        yield
-    finally:
-        _LONG_RUNS.reset(token)
-
-
-def wants_long_run(long_run: Any = None) -> bool:
-    """``long_run`` (True/False), or for None whether the call runs inside
-    :func:`long_runs`."""
-    if long_run is None:
-        return bool(_LONG_RUNS.get()[0])
-    return _flag(long_run, "long_run")
-
-
-def require_work(work: Any, name: str, *, long_run: Any = None, what: str = "elementary updates",
-                 hint: str = "use fewer steps or smaller sizes") -> bool:
-    """Whether a run of ``work`` elementary updates is a long run (above
-    :data:`QUICK_WORK`, allowed only when ``long_run`` is True or inside
-    :func:`long_runs`); otherwise a ValueError naming ``name`` raised before any work.
-    A long run should show its progress (:class:`RunProgress`).  Work above
-    :data:`MAX_LONG_WORK` is refused in any case."""
-    name = _label(name)
-    long_run = wants_long_run(long_run)
-    seconds = f"~{float(require_size(work, name, limit=10 ** 400)) * 1e-9:.3g} s of one core"
-    require_size(work, name, limit=MAX_LONG_WORK, what=f"{what} ({seconds})", hint=hint)
-    if work > QUICK_WORK and not long_run:
-        raise ValueError(f"{name} is too large for a quick call: it needs {_count_text(int(work))} "
-                         f"{what} ({seconds}), above {_count_text(QUICK_WORK)}; {hint}, or "
-                         "pass long_run=True to run it anyway (it then shows its progress on "
-                         "stderr and stops at Ctrl-C)")
-    return work > QUICK_WORK
-
-
-def _hms(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-class RunProgress:
-    """The progress of a long run: ``update(done)`` once per step (cheap: it looks at the
-    clock every ``every`` calls), ``close()`` at the end; or iterate over
-    :meth:`steps`.  Enabled, it reports to the hook of :func:`long_runs` if one is set
-    (the command line's rich display), else on stderr: one line rewritten in place on a
-    terminal, a plain line at most every 10 s otherwise, with the time elapsed and the
-    ETA.  Nothing runs in the background, so Ctrl-C (``KeyboardInterrupt``) stops the
-    run at once and leaves nothing behind; as a context manager it also prints the step
-    reached."""
-
-    def __init__(self, total: int, what: str, enabled: bool = True, *, every: int = 64):
-        self.total = require_positive_int(total, "total", minimum=0)
-        self.what = _label(what)
-        self.enabled = _flag(enabled, "enabled")
-        self.every = require_positive_int(every, "every")
-        self.done = 0
-        self._hook = _LONG_RUNS.get()[1]
-        self._tty = bool(self.enabled and sys.stderr is not None and hasattr(sys.stderr, "isatty")
-                         and sys.stderr.isatty())
-        self._t0 = self._last = time.monotonic()
-        self._shown = False
-
-    def steps(self, start: int = 0):
-        """``range(start, total)``, reporting each step; closes at the end."""
-        for k in range(start, self.total):
-            self.update(k)
-            yield k
-        self.close()
-
-    def _line(self, now: float) -> str:
-        rate = self.done / max(now - self._t0, 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else 0.0
-        return (f"{self.what}: {self.done}/{self.total} "
-                f"({100 * self.done / max(self.total, 1):.0f}%), elapsed "
-                f"{_hms(now - self._t0)}, ETA {_hms(eta)} (Ctrl-C stops it)")
-
-    def update(self, done: int) -> None:
-        self.done = done
-        if not self.enabled or done % self.every:
-            return
-        now = time.monotonic()
-        if self._hook is not None:
-            try:
-                self._hook(int(done), self.total, self.what)
-            except Exception:  # noqa: BLE001 - a display problem never breaks a run
-                pass
-        elif now - self._last >= (0.5 if self._tty else 10.0):
-            print(("\r" if self._tty else "") + self._line(now), end="" if self._tty else "\n",
-                  file=sys.stderr, flush=True)
-            self._last, self._shown = now, True
-
-    def close(self) -> None:
-        if self._shown and self._tty:
-            print(file=sys.stderr, flush=True)
-        self._shown = False
-
-    def __enter__(self) -> "RunProgress":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.close()
-        if self.enabled and exc_type is KeyboardInterrupt and sys.stderr is not None:
-            print(f"{self.what}: interrupted at {self.done}/{self.total}", file=sys.stderr,
-                  flush=True)
-
-
 def require_dps(dps: Any, name: str = "dps") -> int:
     """An mpmath precision in decimal digits: an integer in 1..:data:`MAX_DPS`."""
     name = _label(name)
@@ -641,12 +520,14 @@ def _floats(x: Any, name: str) -> np.ndarray:
     """A float64 array: passed through when it already is one (hot paths), else
     validated by :func:`as_float_array` (finite, real)."""
     if type(x) is np.ndarray and x.dtype == np.float64:
+        _require_entries(x, name, None)
         return x
     return as_float_array(x, name)
 
 
 def _exponents(e: Any, name: str) -> np.ndarray:
     if type(e) is np.ndarray and e.dtype.kind == "i":
+        _require_entries(e, name, None)
         return e
     return as_int_array(e, name)
 
@@ -827,3 +708,9 @@ def dot2(xs: Any, ys: Any) -> np.ndarray:
     out = ldexp_clipped(res, ex + ey)
     return require_finite_result(out, "the sum of products", "its magnitude exceeds "
                                  "float64 (1.8e308); rescale the inputs")
+
+
+# The long-run mechanism (require_work, long_runs, RunProgress, ...) lives in a private
+# module to keep this one short; it is part of this module's public interface.
+from numerics._longrun import (RunProgress, flow_budget, long_runs, require_work,  # noqa: E402
+                               wants_long_run)

@@ -980,7 +980,10 @@ def test_thorough_profile_runs_at_least_ten_thousand_examples():
 _ANY_VALUE = st.one_of(
     st.sampled_from(INVALID_COMMON + BOUNDARY + WRONG_SHAPE + [2 ** 63, 2 ** 64, -(2 ** 70), 10 ** 400,
                                                                np.array([True]), np.array(["a"]),
-                                                               np.array([1j]), [1, None], object()]),
+                                                               np.array([1j]), [1, None], object(),
+                                                               np.broadcast_to(np.float64(1.0), (10 ** 9,)),
+                                                               np.broadcast_to(np.int64(2), (10 ** 9,)),
+                                                               np.broadcast_to(np.ones(3), (10 ** 8, 3))]),
     st.floats(), st.integers(), st.text(max_size=3),
     st.lists(st.floats(), max_size=4))
 
@@ -996,12 +999,19 @@ def test_validators_name_the_argument(x):
                lambda v: V.require_positive_int(v, "arg_x"),
                lambda v: V.as_float_scalar(v, "arg_x", lo=0.0),
                lambda v: V.require_time_grid(v, "arg_x"),
-               lambda v: V.require_tolerance(v, "arg_x")):
+               lambda v: V.require_tolerance(v, "arg_x"),
+               lambda v: V.require_size(v, "arg_x"),
+               lambda v: V.require_work(v, "arg_x"),
+               lambda v: V.require_dps(v, "arg_x"),
+               lambda v: V.require_in_range(v, "arg_x", 0.0, 1.0),
+               lambda v: V.require_distinct(v, "arg_x")):
+        t0 = time.process_time()
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), memory_limit(SURFACE_MEMORY):
                 out = fn(x)
         except (ValueError, TypeError) as exc:
             assert str(exc).startswith("arg_x"), str(exc)
+            assert time.process_time() - t0 < SIZE_LIMIT, str(exc)
             continue
         assert nonfinite_in(out) is None
 
@@ -1855,7 +1865,7 @@ def test_long_runs_are_explicit_show_progress_and_stop_at_ctrl_c(monkeypatch, ca
     assert not V.wants_long_run()
     with pytest.raises(ValueError, match="^steps is too large"):
         V.require_work(V.MAX_LONG_WORK + 1, "steps", long_run=True)
-    monkeypatch.setattr(V.time, "monotonic", iter(range(0, 10 ** 6, 20)).__next__)
+    monkeypatch.setattr("time.monotonic", iter(range(0, 10 ** 6, 20)).__next__)
     with pytest.raises(KeyboardInterrupt):
         with V.RunProgress(1000, "demo steps", every=1) as prog:
             for k in prog.steps():

@@ -464,5 +464,9 @@ def test_stiff_flow_stops_with_a_named_error():
         N.gradient_flow(**net, t_eval=[0.0, 0.05])
     assert time.process_time() - t0 < 4.0
     assert isinstance(err.value, DivergenceError) and isinstance(err.value, RuntimeError)
-    with pytest.raises(ValueError, match="^max_steps is too large for a quick call"):
-        N.gradient_flow(**_NET, t_eval=[0.0, 0.05], max_steps=10 ** 7)
+    t0 = time.process_time()
+    with pytest.raises(IntegratorError, match="long_run=True"):   # an explicit budget is
+        N.gradient_flow(**net, t_eval=[0.0, 0.05], max_steps=10 ** 7)   # capped the same way
+    assert time.process_time() - t0 < 4.0
+    with pytest.raises(ValueError, match="^max_steps is too large"):
+        N.gradient_flow(**_NET, t_eval=[0.0, 0.05], max_steps=2 ** 62, long_run=True)
