@@ -1,9 +1,15 @@
 """Fuzz suite: every public formula (``verify.formulas.__all__``), the public numerics entry
 points and the command line, on a mix of valid, boundary and invalid inputs; and the
 surface fuzz (``test_surface``): EVERY public callable and public method of every
-``numerics`` module and of ``verify.formulas``, enumerated from ``__all__`` (a new public
-name is fuzzed without editing this file), one argument at a time replaced by non-finite,
-extreme, wrong-type, wrong-shape and huge values.
+``numerics`` module (``numerics.validation`` included), of ``verify.formulas`` and of
+``verify.kit``, enumerated from ``__all__`` (a new public name is fuzzed without editing
+this file), one argument at a time replaced by non-finite, extreme, wrong-type,
+wrong-shape and huge values: huge counts (10^6 .. 10^40), zero-copy views of 10^8-10^9
+entries (``np.broadcast_to``, the base array's row repeated), and base values scaled by
+1e12 and 1e-12 (stiff or huge fields).  A run longer than about two seconds must be asked
+for (``long_run=True``, ``numerics.validation.require_work``): unasked, it is refused within
+SIZE_LIMIT of CPU time naming the argument.  The inputs of the two outside fuzzes of
+issue 34 are replayed deterministically (``test_issue34_*``).
 
 Invariant for every call: a finite (and, where a high-precision path exists, accurate)
 result, or a ``ValueError``/``TypeError`` whose message names an argument.  Never another
@@ -1317,7 +1323,7 @@ def _kit_evidence():
 
 #: base values of verify.kit's parameters (claim "H1a": a cheap derivation)
 MODULE_BASE["verify.kit"] = {
-    "id": "T9z", "title": "t", "source": "s", "statement": "st",
+    "id": "H1a", "title": "t", "source": "s", "statement": "st",
     "check": lambda: (lambda ctx: _kit_outcome()),
     "negative_control": lambda: (lambda ctx: _kit_outcome()),
     "negative_control_description": "d", "steps": lambda: [_kit().Step("a step")],
@@ -1396,6 +1402,8 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "verify.kit.fmt": {"x": 1.5},
     "verify.kit.jsonable": {"obj": lambda: {"a": [1.0, 2.0]}},
     "verify.kit.Margin": {"name": "n"},
+    "verify.kit.Claim.run": {"negative_control": False},
+    "verify.kit.Claim": {"kind": KEEP_DEFAULT},
 }
 
 #: targets whose base call cannot be built from names (constructors of internal plumbing)
@@ -1432,6 +1440,7 @@ class SurfaceTarget:
         """(positional args, keyword args) of the base call, by parameter name."""
         tgt, mod = TARGET_BASE.get(self.name, {}), MODULE_BASE.get(self.module, {})
         args, kwargs = [], {}
+        skipped = False   # a positional parameter left at its default: the rest by keyword
         for p in self.params:
             for table in (tgt, mod, GLOBAL_BASE):
                 if p.name in table:
@@ -1441,9 +1450,10 @@ class SurfaceTarget:
                 v = KEEP_DEFAULT if p.default is not inspect.Parameter.empty else 1.0
             if v is KEEP_DEFAULT:
                 if p.default is not inspect.Parameter.empty:
+                    skipped = True
                     continue
                 v = 1.0
-            if p.kind is inspect.Parameter.KEYWORD_ONLY:
+            if p.kind is inspect.Parameter.KEYWORD_ONLY or skipped:
                 kwargs[p.name] = v
             else:
                 args.append(v)
@@ -1589,7 +1599,13 @@ def zlib_crc(text: str) -> int:
 
 #: surface targets with known failures in files this suite's owner does not own (the
 #: owners remove the entries once fixed; a census run prints the findings)
-KNOWN_SURFACE: dict[str, str] = {}
+KNOWN_SURFACE: dict[str, str] = {
+    f"verify.kit.{n}": "verify.kit strictness (issue 34, item 6: non-finite results, "
+    "unnamed TypeErrors/KeyErrors, AttributeErrors on wrong kinds, copies of huge views); "
+    "verify/kit.py, _subchecks.py, derived.py and plotting.py are being fixed by their owner"
+    for n in ("combine", "compare", "for_all_instances", "derived_results", "lambdified",
+              "loglog_slope", "fmt", "jsonable", "margin", "control_margin", "new_figure",
+              "save_figure", "Claim.run", "Claim.derivation")}
 
 
 def _surface_param(t: SurfaceTarget):
