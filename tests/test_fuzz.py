@@ -1338,6 +1338,13 @@ MODULE_BASE["verify.kit"] = {
     "x": lambda: np.array([1.0, 2.0, 4.0, 8.0]), "y": lambda: np.array([1.0, 0.5, 0.25, 0.125]),
     "obj": lambda: {"a": [1.0, 2.0]}, "sense": "below", "evidence": lambda: _kit_evidence(),
     "fig": lambda: _kit().new_figure()[0], "path": "fig.png",
+    "f": lambda: (lambda t: t * t), "df": lambda: (lambda t: 2 * t),
+    "points": lambda: np.array([0.5, 1.0]), "step": 1e-4,
+    "widths": lambda: np.array([10.0, 40.0, 160.0, 640.0]),
+    "distances": lambda: np.array([10.0, 40.0, 160.0, 640.0])[:, None] ** -0.5
+    * np.exp(0.1 * np.cos(np.arange(16.0)).reshape(4, 4)),
+    "predicted": -0.5, "level": 0.999, "slope": -0.5, "interval": (-0.6, -0.4),
+    "seed_slopes": (-0.5, -0.49, -0.51),
 }
 MODULE_BASE["numerics.validation"].update({
     "work": 10, "total": 10, "what": "steps", "enabled": True, "long_run": False,
@@ -1601,11 +1608,12 @@ def zlib_crc(text: str) -> int:
 #: owners remove the entries once fixed; a census run prints the findings)
 KNOWN_SURFACE: dict[str, str] = {
     f"verify.kit.{n}": "verify.kit strictness (issue 34, item 6: non-finite results, "
-    "unnamed TypeErrors/KeyErrors, AttributeErrors on wrong kinds, copies of huge views); "
-    "verify/kit.py, _subchecks.py, derived.py and plotting.py are being fixed by their owner"
-    for n in ("combine", "compare", "for_all_instances", "derived_results", "lambdified",
-              "loglog_slope", "fmt", "jsonable", "margin", "control_margin", "new_figure",
-              "save_figure", "Claim.run", "Claim.derivation")}
+    "unnamed TypeErrors/KeyErrors, AttributeErrors on wrong kinds, copies of huge views; "
+    "census after main 7150d70); verify/kit.py, _claim.py, _subchecks.py, derived.py and "
+    "plotting.py belong to the lead"
+    for n in ("Claim.outcome", "Claim.run", "RunContext.size", "combine", "compare",
+              "control_margin", "fmt", "for_all_instances", "jsonable", "lambdified",
+              "new_figure", "rate_study", "save_figure")}
 
 
 def _surface_param(t: SurfaceTarget):
