@@ -33,12 +33,12 @@ from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, F
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
-from numerics.validation import (MAX_STEPS, POW2_ZERO_EXPONENT, ArgumentTypeError,
-                                 DivergenceError, IntegratorError, RunProgress, as_float_array,
-                                 as_float_scalar, ldexp_clipped, merge_pow2, require_choice,
+from numerics.validation import (POW2_ZERO_EXPONENT, ArgumentTypeError, DivergenceError,
+                                 IntegratorError, RunProgress, as_float_array, as_float_scalar,
+                                 flow_budget, ldexp_clipped, merge_pow2, require_choice,
                                  require_finite_result, require_positive_int, require_size,
                                  require_time_grid, require_tolerance, require_work,
-                                 row_pow2_scale, sum_pow2, wants_long_run, flow_budget)
+                                 row_pow2_scale, sum_pow2, wants_long_run)
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
@@ -58,11 +58,8 @@ _MIN_BLOCK_ROWS = 128
 #: largest total work of one gradient_descent call, in multiply-adds (~1 h of one core):
 #: beyond it the call is refused at once
 _MAX_GD_WORK = 2 ** 46
-#: cost of one gradient_descent step (or one field evaluation of gradient_flow) in the work
-#: units of ``numerics.validation.require_work`` (~1 ns): a fixed Python/NumPy overhead
-#: (measured 60-70 us) plus ~20 per multiply-add of the n x m x d passes (measured 19 ns at
-#: n = m = 1000, d = 10 on a loaded core); a flow's evaluation budget (default 10^6) is
-#: capped at QUICK_WORK / this unless long_run=True
+#: cost of a GD step / flow field evaluation in numerics.validation.require_work's units
+#: (~1 ns): overhead (measured 60-70 us) + 20 per multiply-add (19 ns at n = m = 1000, d = 10)
 _STEP_OVERHEAD = 80_000
 _STEP_PER_MADD = 20
 _LONG_FLOW_EVALS = 1_000_000
