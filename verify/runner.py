@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
+from numerics.validation import long_runs
 from verify.kit import without_local_constants
 
 __all__ = ["Task", "TaskResult", "Executor", "ExecutionError", "TimeBudgetExceeded",
@@ -348,7 +349,8 @@ def run_task(task: Task) -> TaskResult:
     keep_freed_memory()
     t0 = time.perf_counter()
     try:
-        with one_blas_thread(), without_local_constants(), time_budget(task.timeout):
+        with one_blas_thread(), without_local_constants(), time_budget(task.timeout), \
+                long_runs(progress=report_progress):
             if task.kind == "claim":
                 _run_claim(task, result)
             elif task.kind == "experiment":
