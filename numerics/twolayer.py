@@ -665,7 +665,12 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
         return FlowResult(t_eval.copy(), trajectory={"a": np.tile(a, (t_eval.size, 1)),
                                                      "B": np.tile(B, (t_eval.size, 1, 1))},
                           n_steps=0, nfev=0, rtol=rtol, atol=atol)
-    solver = solver_cls(rhs, 0.0, z0, t_end, rtol=rtol, atol=atol)
+    return _solve(solver_cls(rhs, 0.0, z0, t_end, rtol=rtol, atol=atol), t_eval, m, d,
+                  rtol, atol)
+
+
+def _solve(solver, t_eval: np.ndarray, m: int, d: int, rtol: float, atol: float) -> FlowResult:
+    """Step the SciPy ``solver`` to its end, the state at ``t_eval`` from its dense output."""
     ys, done, n_steps = [], 0, 0
     while solver.status == "running":
         msg = solver.step()
