@@ -14,7 +14,9 @@ step ``eta``.  The step is fused and blocked over samples: per block of rows one
 the pre-activations, the ReLU and its mask (one compiled pass with the optional numba,
 three NumPy passes without: the same bits, :func:`relu_pass_backend`), one GEMV for the
 outputs and one GEMM for the gradient; the blocks stay in cache and their buffers are reused
-across calls (no n x m array is ever formed).
+across calls (no n x m array is ever formed).  The blocks are shared among the BLAS
+thread count in force, each GEMM on one BLAS thread, and their partial gradients added in
+block order: the same bits at every thread count (:func:`step_threads`).
 
 Population expectations for Gaussian data rho = N(0, s2 I_d) (the arc-cosine kernel of
 degree 1: :func:`gaussian_relu_kernel`, :func:`population_loss_and_grad_norm_target`) live
@@ -31,8 +33,8 @@ from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
 from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, FlowResult,
                                GDResult)
-from numerics.relu_pass import fused_relu, relu_pass_backend, relu_with_mask
-from numerics.step_threads import ordered_block_sum, run_blocks, serial_blas, threads_in_force
+from numerics._relu_pass import fused_relu, relu_pass_backend, relu_with_mask
+from numerics._step_threads import ordered_block_sum, run_blocks, serial_blas, threads_in_force
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
@@ -127,7 +129,7 @@ _COL_BLOCK = 512
 _MIN_PARALLEL_WORK = 2 ** 21
 
 
-def _step_threads(threads: int, n: int, m: int, d: int) -> int:
+def _threads_for(threads: int, n: int, m: int, d: int) -> int:
     return threads if n * m * d >= _MIN_PARALLEL_WORK else 1
 
 
@@ -137,7 +139,7 @@ def step_threads() -> int:
     force (``threadpoolctl.threadpool_limits``, ``OPENBLAS_NUM_THREADS``; at most the
     CPUs available).  Every GEMM runs on one BLAS thread and the sample blocks are shared
     among the threads, their partial gradients added in block order: the results are
-    the same bits at every thread count (:mod:`numerics.step_threads`).  Steps below about
+    the same bits at every thread count (:mod:`numerics._step_threads`).  Steps below about
     a millisecond of work (n m d < 2^21) run on one thread.
 
     >>> from threadpoolctl import threadpool_limits
@@ -177,7 +179,7 @@ def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.nda
         relu_with_mask(Z, _buffer("mask", (e - s, m), dtype=np.bool_), M)
         np.dot(Z, a, out=out[s:e])
     with serial_blas() as threads:
-        run_blocks(block, n, c, _step_threads(threads, n, m, B.shape[1]))
+        run_blocks(block, n, c, _threads_for(threads, n, m, B.shape[1]))
     out /= m
     return out
 
@@ -257,8 +259,8 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
     weighted residuals into ``r``; blocks of c samples, all m neurons at once, their
     partial sums added in block order (on ``threads`` threads: the same bits,
-    :func:`numerics.step_threads.ordered_block_sum`).  Per block the passes beyond the
-    two GEMMs: the ReLU and its 0.0 / 1.0 mask M (:func:`numerics.relu_pass.relu_with_mask`,
+    :func:`numerics._step_threads.ordered_block_sum`).  Per block the passes beyond the
+    two GEMMs: the ReLU and its 0.0 / 1.0 mask M (:func:`numerics._relu_pass.relu_with_mask`,
     M in a second float64 buffer: the gradient GEMM's operand) and the GEMV."""
     m, d = B.shape
     BT = B.T
@@ -276,7 +278,8 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
         subtract(rs, wy[s:e], out=rs)        # w_i (f(x_i) - y_i)
         multiply(Xs, rs[:, None], out=RX)
         dot(M.T, RX, out=T)
-    return ordered_block_sum(block, X.shape[0], c, (m, d), _step_threads(threads, *X.shape[:1], m, d),
+    n = X.shape[0]
+    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
                              lambda w: _buffer("T", (w, m, d)))
 
 
@@ -286,7 +289,7 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarra
     entry), the ReLU as the product with its uint8 view and a GEMV accumulating m f;
     then per column block the mask's 0.0 / 1.0 copy and the gradient GEMM into its rows
     of T.  Every pass over a block stays in the core's cache.  (The float64 mask of
-    :func:`numerics.relu_pass.relu_with_mask` would be made twice per column block here,
+    :func:`numerics._relu_pass.relu_with_mask` would be made twice per column block here,
     and its second buffer measured 2-8% slower at m = 4096 and 10000.)"""
     m, d = B.shape
     cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
@@ -319,7 +322,8 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarra
             M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             copyto(M, bits[:, j0:j1])
             dot(M.T, RX, out=T[j0:j1])
-    return ordered_block_sum(block, X.shape[0], c, (m, d), _step_threads(threads, *X.shape[:1], m, d),
+    n = X.shape[0]
+    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
                              lambda w: _buffer("T", (w, m, d)))
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 from scipy.special import roots_jacobi
 
-from numerics import relu_pass, step_threads, twolayer as tl
+from numerics import _relu_pass as relu_pass, _step_threads as step_threads, twolayer as tl
 
 
 def _problem(seed: int, m: int, d: int, n: int):

@@ -43,7 +43,7 @@ def _compile_fused_relu():
                     Z[i, j] = z * k
     except Exception as exc:            # a broken numba/LLVM install: the NumPy passes
         import warnings
-        warnings.warn(f"numerics.relu_pass: numba is installed but could not compile the fused "
+        warnings.warn(f"numerics._relu_pass: numba is installed but could not compile the fused "
                       f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
                       "results, 5-10% slower at paper scale)", RuntimeWarning, stacklevel=3)
         return None
