@@ -165,6 +165,23 @@ def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
     return buf[:size].reshape(shape)
 
 
+def _scratch(full: int, *specs: tuple) -> Callable[[int], list[np.ndarray]]:
+    """``rows -> [the calling thread's buffer for each (name, shape[, dtype]) of specs]``
+    (:func:`_buffer`, fetched once per thread and call), each sized for ``full`` rows; a
+    block of fewer rows takes the leading rows / full of each buffer."""
+    per_thread: dict[int, list[np.ndarray]] = {}
+
+    def get(rows: int) -> list[np.ndarray]:
+        tid = threading.get_ident()
+        bufs = per_thread.get(tid)
+        if bufs is None:
+            bufs = per_thread[tid] = [_buffer(*spec) for spec in specs]
+        if rows == full:
+            return bufs
+        return [b[: rows * b.shape[0] // full] for b in bufs]
+    return get
+
+
 def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.ndarray:
     """The blocked forward pass (GEMM, ReLU pass, GEMV per block of c rows) on the
     threads in force, every BLAS call on one thread (:func:`step_threads`)."""
@@ -172,11 +189,12 @@ def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.nda
     out = np.empty(n)
     c = min(c, n)
     BT = B.T
+    scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("mask", (c, m), np.bool_))
 
     def block(s: int, e: int) -> None:
-        Z, M = _buffer("Z", (e - s, m)), _buffer("M", (e - s, m))
+        Z, M, mask = scratch(e - s)
         np.dot(X[s:e], BT, out=Z)
-        relu_with_mask(Z, _buffer("mask", (e - s, m), dtype=np.bool_), M)
+        relu_with_mask(Z, mask, M)
         np.dot(Z, a, out=out[s:e])
     with serial_blas() as threads:
         run_blocks(block, n, c, _threads_for(threads, n, m, B.shape[1]))
@@ -265,14 +283,14 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     m, d = B.shape
     BT = B.T
     dot, multiply, subtract = np.dot, np.multiply, np.subtract
+    scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)),
+                       ("mask", (c, m), np.bool_))
 
     def block(s: int, e: int, T: np.ndarray) -> None:
-        k = e - s
-        Z, M = _buffer("Z", (k, m)), _buffer("M", (k, m))
-        RX = _buffer("RX", (k, d))
+        Z, M, RX, mask = scratch(e - s)
         Xs, fs, rs = X[s:e], f[s:e], r[s:e]
         dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
-        relu_with_mask(Z, _buffer("mask", (k, m), dtype=np.bool_), M)
+        relu_with_mask(Z, mask, M)
         dot(Z, a, out=fs)                    # m f(x_i)
         multiply(fs, w_m[s:e], out=rs)
         subtract(rs, wy[s:e], out=rs)        # w_i (f(x_i) - y_i)
@@ -297,11 +315,12 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarra
     As = [a[j0:j1] for j0, j1 in cols]
     dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
     fused = fused_relu()
+    scratch = _scratch(c, ("Zb", (c * mb,)), ("part", (c,)), ("mask", (c, m), np.bool_),
+                       ("RX", (c, d)))
 
     def block(s: int, e: int, T: np.ndarray) -> None:
         k = e - s
-        Zbuf, part = _buffer("Zb", (k * mb,)), _buffer("part", (k,))
-        mask, RX = _buffer("mask", (k, m), dtype=np.bool_), _buffer("RX", (k, d))
+        Zbuf, part, mask, RX = scratch(k)
         Xs, fs, rs = X[s:e], f[s:e], r[s:e]
         bits = mask.view(np.uint8)
         fs[:] = 0.0
