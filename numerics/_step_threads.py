@@ -34,6 +34,9 @@ _CONTROL_LOCK = threading.Lock()
 #: callers inside serial_blas() and the BLAS limits saved by the first of them
 _ACTIVE = {"depth": 0, "saved": None, "threads": 1}
 _POOL: dict = {"pid": None, "executor": None, "workers": 0}
+#: least number of partial sums in flight (computed, not yet added): a thread that the OS
+#: deschedules mid-block (a shared machine) holds up the others only after this many blocks
+_WINDOW = 8
 _POOL_LOCK = threading.Lock()
 
 
@@ -172,7 +175,7 @@ def ordered_block_sum(block: Callable[[int, int, np.ndarray], None], n: int, c: 
     writing T_k into T (and anything of its own rows elsewhere).  On several threads the
     T_k are computed concurrently and added in block order, so G is bit for bit the
     serial sum.  ``slots(W)`` returns a (W,) + shape scratch array for the blocks in
-    flight (W <= 2 threads)."""
+    flight (W = max(_WINDOW, 2 threads), at most the block count)."""
     nb = -(-n // c)
     threads = max(1, min(threads, nb))
     G = np.zeros(shape)
@@ -182,7 +185,7 @@ def ordered_block_sum(block: Callable[[int, int, np.ndarray], None], n: int, c: 
             block(s, min(n, s + c), T)
             np.add(G, T, out=G)
         return G
-    buf = slots(min(nb, 2 * threads))
+    buf = slots(min(nb, max(_WINDOW, 2 * threads)))
     st = {"claim": 0, "added": 0, "stop": False, "free": list(range(buf.shape[0])),
           "pending": {}}
     cond = threading.Condition()
