@@ -118,6 +118,7 @@ def test_committed_results_are_current():
         if case["problem"] == "twolayer":      # the 2-thread column of every d-dim case
             two = case["multi_thread"]["2"]
             assert two["blas_threads"] == 2 and {"engine", "floor"} <= set(two["engines"])
+            assert two["same_bits_as_one_thread"] is True
 
 
 def test_dense_reference_matches_twolayer():
@@ -163,6 +164,7 @@ def test_multi_thread_column(tiny_results, tmp_path):
     two = case["multi_thread"]["2"]
     assert "dense" not in two["engines"] and {"engine", "floor"} <= set(two["engines"])
     assert two["engines"]["engine"]["agreement"] == 0.0
+    assert two["same_bits_as_one_thread"] is True          # the step's bits at any thread count
     assert two["ratios"]["floor"]["min"] == two["engines"]["floor"]["min"] / two["engines"]["engine"]["min"]
     assert "multi_thread" not in tiny_results["cases"][0]          # 1-D: one thread only
     targets = [t["target"] for t in tiny_results["targets"]]

@@ -408,9 +408,9 @@ def _discrepancy(res, ref) -> float | None:
 
 # --------------------------------------------------------------------------- running
 def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
-                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:
+                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]], Any]:
     """Warm-up (agreement with "engine", peak memory), then the timed round-robin:
-    ``(records by engine, ratios to the engine)``."""
+    ``(records by engine, ratios to the engine, the engine's result)``."""
     rec: dict[str, dict[str, Any]] = {}
     ref = None
     for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
@@ -452,12 +452,21 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
     ratios = {name: {"min": r["min"] / base["min"], "median": r["median"] / base["median"],
                      "cpu_min": r["cpu_min"] / base["cpu_min"]}
               for name, r in rec.items() if name != "engine"}
-    return rec, ratios
+    return rec, ratios, ref
 
 
-def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int) -> dict[str, Any]:
+def _same_bits(u, v) -> bool:
+    """Whether two (loss, gradients) results are the same float64 words."""
+    (l1, g1), (l2, g2) = u, v
+    return float(l1) == float(l2) and all(
+        _as_numpy(x).tobytes() == _as_numpy(y).tobytes() for x, y in zip(g1, g2))
+
+
+def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
+                      one_thread: Any = None) -> dict[str, Any]:
     """The engine, its floor and PyTorch of a d-dimensional case at ``threads`` threads
-    (BLAS limit and ``torch.set_num_threads``); judged on wall time."""
+    (BLAS limit and ``torch.set_num_threads``); judged on wall time.  ``one_thread``: the
+    engine's one-thread result, compared word for word with this one's."""
     load0 = _loadavg()
     with threadpool_limits(limits=threads):
         if torch is not None:
@@ -465,14 +474,15 @@ def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int) -> d
         try:
             engines = {k: v for k, v in _engines(case, inp, torch, threads).items()
                        if k != "dense"}
-            rec, ratios = _time_engines(case, engines)
+            rec, ratios, ref = _time_engines(case, engines)
         finally:
             if torch is not None:
                 torch.set_num_threads(THREADS)
     return {"threads": threads, "blas_threads": threads, "clock": "wall",
             "engine_threads": twolayer_threads(threads),
             "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
-            "ratios": ratios}
+            "ratios": ratios,
+            "same_bits_as_one_thread": None if one_thread is None else _same_bits(ref, one_thread)}
 
 
 def twolayer_threads(limit: int) -> int:
@@ -487,14 +497,14 @@ def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None],
     ``multi`` (the key "multi_thread": {str(threads): run})."""
     inp = _inputs(case, seed)
     load0 = _loadavg()
-    rec, ratios = _time_engines(case, _engines(case, inp, torch))
+    rec, ratios, ref = _time_engines(case, _engines(case, inp, torch))
     out = {"problem": case.problem, "scale": case.scale, "sizes": case.size_dict,
            "note": case.note, "repeats": case.repeats, "slow_repeats": case.slow_repeats,
            "warmup_timed": case.time_warmup, "steady_state": not case.time_warmup,
            "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
            "ratios": ratios}
     if case.problem == "twolayer" and multi:
-        out["multi_thread"] = {str(t): _multi_thread_run(case, inp, torch, t) for t in multi}
+        out["multi_thread"] = {str(t): _multi_thread_run(case, inp, torch, t, ref) for t in multi}
     log(_format_case(out))
     return out
 
@@ -619,7 +629,8 @@ def _format_case(c: dict[str, Any]) -> str:
                      f"minima), {1.0 / fl['min']:.3g} (wall-time minima)")
     for t, run in sorted(c.get("multi_thread", {}).items(), key=lambda kv: int(kv[0])):
         lines.append(f"  at {t} threads (BLAS limit {run['blas_threads']}, the engine on "
-                     f"{run['engine_threads']}); load {run['loadavg_before']} -> "
+                     f"{run['engine_threads']}; its result the one-thread bits: "
+                     f"{run.get('same_bits_as_one_thread')}); load {run['loadavg_before']} -> "
                      f"{run['loadavg_after']}; judged on wall time")
         for name, r in run["engines"].items():
             rt = run["ratios"].get(name)
