@@ -44,6 +44,8 @@ boundary index (prefix sums over the bins are blocked, error O(sqrt(s)) instead 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from numerics.validation import (ArgumentTypeError, as_float_array, as_float_scalar,
@@ -313,7 +315,8 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
         f_sorted, idx = _forward_sorted_xs(a, b, c, xs, alpha)
         rho = f_sorted - ys
         loss = 0.5 * float(rho @ rho)
-    _finite("the loss 1/2 sum (f_z(x_j) - y_j)^2", loss)
+    if not math.isfinite(loss):
+        _finite("the loss 1/2 sum (f_z(x_j) - y_j)^2", loss)
     V = np.empty((2, rho.size))
     V[0] = rho
     np.multiply(rho, xs, out=V[1])
