@@ -135,12 +135,14 @@ def _threads_for(threads: int, n: int, m: int, d: int) -> int:
 
 def step_threads() -> int:
     """The threads a step of :func:`loss_and_grad`, :func:`forward`,
-    :func:`gradient_descent` or :func:`gradient_flow` uses now: the BLAS thread limit in
-    force (``threadpoolctl.threadpool_limits``, ``OPENBLAS_NUM_THREADS``; at most the
-    CPUs available).  Every GEMM runs on one BLAS thread and the sample blocks are shared
+    :func:`gradient_descent` or :func:`gradient_flow` would use now: the BLAS thread
+    limit in force (``threadpoolctl.threadpool_limits``, ``OPENBLAS_NUM_THREADS``, else
+    the BLAS default; at most the CPUs available).  Every GEMM runs on one BLAS thread
+    (the process's BLAS limit is 1 while a step runs) and the sample blocks are shared
     among the threads, their partial gradients added in block order: the results are
     the same bits at every thread count (:mod:`numerics._step_threads`).  Steps below about
-    a millisecond of work (n m d < 2^21) run on one thread.
+    a millisecond of work (n m d < 2^21) run on one thread; under ``threadpool_limits(1)``
+    (the claim runner's tasks) every step does.
 
     >>> from threadpoolctl import threadpool_limits
     >>> with threadpool_limits(1):
