@@ -73,6 +73,9 @@ TORCH_TARGET = 1.5
 FLOOR_TARGET = 1.3
 #: block sizes (rows) tried for the floor; the fastest on warm-up runs is timed
 FLOOR_ROWS = (64, 128, 256, 512, 1024)
+#: warm-up runs per floor candidate of a short step (min of them; one for long steps): on
+#: 2 threads a single slow run (the helper thread woken late) picks the wrong candidate
+FLOOR_TRIALS = 10
 
 
 @dataclass(frozen=True)
@@ -325,7 +328,7 @@ def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int) -> Calla
 def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
                    ) -> tuple[str, Callable[[], None]]:
     """The floor at the block size (among FLOOR_ROWS and n) with the least time over
-    three untimed runs each (CPU time on one thread; wall time on several, where the
+    FLOOR_TRIALS untimed runs each (CPU time on one thread; wall time on several, where the
     candidates are also the samples split among threads with one BLAS thread each):
     ``(description, step)``."""
     n = X.shape[0]
@@ -339,7 +342,7 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
                           "threads with one BLAS thread each", _split_floor(B, X, rows, threads)))
         for desc, fn in cands:
             fn()
-            cost = min(clock(fn) for _ in range(3 if B.shape[0] * n <= 2 ** 24 else 1))
+            cost = min(clock(fn) for _ in range(FLOOR_TRIALS if B.shape[0] * n <= 2 ** 24 else 1))
             if best is None or cost < best[0]:
                 best = (cost, desc, fn)
     return best[1], best[2]
