@@ -44,6 +44,8 @@ boundary index (prefix sums over the bins are blocked, error O(sqrt(s)) instead 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from numerics.validation import (ArgumentTypeError, as_float_array, as_float_scalar,
@@ -112,10 +114,14 @@ def _boundaries(a: np.ndarray, b: np.ndarray, xs: np.ndarray) -> tuple[np.ndarra
         e = b / a
         if zero.any():  # a = 0: active everywhere iff b < 0 (k = s), else nowhere (k = 0)
             e[zero] = np.where(b[zero] < 0, _BIG, -_BIG)
-        np.clip(e, -_BIG, _BIG, out=e)  # b / a may overflow
-        margin = np.abs(e) * _MARGIN + _TINY
+        np.minimum(e, _BIG, out=e)  # b / a may overflow: clipped to +-_BIG
+        np.maximum(e, -_BIG, out=e)
+        margin = np.abs(e)
+        margin *= _MARGIN
+        margin += _TINY
         lo = xs.searchsorted(e - margin, side="left")  # e -+ margin may round to -+inf
-        hi = xs.searchsorted(e + margin, side="right")
+        e += margin
+        hi = xs.searchsorted(e, side="right")
     # Positions < lo satisfy the prefix property for certain, positions >= hi violate it.
     # Prefix property: a > 0: a x - b <= 0 (inactive);  a <= 0: a x - b > 0 (active).
     open_ = np.flatnonzero(lo < hi)
@@ -192,8 +198,9 @@ def _in_exact_range(a: np.ndarray, x: np.ndarray) -> bool:
 def _check_range(a: np.ndarray, x: np.ndarray, *, lower: bool = True) -> None:
     """The documented exactness range of the kink test: |a_i|, |x_j| <= 2^500 and every
     nonzero product |a_i x_j| >= 2^-900 (checked via the smallest nonzero magnitudes)."""
-    amax = float(np.max(np.abs(a), initial=0.0))
-    xmax = float(np.max(np.abs(x), initial=0.0))
+    amag, xmag = np.abs(a), np.abs(x)
+    amax = float(amag.max(initial=0.0))
+    xmax = float(xmag.max(initial=0.0))
     if amax > _MAX_MAG or xmax > _MAX_MAG:
         name = "a" if amax > _MAX_MAG else "x"
         raise ValueError(f"{name} has entries beyond 2^500 ~ 3.3e150 (max |{name}| = "
@@ -201,11 +208,18 @@ def _check_range(a: np.ndarray, x: np.ndarray, *, lower: bool = True) -> None:
                          "rescale (a, b, c) -> (k a, k b, c / k) or the inputs x")
     if not lower:
         return
-    anz = np.abs(a[a != 0])
-    xnz = np.abs(x[x != 0])
-    if anz.size and xnz.size and float(anz.min()) * float(xnz.min()) < _MIN_PROD:
+    if _min_nonzero(amag) * _min_nonzero(xmag) < _MIN_PROD:  # inf if all zero: no test
         raise ValueError("a nonzero product |a_i x_j| is below 2^-900 ~ 1.2e-271: outside the "
                          "range of the exact kink test; rescale a or x (or set tiny entries to 0)")
+
+
+def _min_nonzero(mags: np.ndarray) -> float:
+    """The smallest nonzero entry of the magnitudes ``mags`` (inf if there is none)."""
+    lo = float(mags.min(initial=np.inf))
+    if lo == 0.0:
+        nz = mags[mags != 0]
+        lo = float(nz.min()) if nz.size else np.inf
+    return lo
 
 
 def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
@@ -260,7 +274,8 @@ def _forward_sorted_xs(a, b, c, xs, alpha) -> tuple[np.ndarray, np.ndarray]:
     k, pos = _boundaries(a, b, xs)
     # bins 0..s: suffix group (a > 0, active at p iff k_i <= p);
     # bins s+1..2s+1: prefix group (a <= 0, active at p iff k_i > p, i.e. bin >= s+2+p)
-    idx = k + np.where(pos, 0, s + 1)
+    idx = k  # a fresh array of _boundaries: shifted in place for the prefix group
+    np.add(idx, s + 1, out=idx, where=~pos)
     W = np.empty((2, 2 * s + 2))
     W[0] = np.bincount(idx, weights=c * a, minlength=2 * s + 2)
     W[1] = np.bincount(idx, weights=c * b, minlength=2 * s + 2)
@@ -300,8 +315,12 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
         f_sorted, idx = _forward_sorted_xs(a, b, c, xs, alpha)
         rho = f_sorted - ys
         loss = 0.5 * float(rho @ rho)
-    _finite("the loss 1/2 sum (f_z(x_j) - y_j)^2", loss)
-    R = _prefix_suffix(np.stack((rho, rho * xs)))[:, idx]  # R[0] = R0_i, R[1] = R1_i
+    if not math.isfinite(loss):
+        _finite("the loss 1/2 sum (f_z(x_j) - y_j)^2", loss)
+    V = np.empty((2, rho.size))
+    V[0] = rho
+    np.multiply(rho, xs, out=V[1])
+    R = np.take(_prefix_suffix(V), idx, axis=1)  # R[0] = R0_i, R[1] = R1_i
     R0, R1 = R[0], R[1]
     R *= 1.0 / alpha
     grad_a = c * R1
@@ -309,7 +328,10 @@ def loss_and_grad_sorted(a, b, c, x, y, alpha_value
     np.negative(grad_b, out=grad_b)
     grad_c = a * R1
     grad_c -= b * R0
-    _finite("the gradient", np.concatenate([grad_a, grad_b, grad_c]))
+    with np.errstate(over="ignore", invalid="ignore"):  # a non-finite entry: a non-finite sum
+        total = grad_a.sum() + grad_b.sum() + grad_c.sum()
+    if not np.isfinite(total):  # (or finite entries whose sum overflows: test each)
+        _finite("the gradient", np.concatenate([grad_a, grad_b, grad_c]))
     return loss, (grad_a, grad_b, grad_c)
 
 

@@ -14,7 +14,9 @@ step ``eta``.  The step is fused and blocked over samples: per block of rows one
 the pre-activations, the ReLU and its mask (one compiled pass with the optional numba,
 three NumPy passes without: the same bits, :func:`relu_pass_backend`), one GEMV for the
 outputs and one GEMM for the gradient; the blocks stay in cache and their buffers are reused
-across calls (no n x m array is ever formed).
+across calls (no n x m array is ever formed).  The blocks are shared among the BLAS
+thread count in force, each GEMM on one BLAS thread, and their partial gradients added in
+block order: the same bits at every thread count (:func:`step_threads`).
 
 Population expectations for Gaussian data rho = N(0, s2 I_d) (the arc-cosine kernel of
 degree 1: :func:`gaussian_relu_kernel`, :func:`population_loss_and_grad_norm_target`) live
@@ -22,6 +24,7 @@ in :mod:`numerics.gaussian_relu` and are re-exported here.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Callable
 
@@ -30,6 +33,8 @@ from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
 from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, FlowResult,
                                GDResult)
+from numerics._relu_pass import fused_relu, relu_pass_backend, relu_with_mask
+from numerics._step_threads import ordered_block_sum, run_blocks, serial_blas, threads_in_force
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
@@ -42,7 +47,7 @@ from numerics.validation import (POW2_ZERO_EXPONENT, ArgumentTypeError, Divergen
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
-           "relu_pass_backend",
+           "relu_pass_backend", "step_threads",
            "orbit_samples", "gaussian_relu_kernel", "gaussian_relu_kernel_grad",
            "population_loss_and_grad_norm_target", "loss_and_grad_dense_reference"]
 
@@ -125,6 +130,32 @@ _KEEP_ELEMENTS = 2 ** 20
 #: kept as booleans and expanded to float64 one column block at a time for the gradient GEMM
 _COL_THRESHOLD = 2048
 _COL_BLOCK = 512
+#: least work of a step (n m d multiply-adds per GEMM, about 1 ms on one core) that is
+#: split over threads: below it the helpers' start-up and hand-over cost more than they save
+_MIN_PARALLEL_WORK = 2 ** 21
+
+
+def _threads_for(threads: int, n: int, m: int, d: int) -> int:
+    return threads if n * m * d >= _MIN_PARALLEL_WORK else 1
+
+
+def step_threads() -> int:
+    """The threads a step of :func:`loss_and_grad`, :func:`forward`,
+    :func:`gradient_descent` or :func:`gradient_flow` would use now: the BLAS thread
+    limit in force (``threadpoolctl.threadpool_limits``, ``OPENBLAS_NUM_THREADS``, else
+    the BLAS default; at most the CPUs available).  Every GEMM runs on one BLAS thread
+    (the process's BLAS limit is 1 while a step runs) and the sample blocks are shared
+    among the threads, their partial gradients added in block order: the results are
+    the same bits at every thread count (:mod:`numerics._step_threads`).  Steps below about
+    a millisecond of work (n m d < 2^21) run on one thread; under ``threadpool_limits(1)``
+    (the claim runner's tasks) every step does.
+
+    >>> from threadpoolctl import threadpool_limits
+    >>> with threadpool_limits(1):
+    ...     step_threads()
+    1
+    """
+    return threads_in_force()
 
 
 def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
@@ -142,100 +173,39 @@ def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
     return buf[:size].reshape(shape)
 
 
-_FUSED: list = []                 # [the compiled ReLU pass, or None], once decided
-_FUSED_LOCK = threading.Lock()
+def _scratch(full: int, *specs: tuple) -> Callable[[int], list[np.ndarray]]:
+    """``rows -> [the calling thread's buffer for each (name, shape[, dtype]) of specs]``
+    (:func:`_buffer`, fetched once per thread and call), each sized for ``full`` rows; a
+    block of fewer rows takes the leading rows / full of each buffer."""
+    per_thread: dict[int, list[np.ndarray]] = {}
 
-
-def _compile_fused_relu():
-    """The ReLU and its mask in ONE compiled pass (numba, an optional dependency:
-    ``pip install '.[fast]'``), or None without numba: the mask as 0.0 / 1.0 into a float64
-    block (:func:`_relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
-    column-blocked step, :func:`_block_sums_2d`).  Elementwise the same
-    operations as the NumPy passes of :func:`_relu_with_mask` (z > 0, then z * 1.0 or
-    z * 0.0, no reassociation): the same bits, nan and -0.0 included.  Compiled eagerly
-    for C-contiguous float64 blocks, not cached on disk (nothing is written next to the
-    package; about 0.3 s once per process)."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    try:
-        # one kernel, two mask types: 0.0 / 1.0 into a float64 block, 0 / 1 into a
-        # strided uint8 block (the column-blocked step's booleans)
-        @numba.njit(["void(float64[:, ::1], float64[:, ::1])", "void(float64[:, ::1], uint8[:, :])"],
-                    nogil=True, cache=False)
-        def relu_with_mask(Z, M):
-            rows, cols = Z.shape
-            for i in range(rows):
-                for j in range(cols):
-                    z = Z[i, j]
-                    k = 1.0 if z > 0.0 else 0.0
-                    M[i, j] = k
-                    Z[i, j] = z * k
-    except Exception as exc:            # a broken numba/LLVM install: the NumPy passes
-        import warnings
-        warnings.warn(f"numerics.twolayer: numba is installed but could not compile the fused "
-                      f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
-                      "results, 5-10% slower at paper scale)", RuntimeWarning, stacklevel=3)
-        return None
-    return relu_with_mask
-
-
-def _fused_relu():
-    """The compiled pass, or None (see :func:`_compile_fused_relu`)."""
-    if not _FUSED:
-        with _FUSED_LOCK:
-            if not _FUSED:
-                _FUSED.append(_compile_fused_relu())
-    return _FUSED[0]
-
-
-def relu_pass_backend() -> str:
-    """Which implementation runs the ReLU-and-mask pass of :func:`loss_and_grad` and
-    :func:`forward`: ``"numba <version>"`` (one fused pass, when numba is installed) or
-    ``"numpy"`` (three passes).  Both give the same bits; the fused pass saves 5-10% of
-    a step at paper scale (benchmarks/README.md).  Compiles the kernel if needed.
-
-    >>> relu_pass_backend() in ("numpy",) or relu_pass_backend().startswith("numba ")
-    True
-    """
-    if _fused_relu() is None:
-        return "numpy"
-    import numba
-    return f"numba {numba.__version__}"
-
-
-def _relu_with_mask(Z: np.ndarray, mask: np.ndarray, M: np.ndarray) -> None:
-    """Z <- relu(Z) and M <- 1{Z > 0} as exact 0.0 / 1.0 (``mask``: a boolean scratch of
-    Z's shape, used by the NumPy passes).  The ReLU is the product Z M, exactly z * 1.0 or
-    z * 0.0: an overflowed pre-activation stays visible (inf * 1 = inf, -inf * 0 = nan)
-    and sends the caller to the rescaled path, where np.maximum(-inf, 0) = 0 would hide
-    it.  With numba one fused pass (:func:`_compile_fused_relu`); else three NumPy passes,
-    each about as fast as a copy (the product with the booleans' uint8 view costs about
-    twice a float64 product, NumPy casting element by element, and np.maximum with the
-    scalar 0 three times)."""
-    fused = _fused_relu()
-    if fused is not None and Z.flags.c_contiguous and M.flags.c_contiguous:
-        fused(Z, M)
-        return
-    np.greater(Z, 0.0, out=mask)
-    np.copyto(M, mask.view(np.uint8))
-    np.multiply(Z, M, out=Z)
+    def get(rows: int) -> list[np.ndarray]:
+        tid = threading.get_ident()
+        bufs = per_thread.get(tid)
+        if bufs is None:
+            bufs = per_thread[tid] = [_buffer(*spec) for spec in specs]
+        if rows == full:
+            return bufs
+        return [b[: rows * b.shape[0] // full] for b in bufs]
+    return get
 
 
 def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.ndarray:
+    """The blocked forward pass (GEMM, ReLU pass, GEMV per block of c rows) on the
+    threads in force, every BLAS call on one thread (:func:`step_threads`)."""
     m, n = a.shape[0], X.shape[0]
     out = np.empty(n)
     c = min(c, n)
-    Z, M = _buffer("Z", (c, m)), _buffer("M", (c, m))
-    mask = _buffer("mask", (c, m), dtype=np.bool_)
-    for s in range(0, n, c):
-        e = min(n, s + c)
-        if e - s < c:
-            Z, M, mask = Z[: e - s], M[: e - s], mask[: e - s]
-        np.dot(X[s:e], B.T, out=Z)
-        _relu_with_mask(Z, mask, M)
+    BT = B.T
+    scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("mask", (c, m), np.bool_))
+
+    def block(s: int, e: int) -> None:
+        Z, M, mask = scratch(e - s)
+        np.dot(X[s:e], BT, out=Z)
+        relu_with_mask(Z, mask, M)
         np.dot(Z, a, out=out[s:e])
+    with serial_blas() as threads:
+        run_blocks(block, n, c, _threads_for(threads, n, m, B.shape[1]))
     out /= m
     return out
 
@@ -277,7 +247,7 @@ def _tiny_factors(*parts: np.ndarray) -> bool:
 
 
 def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
-                        w: np.ndarray, c: int, col_block: int | None = None
+                        w: np.ndarray, c: int, col_block: int | None = None, threads: int = 1
                         ) -> tuple[float, np.ndarray, np.ndarray]:
     """The blocked float64 step on validated arrays (no checks: the hot loop of GD).
 
@@ -287,7 +257,8 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     dL/dB_j = (a_j / m) G_j and, by the positive homogeneity relu(z) = 1{z > 0} z,
     dL/da_j = (1/m) sum_i w_i r_i relu(b_j . x_i) = (1/m) G_j . b_j, an O(m d) row dot.
     For m > _COL_THRESHOLD (or a given ``col_block``) the forward pass runs over column
-    blocks of neurons (:func:`_block_sums_2d`)."""
+    blocks of neurons (:func:`_block_sums_2d`).  ``threads``: the row blocks are shared
+    among that many threads (the same bits; the caller holds :func:`serial_blas`)."""
     m, d = B.shape
     n = X.shape[0]
     c = min(c, n)
@@ -298,9 +269,9 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     w_m = w / m
     wy = w * Y
     if col_block >= m:
-        G = _block_sums(a, B, X, w_m, wy, c, f, r)
+        G = _block_sums(a, B, X, w_m, wy, c, f, r, threads)
     else:
-        G = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r)
+        G = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r, threads)
     f /= m
     f -= Y                                   # residuals f - y
     loss = 0.5 * float(np.dot(w * f, f))
@@ -310,61 +281,56 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     return loss, ga, G
 
 
-def _block_sums(a, B, X, w_m, wy, c, f, r) -> np.ndarray:
+def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
-    weighted residuals into ``r``; blocks of c samples, all m neurons at once.  Per block
-    the passes beyond the two GEMMs: the ReLU and its 0.0 / 1.0 mask M
-    (:func:`_relu_with_mask`, M in a second float64 buffer: the gradient GEMM's operand)
-    and the GEMV."""
+    weighted residuals into ``r``; blocks of c samples, all m neurons at once, their
+    partial sums added in block order (on ``threads`` threads: the same bits,
+    :func:`numerics._step_threads.ordered_block_sum`).  Per block the passes beyond the
+    two GEMMs: the ReLU and its 0.0 / 1.0 mask M (:func:`numerics._relu_pass.relu_with_mask`,
+    M in a second float64 buffer: the gradient GEMM's operand) and the GEMV."""
     m, d = B.shape
-    n = X.shape[0]
-    Z, M = _buffer("Z", (c, m)), _buffer("M", (c, m))
-    RX, T = _buffer("RX", (c, d)), _buffer("T", (m, d))
-    mask = _buffer("mask", (c, m), dtype=np.bool_)
-    G = np.zeros((m, d))
-    BT, MT = B.T, M.T
-    dot, multiply, subtract, add = np.dot, np.multiply, np.subtract, np.add
-    for s in range(0, n, c):
-        e = min(n, s + c)
-        if e - s < c:
-            Z, M, RX, mask = Z[: e - s], M[: e - s], RX[: e - s], mask[: e - s]
-            MT = M.T
+    BT = B.T
+    dot, multiply, subtract = np.dot, np.multiply, np.subtract
+    scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)),
+                       ("mask", (c, m), np.bool_))
+
+    def block(s: int, e: int, T: np.ndarray) -> None:
+        Z, M, RX, mask = scratch(e - s)
         Xs, fs, rs = X[s:e], f[s:e], r[s:e]
         dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
-        _relu_with_mask(Z, mask, M)
+        relu_with_mask(Z, mask, M)
         dot(Z, a, out=fs)                    # m f(x_i)
         multiply(fs, w_m[s:e], out=rs)
         subtract(rs, wy[s:e], out=rs)        # w_i (f(x_i) - y_i)
         multiply(Xs, rs[:, None], out=RX)
-        dot(MT, RX, out=T)
-        add(G, T, out=G)
-    return G
+        dot(M.T, RX, out=T)
+    n = X.shape[0]
+    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
+                             lambda w: _buffer("T", (w, m, d)))
 
 
-def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
+def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarray:
     """:func:`_block_sums` with the forward pass also blocked over mb neurons: per
     (c x mb) block one GEMM, the mask as booleans into a (c x m) array (1 byte per
     entry), the ReLU as the product with its uint8 view and a GEMV accumulating m f;
     then per column block the mask's 0.0 / 1.0 copy and the gradient GEMM into its rows
-    of G.  Every pass over a block stays in the core's cache.  (The float64 mask of
-    :func:`_relu_with_mask` would be made twice per column block here, and its second
-    buffer measured 2-8% slower at m = 4096 and 10000.)"""
+    of T.  Every pass over a block stays in the core's cache.  (The float64 mask of
+    :func:`numerics._relu_pass.relu_with_mask` would be made twice per column block here,
+    and its second buffer measured 2-8% slower at m = 4096 and 10000.)"""
     m, d = B.shape
-    n = X.shape[0]
     cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
     BTs = [B[j0:j1].T for j0, j1 in cols]
     As = [a[j0:j1] for j0, j1 in cols]
-    Zbuf = _buffer("Zb", (c * mb,))
-    mask = _buffer("mask", (c, m), dtype=np.bool_)
-    RX, T, part = _buffer("RX", (c, d)), _buffer("T", (m, d)), _buffer("part", (c,))
-    G = np.zeros((m, d))
     dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
-    fused = _fused_relu()
-    for s in range(0, n, c):
-        e = min(n, s + c)
+    fused = fused_relu()
+    scratch = _scratch(c, ("Zb", (c * mb,)), ("part", (c,)), ("mask", (c, m), np.bool_),
+                       ("RX", (c, d)))
+
+    def block(s: int, e: int, T: np.ndarray) -> None:
         k = e - s
-        Xs, fs, rs, pk, RXk = X[s:e], f[s:e], r[s:e], part[:k], RX[:k]
-        bits = mask[:k].view(np.uint8)
+        Zbuf, part, mask, RX = scratch(k)
+        Xs, fs, rs = X[s:e], f[s:e], r[s:e]
+        bits = mask.view(np.uint8)
         fs[:] = 0.0
         for (j0, j1), BT, aj in zip(cols, BTs, As):
             Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
@@ -372,19 +338,20 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r) -> np.ndarray:
             if fused is not None:            # the same bits in one compiled pass
                 fused(Z, bits[:, j0:j1])
             else:
-                greater(Z, 0.0, out=mask[:k, j0:j1])
+                greater(Z, 0.0, out=mask[:, j0:j1])
                 multiply(Z, bits[:, j0:j1], out=Z)
-            dot(Z, aj, out=pk)
-            fs += pk
+            dot(Z, aj, out=part)
+            fs += part
         multiply(fs, w_m[s:e], out=rs)
         rs -= wy[s:e]
-        multiply(Xs, rs[:, None], out=RXk)
+        multiply(Xs, rs[:, None], out=RX)
         for j0, j1 in cols:
             M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             copyto(M, bits[:, j0:j1])
-            dot(M.T, RXk, out=T[j0:j1])
-        G += T
-    return G
+            dot(M.T, RX, out=T[j0:j1])
+    n = X.shape[0]
+    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
+                             lambda w: _buffer("T", (w, m, d)))
 
 
 def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
@@ -402,9 +369,10 @@ def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
 
 def _loss_and_grad_checked(a, B, X, Y, w, c) -> tuple[float, np.ndarray, np.ndarray]:
     """The fast step; on a non-finite value the exactly rescaled recomputation (which
-    raises a ValueError naming the overflow if the result is not representable)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        loss, ga, gB = _loss_and_grad_fast(a, B, X, Y, w, c)
+    raises a ValueError naming the overflow if the result is not representable), on the
+    threads in force with every BLAS call on one thread (:func:`step_threads`)."""
+    with serial_blas() as threads, np.errstate(over="ignore", invalid="ignore"):
+        loss, ga, gB = _loss_and_grad_fast(a, B, X, Y, w, c, None, threads)
     if not _all_finite(loss, ga, gB):
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(B))):
             return np.inf, ga, gB    # a diverged iterate (GD/flow report it by name)
@@ -472,6 +440,16 @@ def _forward_rows_scaled(ah, eaB, Bh, m, Xc) -> tuple[np.ndarray, np.ndarray, np
     return Xh, eX, Zh, (fm / m, fe)
 
 
+def _on_one_blas_thread(fn: Callable) -> Callable:
+    """``fn`` with every BLAS call on one thread (the same bits at any thread limit)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with serial_blas():
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+@_on_one_blas_thread
 def _forward_scaled(a, B, X, c: int) -> np.ndarray:
     Bh, _, ah, eaB = _scaled_parts(a, B, X)
     m, n = a.shape[0], X.shape[0]
@@ -482,6 +460,7 @@ def _forward_scaled(a, B, X, c: int) -> np.ndarray:
     return out
 
 
+@_on_one_blas_thread
 def _loss_and_grad_scaled(a, B, X, Y, w, c: int) -> tuple[float, np.ndarray, np.ndarray]:
     """:func:`loss_and_grad` on exactly rescaled operands (rows of B and X scaled to
     max |entry| in [0.5, 1), every other factor split by frexp): finite whenever the loss
@@ -727,7 +706,12 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
         return FlowResult(t_eval.copy(), trajectory={"a": np.tile(a, (t_eval.size, 1)),
                                                      "B": np.tile(B, (t_eval.size, 1, 1))},
                           n_steps=0, nfev=0, rtol=rtol, atol=atol)
-    solver = solver_cls(rhs, 0.0, z0, t_end, rtol=rtol, atol=atol)
+    return _solve(solver_cls(rhs, 0.0, z0, t_end, rtol=rtol, atol=atol), t_eval, m, d,
+                  rtol, atol)
+
+
+def _solve(solver, t_eval: np.ndarray, m: int, d: int, rtol: float, atol: float) -> FlowResult:
+    """Step the SciPy ``solver`` to its end, the state at ``t_eval`` from its dense output."""
     ys, done, n_steps = [], 0, 0
     while solver.status == "running":
         msg = solver.step()

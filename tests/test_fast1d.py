@@ -185,3 +185,23 @@ def test_alpha_value_kinds():
     ref = fast1d.forward_sorted(a, b, c, x, 2.0)
     for alpha in (2, np.int64(2), np.float64(2.0), np.float32(2.0)):
         assert np.array_equal(fast1d.forward_sorted(a, b, c, x, alpha), ref)
+
+
+@pytest.mark.parametrize("a, x, refused", [
+    ([0.0, 1e-200, 3.0], [1e-100, -2.0], True),      # smallest nonzero product 1e-300
+    ([0.0, 1e-100, 3.0], [0.0, 1e-100], False),      # 1e-200 > 2^-900: inside the range
+    ([0.0, 0.0], [1e-300], False),                   # no nonzero a: no product to test
+    ([1e-300], [0.0, 0.0], False),
+    ([], [1.0], False),
+    ([1.0, -2.0 ** 501], [1.0], True),               # beyond 2^500
+])
+def test_exactness_range_with_zero_entries(a, x, refused):
+    """The range test of the kink sign skips exact zeros (their products are exact) and
+    uses the smallest NONZERO magnitudes; the same verdict from both entry points."""
+    a, x = np.array(a, dtype=float), np.array(x, dtype=float)
+    assert fast1d._in_exact_range(a, x) is (not refused)
+    if refused:
+        with pytest.raises(ValueError, match="2\\^-900|2\\^500"):
+            fast1d._check_range(a, x)
+    else:
+        fast1d._check_range(a, x)

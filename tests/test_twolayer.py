@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 from scipy.special import roots_jacobi
 
-from numerics import twolayer as tl
+from numerics import _relu_pass as relu_pass, _step_threads as step_threads, twolayer as tl
 
 
 def _problem(seed: int, m: int, d: int, n: int):
@@ -304,19 +304,19 @@ _SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308,
 @contextlib.contextmanager
 def _numpy_passes():
     """The engine with its compiled ReLU pass switched off (the NumPy passes)."""
-    saved = list(tl._FUSED)
-    tl._FUSED[:] = [None]
+    saved = list(relu_pass._FUSED)
+    relu_pass._FUSED[:] = [None]
     try:
         yield
     finally:
-        tl._FUSED[:] = saved
+        relu_pass._FUSED[:] = saved
 
 
 def _relu_numpy(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The engine's own NumPy passes on a copy of Z: (relu(Z), its 0.0 / 1.0 mask)."""
     Z, M = Z.copy(), np.empty_like(Z)
     with _numpy_passes(), np.errstate(invalid="ignore"):   # -inf * 0 = nan, as in the step
-        tl._relu_with_mask(Z, np.empty(Z.shape, bool), M)
+        relu_pass.relu_with_mask(Z, np.empty(Z.shape, bool), M)
     return Z, M
 
 
@@ -324,7 +324,7 @@ def _relu_numpy(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_fused_relu_pass_gives_the_numpy_passes_bits(seed, rows, cols):
     """The compiled pass (numba) and the three NumPy passes agree bit for bit, nan,
     -0.0, infinities and subnormals included (compared as uint64 words)."""
-    fused = tl._fused_relu()
+    fused = relu_pass.fused_relu()
     if fused is None:
         pytest.skip("numba is not installed: only the NumPy passes exist")
     rng = np.random.default_rng(seed)
@@ -480,3 +480,153 @@ def test_block_mask_is_the_exact_zero_one_comparison():
         relu = np.multiply(z, mask.view(np.uint8))
         ref = z * np.greater(z, 0.0).astype(np.float64)
     assert relu.dtype == np.float64 and relu.tobytes() == ref.tobytes()
+
+
+# ------------------------------------------------------------ threads: the same bits
+def _words(*arrays) -> list[bytes]:
+    """The results as uint64 words (bit-for-bit comparison, -0.0 and nan included)."""
+    return [np.ascontiguousarray(np.asarray(v, dtype=np.float64)).view(np.uint64).tobytes()
+            for v in arrays]
+
+
+def _step_words(a, B, X, Y, threads: int, chunk: int, col_block=None, weights=None):
+    w = np.full(X.shape[0], 1.0 / X.shape[0]) if weights is None else weights
+    with step_threads.serial_blas():
+        L, ga, gB = tl._loss_and_grad_fast(a, B, X, Y, w, chunk, col_block, threads)
+    return _words(L, ga, gB)
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400),
+       st.integers(1, 70), st.integers(2, 5), st.booleans())
+@example(3, 2100, 3, 130, 20, 2, False).via("m > 2048: the forward pass blocked over neurons")
+def test_the_step_has_the_one_thread_bits_on_any_number_of_threads(seed, m, d, n, chunk,
+                                                                   threads, neuron_blocks):
+    """Row blocks shared among 2-5 threads (more than the cores: blocks finish out of
+    order), partial gradients added in block order: the loss and both gradients are the
+    one-thread step's bits, in both paths (all neurons at once, neuron blocks)."""
+    a, B, X, Y = _problem(seed, m, d, n)
+    a[::7] = 0.0
+    X[::5, 0] = -0.0
+    col = max(1, m // 3) if neuron_blocks else None
+    one = _step_words(a, B, X, Y, 1, chunk, col)
+    assert _step_words(a, B, X, Y, threads, chunk, col) == one
+
+
+def test_the_public_step_has_the_same_bits_at_every_blas_thread_limit(monkeypatch):
+    """loss_and_grad, forward and gradient_descent at threadpool_limits(1), (2) and (4)
+    give the same uint64 words, at paper scale and with the neuron-blocked path; with the
+    parallel threshold removed, small problems take the threaded path too."""
+    from threadpoolctl import threadpool_limits
+    monkeypatch.setattr(tl, "_MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(step_threads, "_cpus", lambda: 4)
+    rng = np.random.default_rng(11)
+    for d, m, n in ((30, 1024, 1000), (5, 2100, 300), (3, 7, 1)):
+        a, B = rng.choice([-1.0, 1.0], m), rng.standard_normal((m, d))
+        X, Y = rng.standard_normal((n, d)), rng.standard_normal(n)
+        out = []
+        for th in (1, 2, 4):
+            with threadpool_limits(th):
+                assert tl.step_threads() == th
+                L, (ga, gB) = tl.loss_and_grad(a, B, X, Y, chunk=100)
+                gd = tl.gradient_descent(a, B, X, Y, 0.01, 3, chunk=64)
+                out.append(_words(L, ga, gB, tl.forward(a, B, X, chunk=33), gd.a, gd.B))
+        assert out[0] == out[1] == out[2], (d, m, n)
+
+
+def test_ordered_block_sum_adds_in_block_order_whatever_the_finishing_order():
+    """Blocks that finish in scrambled order (random sleeps) are still added in block
+    order: the float sum equals the serial left-to-right sum bit for bit (a sum whose
+    rounding depends on the order: terms of magnitudes 1e16 and 1)."""
+    import time
+    rng = np.random.default_rng(5)
+    terms = rng.choice([1e16, -1e16, 1.0, 3.0, -2.0], size=(37, 4, 3))
+    delays = rng.uniform(0.0, 0.003, 37)
+
+    def block(s, e, T):
+        time.sleep(delays[s])
+        T[...] = terms[s]
+    slots = lambda w: np.empty((w, 4, 3))  # noqa: E731
+    serial = step_threads.ordered_block_sum(block, 37, 1, (4, 3), 1, slots)
+    ref = np.zeros((4, 3))
+    for t in terms:
+        ref = ref + t
+    assert _words(serial) == _words(ref)
+    for threads in (2, 3, 8):
+        assert _words(step_threads.ordered_block_sum(block, 37, 1, (4, 3), threads, slots)) \
+            == _words(ref)
+
+
+def test_a_failing_block_is_raised_and_the_threads_stay_usable():
+    def block(s, e, T):
+        if s == 6:
+            raise ZeroDivisionError("block 6")
+        T[...] = s
+    slots = lambda w: np.empty((w, 2))  # noqa: E731
+    with pytest.raises(ZeroDivisionError, match="block 6"):
+        step_threads.ordered_block_sum(block, 20, 2, (2,), 3, slots)
+    with pytest.raises(ZeroDivisionError, match="block 6"):
+        step_threads.run_blocks(lambda s, e: block(s, e, np.empty(2)), 20, 2, 3)
+    got = step_threads.ordered_block_sum(lambda s, e, T: T.fill(s), 20, 2, (2,), 3, slots)
+    assert got.tolist() == [90.0, 90.0]
+
+
+def test_serial_blas_holds_one_thread_and_restores_the_limit():
+    """Inside a step every BLAS call runs on one thread; the limit in force before is
+    restored afterwards, also when steps overlap on several threads."""
+    import threading
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+    if not blas_threads():
+        pytest.skip("no BLAS visible to threadpoolctl")
+    with threadpool_limits(2):
+        with step_threads.serial_blas() as threads:
+            assert threads == min(2, step_threads._cpus()) and blas_threads() == [1]
+            with step_threads.serial_blas() as inner:
+                assert inner == threads and blas_threads() == [1]
+            assert blas_threads() == [1]
+        assert blas_threads() == [2]
+        a, B, X, Y = _problem(2, 600, 30, 500)
+        ref = tl.loss_and_grad(a, B, X, Y)
+        res = [None] * 4
+
+        def run(i):
+            res[i] = tl.loss_and_grad(a, B, X, Y)
+        workers = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        [t.start() for t in workers]
+        [t.join() for t in workers]
+        assert blas_threads() == [2]
+        for L, (ga, gB) in res:
+            assert _words(L, ga, gB) == _words(ref[0], *ref[1])
+
+
+def test_the_claim_runner_runs_steps_on_one_thread():
+    """verify.runner's task context limits BLAS to one thread: the step then runs serially
+    (no oversubscription of Dask workers)."""
+    from verify.runner import one_blas_thread
+    with one_blas_thread():
+        assert tl.step_threads() == 1
+
+
+def test_a_forked_child_runs_a_threaded_step():
+    """The helper threads are not inherited by a forked child: the pool is made anew."""
+    import multiprocessing
+    from threadpoolctl import threadpool_limits
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    a, B, X, Y = _problem(4, 400, 30, 600)
+    with threadpool_limits(2):
+        ref = tl.loss_and_grad(a, B, X, Y)               # the parent's pool exists now
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child_step, args=(q, a, B, X, Y), daemon=True)
+        p.start()
+        got = q.get(timeout=60)                  # before join: the child flushes its queue
+        p.join(60)
+        assert p.exitcode == 0 and got == _words(ref[0], *ref[1])
+
+
+def _child_step(q, a, B, X, Y):
+    L, (ga, gB) = tl.loss_and_grad(a, B, X, Y)
+    q.put(_words(L, ga, gB))

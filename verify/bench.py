@@ -20,6 +20,12 @@ Protocol (one run, same inputs for every engine of a case):
 - fairness: every engine runs on ONE thread: NumPy's BLAS is limited to one thread
   (threadpoolctl) and ``torch.set_num_threads(1)``, as in the claim runs (one BLAS thread
   per task); the machine is shared, so one core per engine is also the reproducible choice;
+- then, for the d-dimensional cases, the engine, the floor and PyTorch again at each
+  thread count of MULTI_THREADS (2; as far as the CPUs allow): BLAS limited to that many
+  threads (the engine follows the limit: ``numerics.twolayer.step_threads``) and
+  ``torch.set_num_threads``; the floor is the fastest of the blocked GEMMs on that many
+  BLAS threads and the samples split among that many threads with one BLAS thread each;
+  these columns are judged on wall time (the CPU time adds up the threads);
 - one untimed warm-up call per engine, which also measures the agreement with "engine"
   (max over loss and gradients of max|u - v| / max|v|) and the peak resident memory of
   the process during the call (VmHWM after resetting it via /proc/self/clear_refs; also
@@ -56,13 +62,20 @@ from verify._atomic import atomic_write_bytes
 __all__ = ["add_arguments", "run", "run_bench", "performance_section", "Case",
            "QUICK_CASES", "FULL_CASES"]
 
-SCHEMA = 2
+SCHEMA = 3
 CHUNK_ELEMENTS = 2 ** 22  # entries of one m x chunk block in the dense / torch steps
-THREADS = 1               # BLAS / PyTorch threads of every engine
+THREADS = 1               # BLAS / PyTorch threads of every engine (the main columns)
+#: thread counts of the further d-dim columns (engine, floor, PyTorch; wall time)
+MULTI_THREADS = (2,)
+#: target ratio torch / engine of the d-dimensional step (at every thread count)
+TORCH_TARGET = 1.5
 #: target ratio engine / floor (CPU-time minima) of the d-dimensional step
 FLOOR_TARGET = 1.3
 #: block sizes (rows) tried for the floor; the fastest on warm-up runs is timed
 FLOOR_ROWS = (64, 128, 256, 512, 1024)
+#: warm-up runs per floor candidate of a short step (min of them; one for long steps): on
+#: 2 threads a single slow run (the helper thread woken late) picks the wrong candidate
+FLOOR_TRIALS = 10
 
 
 @dataclass(frozen=True)
@@ -285,18 +298,60 @@ def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int) -> Callable[[], Non
     return step
 
 
-def _fastest_floor(B: np.ndarray, X: np.ndarray) -> tuple[int, Callable[[], None]]:
-    """The floor at the block size (among FLOOR_ROWS and n) with the least CPU time over
-    three untimed runs each."""
+_FLOOR_POOL: dict[int, Any] = {}  # threads -> the helper threads of the split floor
+
+
+def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int) -> Callable[[], None]:
+    """The floor with the samples split into ``threads`` contiguous parts, each on its own
+    thread with one BLAS thread (the engine's own scheme)."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+    from threadpoolctl import ThreadpoolController  # noqa: PLC0415
+
+    n = X.shape[0]
+    cuts = [n * k // threads for k in range(threads + 1)]
+    parts = [_floor_twolayer(B, X[cuts[k]:cuts[k + 1]], rows)
+             for k in range(threads) if cuts[k + 1] > cuts[k]]
+    if _FLOOR_POOL.get(threads) is None:
+        _FLOOR_POOL[threads] = ThreadPoolExecutor(max_workers=threads - 1)
+    pool = _FLOOR_POOL[threads]
+    blas = ThreadpoolController()
+
+    def step() -> None:
+        with blas.limit(limits=1, user_api="blas"):
+            futures = [pool.submit(fn) for fn in parts[1:]]
+            parts[0]()
+            for fu in futures:
+                fu.result()
+    return step
+
+
+def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
+                   ) -> tuple[str, Callable[[], None]]:
+    """The floor at the block size (among FLOOR_ROWS and n) with the least time over
+    FLOOR_TRIALS untimed runs each (CPU time on one thread; wall time on several, where the
+    candidates are also the samples split among threads with one BLAS thread each):
+    ``(description, step)``."""
     n = X.shape[0]
     best = None
+    clock = _cpu_call if threads == 1 else _wall_call
     for rows in sorted({min(r, n) for r in FLOOR_ROWS}):
-        fn = _floor_twolayer(B, X, rows)
-        fn()
-        cost = min(_cpu_call(fn) for _ in range(3 if B.shape[0] * n <= 2 ** 24 else 1))
-        if best is None or cost < best[0]:
-            best = (cost, rows, fn)
+        cands = [(f"blocks of {rows} samples", _floor_twolayer(B, X, rows))]
+        if threads > 1:
+            cands[0] = (f"blocks of {rows} samples, {threads} BLAS threads", cands[0][1])
+            cands.append((f"blocks of {rows} samples, the samples split among {threads} "
+                          "threads with one BLAS thread each", _split_floor(B, X, rows, threads)))
+        for desc, fn in cands:
+            fn()
+            cost = min(clock(fn) for _ in range(FLOOR_TRIALS if B.shape[0] * n <= 2 ** 24 else 1))
+            if best is None or cost < best[0]:
+                best = (cost, desc, fn)
     return best[1], best[2]
+
+
+def _wall_call(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _cpu_call(fn: Callable[[], Any]) -> float:
@@ -305,8 +360,9 @@ def _cpu_call(fn: Callable[[], Any]) -> float:
     return time.process_time() - t0
 
 
-def _engines(case: Case, inp: dict[str, Any], torch) -> dict[str, tuple[str, Callable[[], Any]]]:
-    """name -> (description, zero-argument step)."""
+def _engines(case: Case, inp: dict[str, Any], torch, threads: int = 1
+             ) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """name -> (description, zero-argument step); the d-dim floor at ``threads``."""
     if case.problem == "relu1d":
         a, b, c, x, y, al = (inp[k] for k in ("a", "b", "c", "x", "y", "alpha"))
         fast = "numerics.fast1d sorted kernels" if relu1d._fast() is not None else "DENSE fallback"
@@ -320,10 +376,11 @@ def _engines(case: Case, inp: dict[str, Any], torch) -> dict[str, tuple[str, Cal
                             lambda: _torch_relu1d(torch, *T, al))
         return out
     a, B, X, Y = (inp[k] for k in ("a", "B", "X", "Y"))
-    rows, floor = _fastest_floor(B, X)
-    out = {"engine": (f"numerics.twolayer.loss_and_grad (ReLU pass: {twolayer.relu_pass_backend()})",
+    how, floor = _fastest_floor(B, X, threads)
+    out = {"engine": (f"numerics.twolayer.loss_and_grad (ReLU pass: {twolayer.relu_pass_backend()}"
+                      f"; {twolayer.step_threads()} thread(s))",
                       lambda: twolayer.loss_and_grad(a, B, X, Y)),
-           "floor": (f"two-GEMM floor: X B^T and Z^T X, blocks of {rows} samples", floor),
+           "floor": (f"two-GEMM floor: X B^T and Z^T X, {how}", floor),
            "dense": ("numerics.twolayer.loss_and_grad_dense_reference (chunked)",
                      lambda: twolayer.loss_and_grad_dense_reference(
                          a, B, X, Y, chunk_elements=CHUNK_ELEMENTS))}
@@ -353,10 +410,10 @@ def _discrepancy(res, ref) -> float | None:
 
 
 # --------------------------------------------------------------------------- running
-def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
-    inp = _inputs(case, seed)
-    engines = _engines(case, inp, torch)
-    load0 = _loadavg()
+def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
+                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]], Any]:
+    """Warm-up (agreement with "engine", peak memory), then the timed round-robin:
+    ``(records by engine, ratios to the engine, the engine's result)``."""
     rec: dict[str, dict[str, Any]] = {}
     ref = None
     for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
@@ -398,11 +455,59 @@ def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None]) -> dic
     ratios = {name: {"min": r["min"] / base["min"], "median": r["median"] / base["median"],
                      "cpu_min": r["cpu_min"] / base["cpu_min"]}
               for name, r in rec.items() if name != "engine"}
+    return rec, ratios, ref
+
+
+def _same_bits(u, v) -> bool:
+    """Whether two (loss, gradients) results are the same float64 words."""
+    (l1, g1), (l2, g2) = u, v
+    return float(l1) == float(l2) and all(
+        _as_numpy(x).tobytes() == _as_numpy(y).tobytes() for x, y in zip(g1, g2))
+
+
+def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
+                      one_thread: Any = None) -> dict[str, Any]:
+    """The engine, its floor and PyTorch of a d-dimensional case at ``threads`` threads
+    (BLAS limit and ``torch.set_num_threads``); judged on wall time.  ``one_thread``: the
+    engine's one-thread result, compared word for word with this one's."""
+    load0 = _loadavg()
+    with threadpool_limits(limits=threads):
+        if torch is not None:
+            torch.set_num_threads(threads)
+        try:
+            engines = {k: v for k, v in _engines(case, inp, torch, threads).items()
+                       if k != "dense"}
+            rec, ratios, ref = _time_engines(case, engines)
+        finally:
+            if torch is not None:
+                torch.set_num_threads(THREADS)
+    return {"threads": threads, "blas_threads": threads, "clock": "wall",
+            "engine_threads": twolayer_threads(threads),
+            "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
+            "ratios": ratios,
+            "same_bits_as_one_thread": None if one_thread is None else _same_bits(ref, one_thread)}
+
+
+def twolayer_threads(limit: int) -> int:
+    """The threads numerics.twolayer's step uses under a BLAS limit of ``limit``."""
+    with threadpool_limits(limits=limit):
+        return twolayer.step_threads()
+
+
+def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None],
+                multi: tuple[int, ...] = ()) -> dict[str, Any]:
+    """One case on one thread, and (d-dimensional cases) at each thread count of
+    ``multi`` (the key "multi_thread": {str(threads): run})."""
+    inp = _inputs(case, seed)
+    load0 = _loadavg()
+    rec, ratios, ref = _time_engines(case, _engines(case, inp, torch))
     out = {"problem": case.problem, "scale": case.scale, "sizes": case.size_dict,
            "note": case.note, "repeats": case.repeats, "slow_repeats": case.slow_repeats,
            "warmup_timed": case.time_warmup, "steady_state": not case.time_warmup,
            "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
            "ratios": ratios}
+    if case.problem == "twolayer" and multi:
+        out["multi_thread"] = {str(t): _multi_thread_run(case, inp, torch, t, ref) for t in multi}
     log(_format_case(out))
     return out
 
@@ -429,8 +534,10 @@ def _targets(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
             fl = ratio(c, "floor")
             out.append(_target(f"d-dim {sc}: engine / floor <= {FLOOR_TARGET:g}", FLOOR_TARGET,
                                None if fl is None else 1.0 / fl, False))
-            for peer in ("dense", "torch"):
-                out.append(_target(f"d-dim {sc}: {peer} / engine >= 1", 1.0, ratio(c, peer), True))
+            out.append(_target(f"d-dim {sc}: dense / engine >= 1", 1.0, ratio(c, "dense"), True))
+            out.append(_target(f"d-dim {sc}: torch / engine >= {TORCH_TARGET:g}", TORCH_TARGET,
+                               ratio(c, "torch"), True))
+            out += _multi_thread_targets(c)
             if sc.startswith("large"):
                 pk = c["engines"]["engine"]["peak_mib"]
                 out.append(_target(f"d-dim {sc}: peak memory of the engine < 4096 MiB", 4096.0,
@@ -438,19 +545,46 @@ def _targets(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _multi_thread_targets(c: dict[str, Any]) -> list[dict[str, Any]]:
+    """The d-dim targets at each thread count above one, on wall-time minima."""
+    out = []
+    for t, run in sorted(c.get("multi_thread", {}).items(), key=lambda kv: int(kv[0])):
+        fl, pt = run["ratios"].get("floor"), run["ratios"].get("torch")
+        out.append(_target(f"d-dim {c['scale']}, {t} threads: engine / floor <= {FLOOR_TARGET:g}",
+                           FLOOR_TARGET, None if fl is None else 1.0 / fl["min"], False))
+        out.append(_target(f"d-dim {c['scale']}, {t} threads: torch / engine >= {TORCH_TARGET:g}",
+                           TORCH_TARGET, None if pt is None else pt["min"], True))
+    return out
+
+
+def _multi_default() -> tuple[int, ...]:
+    """The thread counts of the multi-thread column: MULTI_THREADS, if the process may
+    run on that many CPUs."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return tuple(t for t in MULTI_THREADS if t <= cpus)
+
+
 def run_bench(cases=QUICK_CASES, *, seed: int = 0, use_torch: bool = True,
-              log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the benchmark cases; returns the JSON-able results dict."""
+              log: Callable[[str], None] = print,
+              multi: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """Run the benchmark cases, each on one thread and (d-dim) at the thread counts
+    ``multi`` (default: MULTI_THREADS, as far as the CPUs allow); returns the JSON-able
+    results dict."""
+    multi = _multi_default() if multi is None else tuple(multi)
     with threadpool_limits(limits=THREADS):
         threads = blas_threads()
         torch = _import_torch(THREADS) if use_torch else None
         machine = _machine(torch, threads)
+        machine["multi_threads"] = list(multi)
         log(f"machine: {machine['cpu'] or '?'}, {machine['cpu_count']} CPUs; every engine on "
             f"one thread (BLAS threads {threads}, torch {machine['torch'] or 'not available'} "
             f"threads {machine['torch_threads']}; d-dim ReLU pass {machine['relu_pass']}); "
             f"load average {_loadavg()}")
         t0 = time.perf_counter()
-        results = [_bench_case(c, torch, seed, log) for c in cases]
+        results = [_bench_case(c, torch, seed, log, multi) for c in cases]
     data = {"schema": SCHEMA, "seed": seed, "machine": machine, "cases": results,
             "targets": _targets(results), "seconds": time.perf_counter() - t0}
     log(_format_targets(data["targets"]))
@@ -496,6 +630,19 @@ def _format_case(c: dict[str, Any]) -> str:
         fl = c["ratios"]["floor"]
         lines.append(f"  engine / floor: {1.0 / fl.get('cpu_min', fl['min']):.3g} (CPU-time "
                      f"minima), {1.0 / fl['min']:.3g} (wall-time minima)")
+    for t, run in sorted(c.get("multi_thread", {}).items(), key=lambda kv: int(kv[0])):
+        lines.append(f"  at {t} threads (BLAS limit {run['blas_threads']}, the engine on "
+                     f"{run['engine_threads']}; its result the one-thread bits: "
+                     f"{run.get('same_bits_as_one_thread')}); load {run['loadavg_before']} -> "
+                     f"{run['loadavg_after']}; judged on wall time")
+        for name, r in run["engines"].items():
+            rt = run["ratios"].get(name)
+            lines.append(f"  {name:8s} {_cpu_ms(r):>11s} {_ms(r['min']):>12s} "
+                         f"{_ms(r['median']):>12s} {'1' if rt is None else format(rt['min'], '.3g'):>20s}"
+                         f" {_peak(r):>21s} {_agree(r['agreement']):>10s}")
+        if "floor" in run["ratios"]:
+            lines.append(f"  engine / floor at {t} threads: {1.0 / run['ratios']['floor']['min']:.3g}"
+                         " (wall-time minima)")
     return "\n".join(lines)
 
 
@@ -543,12 +690,21 @@ _ORDER = ("engine", "floor", "dense", "torch")
 def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[tuple[str, str]]]:
     """Markdown "Performance" section and a log-log plot (time per step vs m) from a
     bench results dict (the committed ``benchmarks/results.json``)."""
-    from verify.plotting import new_figure, save_figure  # noqa: PLC0415
-
-    mach = data.get("machine", {})
     cases = data.get("cases", [])
     has_cpu = all("cpu_min" in r for c in cases for r in c["engines"].values())
+    text = _performance_text(data, has_cpu)
+    return text, [_performance_figure(cases, has_cpu, outdir)]
+
+
+def _multi(c: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return sorted(c.get("multi_thread", {}).items(), key=lambda kv: int(kv[0]))
+
+
+def _performance_text(data: dict[str, Any], has_cpu: bool) -> str:
+    mach = data.get("machine", {})
+    cases = data.get("cases", [])
     clock = "CPU time of the process" if has_cpu else "wall time"
+    counts = sorted({int(t) for c in cases for t, _ in _multi(c)})
     L = ["## Performance", "",
          f"One loss-and-gradient step, timed by `python -m verify bench` "
          f"(profile {data.get('profile', '?')}, {mach.get('date_utc', '?')} UTC, "
@@ -563,35 +719,51 @@ def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[t
          + "; the two-GEMM floor is the pair of matrix products "
          "X B^T and Z^T X that any d-dimensional step performs, and nothing else. "
          f"Times are minima over the repeats ({clock}; the wall-time median is shown too); "
-         "'x engine' is time(row) / time(engine) (> 1: the engine is faster). Timings are "
-         "nondeterministic: this section reads the committed benchmarks/results.json (see "
-         "benchmarks/README.md to reproduce).", "",
+         "'x engine' is time(row) / time(engine) (> 1: the engine is faster)"
+         + "".join(f"; the '{t} threads' columns: the same d-dimensional engines with a BLAS "
+                   f"limit of {t} and torch.set_num_threads({t}), wall-time minima, the "
+                   "floor the faster of BLAS's threads and the samples split among threads"
+                   for t in counts)
+         + ". Timings are nondeterministic: this section reads the committed "
+         "benchmarks/results.json (see benchmarks/README.md to reproduce).", "",
          "| problem | scale | sizes | engine | min [ms] | wall median [ms] | x engine | "
-         "peak RSS [MiB] (+ during call) | agreement |",
-         "|---|---|---|---|---|---|---|---|---|"]
+         + "".join(f"{t} threads: wall min [ms] | x engine ({t} threads) | " for t in counts)
+         + "peak RSS [MiB] (+ during call) | agreement |",
+         "|---|---|---|---|---|---|---|" + "---|---|" * len(counts) + "---|---|"]
     for c in cases:
         sz = ", ".join(f"{k}={v:g}" for k, v in c["sizes"].items())
+        runs = dict(_multi(c))
         for name in [n for n in _ORDER if n in c["engines"]]:
             r = c["engines"][name]
-            rt = c["ratios"].get(name)
             tmin = r["cpu_min"] if has_cpu else r["min"]
+            more = ""
+            for t in counts:
+                rr = runs.get(str(t), {}).get("engines", {}).get(name)
+                rt = runs.get(str(t), {}).get("ratios", {}).get(name)
+                more += "- | - | " if rr is None else \
+                    f"{_ms(rr['min'])} | {'1' if rt is None else format(rt['min'], '.3g')} | "
             L.append(f"| {c['problem']} | {c['scale']} | {sz} | {_LABEL.get(name, name)} | "
-                     f"{_ms(tmin)} | {_ms(r['median'])} | {_cpu_ratio(rt)} | {_peak(r)} | "
-                     f"{_agree(r['agreement'])} |")
-    L += ["", f"Performance targets (ratios of minimum {clock}s):", "",
-          "| target | measured | verdict |", "|---|---|---|"]
+                     f"{_ms(tmin)} | {_ms(r['median'])} | {_cpu_ratio(c['ratios'].get(name))} | "
+                     f"{more}{_peak(r)} | {_agree(r['agreement'])} |")
+    L += ["", f"Performance targets (ratios of minimum {clock}s on one thread, of wall-time "
+          "minima on several):", "", "| target | measured | verdict |", "|---|---|---|"]
     for t in data.get("targets", []):
         meas = "n/a" if t["measured"] is None else f"{t['measured']:.3g}"
         verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
         L.append(f"| {t['target']} | {meas} | {verdict} |")
     L.append("")
-    notes = sorted({c["note"] for c in cases if c.get("note")})
-    L += [f"Note: {n}." for n in notes]
+    L += [f"Note: {n}." for n in sorted({c["note"] for c in cases if c.get("note")})]
     loads = [c.get("loadavg_before") for c in cases if c.get("loadavg_before")]
     if loads:
         L.append(f"Load average (1 min) at the start of the cases: "
                  f"{', '.join(f'{x[0]:.1f}' for x in loads)} (shared machine, "
                  f"{mach.get('cpu_count', '?')} cores).")
+    return "\n".join(L) + "\n"
+
+
+def _performance_figure(cases: list[dict[str, Any]], has_cpu: bool, outdir: Path
+                        ) -> tuple[str, str]:
+    from verify.plotting import new_figure, save_figure  # noqa: PLC0415
 
     fig, axes = new_figure(ncols=2, width=4.6, height=3.6)
     for ax, prob, title in ((axes[0], "relu1d", "1-D network (W.1)"),
@@ -616,6 +788,6 @@ def performance_section(data: dict[str, Any], outdir: Path) -> tuple[str, list[t
     name = "performance_time_per_step.png"
     save_figure(fig, Path(outdir) / name)
     cap = ("Time per loss-and-gradient step at each benchmark size (log scale, minimum over "
-           "repeats) for the engines of benchmarks/results.json, the dense NumPy step, "
-           "PyTorch and, for the d-dimensional network, the two-GEMM floor.")
-    return "\n".join(L) + "\n", [(name, cap)]
+           "repeats, one thread) for the engines of benchmarks/results.json, the dense NumPy "
+           "step, PyTorch and, for the d-dimensional network, the two-GEMM floor.")
+    return name, cap

@@ -164,7 +164,9 @@ def one_blas_thread() -> Iterator[None]:
     """Run the block with one BLAS thread (threadpoolctl).  A multi-threaded BLAS splits
     reductions (dot, gemv) by thread count, which changes the last bits of a result; with
     one thread in every task the numbers are the same in this process, on a local cluster
-    and on any worker, whatever its core count."""
+    and on any worker, whatever its core count.  The d-dimensional step shares its sample
+    blocks among the BLAS thread limit in force (``numerics.twolayer.step_threads``): one
+    thread per task here too, so N workers never run more than N threads."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # without threadpoolctl: the BLAS's own thread count

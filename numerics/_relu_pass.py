@@ -1,0 +1,92 @@
+"""The ReLU-and-mask pass of the blocked d-dimensional step (:mod:`numerics.twolayer`,
+claims H1a-H1e, H1h): Z <- relu(Z) and M <- 1{Z > 0} over one block of pre-activations,
+as ONE compiled pass when numba is installed and as three NumPy passes otherwise, with
+the same bits (:func:`relu_pass_backend` names the one that runs).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = ["fused_relu", "relu_pass_backend", "relu_with_mask"]
+
+_FUSED: list = []                 # [the compiled ReLU pass, or None], once decided
+_FUSED_LOCK = threading.Lock()
+
+
+def _compile_fused_relu():
+    """The ReLU and its mask in ONE compiled pass (numba, an optional dependency:
+    ``pip install '.[fast]'``), or None without numba: the mask as 0.0 / 1.0 into a float64
+    block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
+    column-blocked step, ``numerics.twolayer._block_sums_2d``).  Elementwise the same
+    operations as the NumPy passes of :func:`relu_with_mask` (z > 0, then z * 1.0 or
+    z * 0.0, no reassociation): the same bits, nan and -0.0 included.  Compiled eagerly
+    for C-contiguous float64 blocks, not cached on disk (nothing is written next to the
+    package; about 0.3 s once per process)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    try:
+        # one kernel, two mask types: 0.0 / 1.0 into a float64 block, 0 / 1 into a
+        # strided uint8 block (the column-blocked step's booleans)
+        @numba.njit(["void(float64[:, ::1], float64[:, ::1])", "void(float64[:, ::1], uint8[:, :])"],
+                    nogil=True, cache=False)
+        def relu_and_mask(Z, M):
+            rows, cols = Z.shape
+            for i in range(rows):
+                for j in range(cols):
+                    z = Z[i, j]
+                    k = 1.0 if z > 0.0 else 0.0
+                    M[i, j] = k
+                    Z[i, j] = z * k
+    except Exception as exc:            # a broken numba/LLVM install: the NumPy passes
+        import warnings
+        warnings.warn(f"numerics._relu_pass: numba is installed but could not compile the fused "
+                      f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
+                      "results, 5-10% slower at paper scale)", RuntimeWarning, stacklevel=3)
+        return None
+    return relu_and_mask
+
+
+def fused_relu():
+    """The compiled pass, or None (see :func:`_compile_fused_relu`)."""
+    if not _FUSED:
+        with _FUSED_LOCK:
+            if not _FUSED:
+                _FUSED.append(_compile_fused_relu())
+    return _FUSED[0]
+
+
+def relu_pass_backend() -> str:
+    """Which implementation runs the ReLU-and-mask pass of ``numerics.twolayer.loss_and_grad``
+    and ``forward``: ``"numba <version>"`` (one fused pass, when numba is installed) or
+    ``"numpy"`` (three passes).  Both give the same bits; the fused pass saves 5-10% of
+    a step at paper scale (benchmarks/README.md).  Compiles the kernel if needed.
+
+    >>> relu_pass_backend() in ("numpy",) or relu_pass_backend().startswith("numba ")
+    True
+    """
+    if fused_relu() is None:
+        return "numpy"
+    import numba
+    return f"numba {numba.__version__}"
+
+
+def relu_with_mask(Z: np.ndarray, mask: np.ndarray, M: np.ndarray) -> None:
+    """Z <- relu(Z) and M <- 1{Z > 0} as exact 0.0 / 1.0 (``mask``: a boolean scratch of
+    Z's shape, used by the NumPy passes).  The ReLU is the product Z M, exactly z * 1.0 or
+    z * 0.0: an overflowed pre-activation stays visible (inf * 1 = inf, -inf * 0 = nan)
+    and sends the caller to the rescaled path, where np.maximum(-inf, 0) = 0 would hide
+    it.  With numba one fused pass (:func:`_compile_fused_relu`); else three NumPy passes,
+    each about as fast as a copy (the product with the booleans' uint8 view costs about
+    twice a float64 product, NumPy casting element by element, and np.maximum with the
+    scalar 0 three times)."""
+    fused = fused_relu()
+    if fused is not None and Z.flags.c_contiguous and M.flags.c_contiguous:
+        fused(Z, M)
+        return
+    np.greater(Z, 0.0, out=mask)
+    np.copyto(M, mask.view(np.uint8))
+    np.multiply(Z, M, out=Z)

@@ -1,0 +1,218 @@
+"""Threads for the blocked d-dimensional step (:mod:`numerics.twolayer`, claims H1a-H1e,
+H1h): sample blocks run on worker threads, each GEMM on ONE BLAS thread, and the
+per-block partial gradients are summed in fixed block order, so that the result is bit
+for bit the one-thread step's at any thread count.
+
+Why not BLAS's own threads: the step's GEMMs are thin, (c x d) @ (d x m_block) and
+(m_block x c) @ (c x d) with d = 30 and c = 128, 50-200 us each.  OpenBLAS splits each
+such call over its threads and synchronises them at its end, and between the calls
+(the ReLU pass, the GEMV, Python) its idle threads spin on the other cores; measured in
+benchmarks/README.md ("Threads"), two BLAS threads made the step up to twice as slow as
+one.  A multi-threaded BLAS also splits dot and GEMV reductions by thread count, which
+changes the last bits.
+
+How many threads: the BLAS thread limit in force (``threadpoolctl.threadpool_limits``,
+``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS``, or the BLAS default: the CPU count),
+capped by the CPUs this process may run on.  ``threadpool_limits(1)`` (as the claim runner
+sets for every task) therefore runs the step serially.  While a step runs, the BLAS limit
+is 1 (restored afterwards, also when several threads run steps at once).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterator
+
+import numpy as np
+
+__all__ = ["threads_in_force", "serial_blas", "ordered_block_sum", "run_blocks"]
+
+_CONTROL: list = []                  # [the BLAS thread controllers (threadpoolctl), or None]
+_CONTROL_LOCK = threading.Lock()
+#: callers inside serial_blas() and the BLAS limits saved by the first of them
+_ACTIVE = {"depth": 0, "saved": None, "threads": 1}
+_POOL: dict = {"pid": None, "executor": None, "workers": 0}
+#: least number of partial sums in flight (computed, not yet added): a thread that the OS
+#: deschedules mid-block (a shared machine) holds up the others only after this many blocks
+_WINDOW = 8
+_POOL_LOCK = threading.Lock()
+
+
+def _controllers():
+    """The loaded BLAS libraries' thread controllers (threadpoolctl), or None."""
+    if not _CONTROL:
+        with _CONTROL_LOCK:
+            if not _CONTROL:
+                try:
+                    from threadpoolctl import ThreadpoolController
+                    libs = ThreadpoolController().select(user_api="blas").lib_controllers
+                except Exception:        # noqa: BLE001  (no threadpoolctl: one thread)
+                    libs = []
+                _CONTROL.append(libs or None)
+    return _CONTROL[0]
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def threads_in_force() -> int:
+    """The step's thread count: the smallest BLAS thread limit in force (1 without
+    threadpoolctl or a detectable BLAS), at most the CPUs available to the process."""
+    if _ACTIVE["depth"]:
+        return _ACTIVE["threads"]
+    libs = _controllers()
+    if libs is None:
+        return 1
+    return max(1, min(min(int(lc.num_threads) for lc in libs), _cpus()))
+
+
+@contextlib.contextmanager
+def serial_blas() -> Iterator[int]:
+    """Run the block with every BLAS call on one thread; yields the thread count that was
+    in force before (the threads the step may use itself).  Re-entrant and safe when
+    several threads enter it: the first sets the limit to 1, the last restores it."""
+    libs = _controllers()
+    if libs is None:
+        yield 1
+        return
+    with _CONTROL_LOCK:
+        if _ACTIVE["depth"] == 0:
+            saved = [int(lc.num_threads) for lc in libs]
+            _ACTIVE["saved"] = saved
+            _ACTIVE["threads"] = max(1, min(min(saved), _cpus()))
+            for lc, k in zip(libs, saved):
+                if k != 1:
+                    lc.set_num_threads(1)
+        _ACTIVE["depth"] += 1
+        threads = _ACTIVE["threads"]
+    try:
+        yield threads
+    finally:
+        with _CONTROL_LOCK:
+            _ACTIVE["depth"] -= 1
+            if _ACTIVE["depth"] == 0:
+                for lc, k in zip(libs, _ACTIVE["saved"]):
+                    if k != 1:
+                        lc.set_num_threads(k)
+
+
+def _reset_pool() -> None:
+    _POOL.update(pid=None, executor=None, workers=0)
+
+
+if hasattr(os, "register_at_fork"):      # a forked child has none of the parent's threads
+    os.register_at_fork(after_in_child=_reset_pool)
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The shared pool of helper threads (daemon-like, created on first use), with at
+    least ``workers`` threads."""
+    with _POOL_LOCK:
+        ex = _POOL["executor"]
+        if ex is None or _POOL["pid"] != os.getpid() or _POOL["workers"] < workers:
+            if ex is not None and _POOL["pid"] == os.getpid():
+                ex.shutdown(wait=False)
+            ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="twolayer-step")
+            _POOL.update(pid=os.getpid(), executor=ex, workers=workers)
+        return ex
+
+
+def _on_threads(work: Callable[[], None], threads: int) -> None:
+    """Run ``work`` on the calling thread and on threads - 1 helpers; re-raise the
+    first exception."""
+    futures = [_executor(threads - 1).submit(work) for _ in range(threads - 1)]
+    err = None
+    try:
+        work()
+    except BaseException as exc:         # noqa: BLE001  (re-raised below, after the helpers)
+        err = exc
+    for fu in futures:
+        try:
+            fu.result()
+        except BaseException as exc:     # noqa: BLE001
+            err = err or exc
+    if err is not None:
+        raise err
+
+
+def run_blocks(block: Callable[[int, int], None], n: int, c: int, threads: int) -> None:
+    """``block(s, e)`` for the row blocks [s, e) = [k c, min(n, (k + 1) c)), on up to
+    ``threads`` threads (blocks claimed in order; each must write only its own rows)."""
+    nb = -(-n // c)
+    threads = max(1, min(threads, nb))
+    if threads == 1:
+        for s in range(0, n, c):
+            block(s, min(n, s + c))
+        return
+    state = {"next": 0, "stop": False}
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                k = state["next"]
+                if state["stop"] or k >= nb:
+                    return
+                state["next"] = k + 1
+            try:
+                block(k * c, min(n, k * c + c))
+            except BaseException:
+                state["stop"] = True
+                raise
+    _on_threads(work, threads)
+
+
+def ordered_block_sum(block: Callable[[int, int, np.ndarray], None], n: int, c: int,
+                      shape: tuple[int, ...], threads: int,
+                      slots: Callable[[int], np.ndarray]) -> np.ndarray:
+    """G = ((0 + T_0) + T_1) + ... over the row blocks k of c rows, ``block(s, e, T)``
+    writing T_k into T (and anything of its own rows elsewhere).  On several threads the
+    T_k are computed concurrently and added in block order, so G is bit for bit the
+    serial sum.  ``slots(W)`` returns a (W,) + shape scratch array for the blocks in
+    flight (W = max(_WINDOW, 2 threads), at most the block count)."""
+    nb = -(-n // c)
+    threads = max(1, min(threads, nb))
+    G = np.zeros(shape)
+    if threads == 1:
+        T = slots(1)[0]
+        for s in range(0, n, c):
+            block(s, min(n, s + c), T)
+            np.add(G, T, out=G)
+        return G
+    buf = slots(min(nb, max(_WINDOW, 2 * threads)))
+    st = {"claim": 0, "added": 0, "stop": False, "free": list(range(buf.shape[0])),
+          "pending": {}}
+    cond = threading.Condition()
+
+    def work() -> None:
+        while True:
+            with cond:
+                while not st["stop"] and st["claim"] < nb and not st["free"]:
+                    cond.wait()
+                if st["stop"] or st["claim"] >= nb:
+                    return
+                k, slot = st["claim"], st["free"].pop()
+                st["claim"] = k + 1
+            try:
+                block(k * c, min(n, k * c + c), buf[slot])
+            except BaseException:
+                with cond:
+                    st["stop"] = True
+                    cond.notify_all()
+                raise
+            with cond:
+                st["pending"][k] = slot
+                while st["added"] in st["pending"]:      # the next block in order is ready
+                    done = st["pending"].pop(st["added"])
+                    np.add(G, buf[done], out=G)
+                    st["free"].append(done)
+                    st["added"] += 1
+                cond.notify_all()
+    _on_threads(work, threads)
+    return G
