@@ -234,3 +234,11 @@ def test_mpmath_paths_take_the_arrays_of_the_float_paths():
         F.velocity_jump.mpmath([1.0, 2.0], [1.0, 2.0, 3.0], 1.0)
     with pytest.raises(ValueError, match="finite"):
         F.full_from_canonical.mpmath([1.0, np.nan], [0.1, 0.2], [1.0, 1.0])
+
+
+def test_w2i_time_scale_and_weight_exponent():
+    from derivations.williams_dynamics import derive_W2i, m_width
+    w = derive_W2i()
+    assert w["time_scale"] == m_width
+    assert w["alpha_limit"] == m_width and w["phi_degree"] == 2
+    assert w["weight_exponent"] == 4
