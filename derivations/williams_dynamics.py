@@ -596,7 +596,8 @@ def _build_W2i() -> Derivation:
         Step("hence $f_\\tau(x) = \\int_{S^2}\\phi(\\Phi_\\tau(\\omega); x)\\,W(\\omega)\\,"
              "d\\sigma(\\omega)$ with $W(\\omega) = \\int_0^\\infty\\varrho^{k} p_0(\\varrho\\omega)"
              "\\,d\\varrho$, $p_0$ the density of $\\mu_0$:", w["weight_exponent"], lhs="k"),
-    ], results={"time_scale": w["time_scale"], "weight_exponent": w["weight_exponent"]})
+    ], results={"time_scale": sp.Lambda(m_width, w["time_scale"]),
+                "weight_exponent": w["weight_exponent"]})
 
 
 DERIVATIONS: dict[str, Callable[[], Derivation]] = {

@@ -2,10 +2,10 @@
 O(m^-1/2) at a fixed flow time (Williams, Trager, Silva, Panozzo, Zorin, Bruna, NeurIPS
 2019, Section 3: the mean-field form and the canonical measure mu_m = (1/m) sum delta).
 
-Derivation: ``derivations.williams_dynamics.DERIVATIONS["W2i"]`` (the time scale T(m), read
-through ``verify.kit.lambdified``, and the weight exponent of the reduced reference).  The
-system under test: ``numerics.relu1d.gradient_descent`` on z at step T(m) h.  The limit
-reference: ``verify.studies.williams.limit_reference`` (mean-field GD at flow step h of a
+Derivation: ``derivations.williams_dynamics.DERIVATIONS["W2i"]`` (the time scale T(m), a
+SymPy Lambda read through ``verify.kit.derived_results``, and the weight exponent of the
+reduced reference).  The system under test: ``numerics.relu1d.gradient_descent`` on z at
+step T(m) h.  The limit reference: ``verify.studies.williams.limit_reference`` (mean-field GD at flow step h of a
 deterministic quadrature of mu_0 on the sphere of directions, ``numerics.meanfield1d``).
 """
 from __future__ import annotations
@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from derivations import williams_dynamics as D
 from verify.claims._williams_dynamics import SOURCE
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
-                        derived_results, fmt, lambdified, rate_study)
+                        derived_results, fmt, rate_study)
 from verify.studies import williams as S
 
 #: near miss of W2i: the z-step read as T(m) (1 + 1e-2) h, a 1% error in the time scale
@@ -38,8 +37,9 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     """Distances ||f_m - f_ref|| on the grid at flow time S.FLOW_TIME at every width and seed,
     GD on z at step ``time_factor`` T(m) h (1 in the claim, the near miss in the control);
     their log-log rate against -1/2."""
-    k = float(derived_results("W2i")["weight_exponent"])
-    T = lambdified("W2i", "time_scale", (D.m_width,), modules="math")
+    derived = derived_results("W2i")
+    k = float(derived["weight_exponent"])
+    T = derived["time_scale"]  # a SymPy Lambda: T(m)
     ref = S.limit_reference(int(ctx.size("panels")), k)
     widths = tuple(int(w) for w in ctx.size("widths"))
     n_seeds = int(ctx.size("seeds"))
