@@ -79,10 +79,10 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
     nets = relu1d_networks(1, 24, min_norm=1e-3).map(
         lambda z: (z[0], z[1], np.where(np.abs(z[2]) < 1e-3, 1.0, z[2])))
     s_f = for_all_instances(ctx, "f_z vs f~_pi(z) (dense numerics vs canonical numerics with "
-                            "the derived pi)", nets, measure, quick=8, full=60)
+                            "the derived pi)", nets, measure, count=ctx.size("instances"))
     s_fib = for_all_instances(ctx, "fibres: pi(ka, kb, c/k) = pi(a, b, c); full_from_canonical o "
                               "pi = id; the point with delta + 1 represents the same f",
-                              nets, measure_fibre, quick=8, full=60)
+                              nets, measure_fibre, count=ctx.size("instances"))
     # the float64 evaluators vs mpmath of the same derived expressions, over magnitudes
     worst = 0.0
     mags = [1e-150, 1e-3, 1.0, 7e2, 1e150]
@@ -150,7 +150,7 @@ def _w2b_flow(run: RunContext):
     """The reference gradient flow of the run (``ctx.shared()``: shared by the check and
     its control), drawn from ``run.rng("flow")``."""
     rng = run.rng("flow")
-    m, s, T = (20, 6, 200.0) if run.quick else (60, 10, 2000.0)
+    m, s, T = run.size("flow_neurons"), run.size("flow_samples"), run.size("flow_time")
     a, b, c = draw_neurons(rng, m, 2.0)
     x, y = draw_data(rng, s)
     res = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, 41), rtol=RTOL, atol=1e-14)
@@ -187,7 +187,7 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
                      datasets_1d(3, 7, 0.05, x_range=(-1.0, 1.0)))
     s_field = for_all_instances(ctx, "derived field vs finite differences of L (per sample "
                                 "term -grad ell summed over the active samples)", inst,
-                                measure_field, quick=4, full=30)
+                                measure_field, count=ctx.size("instances"))
 
     (a, b, c, x, y), res = _w2b_flow(ctx.shared())
     A, B, C = res.state[:, 0], res.state[:, 1], res.state[:, 2]
@@ -291,7 +291,7 @@ def _match_events(e1, e2) -> tuple[bool, float]:
 def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     """pi(full flow) vs the reduced flow under the derived metric (angular entry times
     ``thth_factor``: 1 in the check); events; kernel/adaptive limits."""
-    T = 40.0 if ctx.quick else 200.0
+    T = ctx.size("flow_time")
     te = np.linspace(0, T, 21)
     info: dict[str, Any] = {}
 
@@ -343,11 +343,11 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     s_flow = for_all_instances(ctx, f"max deviation of pi(z(t)) from the reduced flow with the "
                                f"derived metric (relative r, absolute theta), t in [0, {T:g}] "
                                "(or 0.9 x the first collapse |(a, b)| = 0)",
-                               inst, measure, quick=2, full=10)
+                               inst, measure, count=ctx.size("instances"))
     s_ev = for_all_instances(ctx, "switching events of both flows: same events, max time "
                              "difference (up to the first exit from sliding)", inst,
-                             measure_events, quick=2, full=10)
-    m2, s2 = (8, 4) if ctx.quick else (20, 6)
+                             measure_events, count=ctx.size("instances"))
+    m2, s2 = ctx.size("regime_neurons"), ctx.size("regime_samples")
     rng2 = ctx.rng("w2c-regimes")
     xr, yr = draw_data(rng2, s2)
     rr0 = rng2.choice([-1.0, 1.0], m2) * rng2.uniform(0.3, 1.5, m2)
@@ -415,18 +415,26 @@ CLAIMS = [
         r"$\pi(a,b,c) = (c|(a,b)|, \mathrm{atan2}(b,a))$ satisfies $\tilde f_{\pi(z)} = f_z$ "
         r"($\alpha(m)=m$), and $\pi(z)=\pi(z')$ iff $z' = (ka, kb, c/k)$, $k>0$, per neuron.",
         _w2a, 0.0, W2A_ANGLE_OFFSET, "the canonical angle off by 2e-13 rad", "f_z vs f~_pi(z)",
+        sizes={"quick": {"instances": 8}, "full": {"instances": 60}},
         notes=(SIGN_NOTE,), kind="convention"),
     williams_claim(
         "W2b", "delta_i = c_i^2 - a_i^2 - b_i^2 is conserved by the gradient flow",
         r"$\frac{d}{dt}\delta_i = 0$ along $\dot z = -\nabla L(z)$; one GD step changes $\delta_i$ by "
         r"$\eta^2(g_c^2 - g_a^2 - g_b^2)$.", _w2b, 1.0, W2B_WEIGHT,
         "the invariant with weights off by 1e-8: c^2 - (1 + 1e-8)(a^2 + b^2)",
-        "delta_i(t) - delta_i(0) along the flow", figures=_fig_w2b),
+        "delta_i(t) - delta_i(0) along the flow", figures=_fig_w2b,
+        sizes={"quick": {"instances": 4, "flow_neurons": 20, "flow_samples": 6, "flow_time": 200.0},
+               "full": {"instances": 30, "flow_neurons": 60, "flow_samples": 10,
+                        "flow_time": 2000.0}}),
     williams_claim(
         "W2c", "Full flow = reduced flow under the metric G(r, delta); kernel and adaptive regimes",
         r"$\pi(z(t))$ solves $\dot w_i = -G(r_i,\delta_i)^{-1}\nabla_{w_i}\tilde L$ with "
         r"$G^{-1} = \mathrm{diag}\big(\sqrt{\delta^2+4r^2},\ 2/(\sqrt{\delta^2+4r^2}-\delta)\big)$; "
         r"$\delta\to-\infty$ freezes knots, $\delta\to+\infty$ gives the reduced flow.",
         _w2c, 1.0, W2C_THTH_FACTOR, "angular metric entry off by 3e-7 relative",
-        "max deviation of pi(z(t))", figures=_fig_w2c, kind="reconstructed"),
+        "max deviation of pi(z(t))", figures=_fig_w2c, kind="reconstructed",
+        sizes={"quick": {"instances": 2, "flow_time": 40.0, "regime_neurons": 8,
+                         "regime_samples": 4},
+               "full": {"instances": 10, "flow_time": 200.0, "regime_neurons": 20,
+                        "regime_samples": 6}}),
 ]

@@ -96,9 +96,10 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
     return combine("mean-field form of L~ with the derived phi vs numerics' L~; grad of the "
                    "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~", [
         for_all_instances(ctx, "m x FD of L~ vs FD of the potential V (derived phi), relative",
-                          inst, measure, quick=5, full=40),
+                          inst, measure, count=ctx.size("instances")),
         for_all_instances(ctx, "L~ (numerics) vs 1/2 sum y^2 - int F dmu + 1/2 int int K dmu dmu "
-                          "(derived phi), relative", inst, measure_identity, quick=5, full=40),
+                          "(derived phi), relative", inst, measure_identity,
+                          count=ctx.size("instances")),
     ])
 
 
@@ -163,9 +164,9 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
     inst = st.tuples(canonical_particles(1, 40), datasets_1d(2, 9, 0.05, x_range=(-1.5, 1.5)))
     s_fd = for_all_instances(ctx, "derived components (potential_gradient) vs Richardson finite "
                              "differences of L~ (numerics' loss), relative", inst, measure,
-                             quick=6, full=50)
+                             count=ctx.size("instances"))
     s_in = for_all_instances(ctx, "derived <x~, d(theta)> vs the numerics' preactivation",
-                             inst, measure_inner, quick=6, full=50)
+                             inst, measure_inner, count=ctx.size("instances"))
     rng = ctx.rng("w2e")
     r, th = rng.standard_normal(50), rng.uniform(-np.pi, np.pi, 50)
     x = np.sort(rng.uniform(-1, 1, 7))
@@ -253,7 +254,8 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
 
     s = for_all_instances(ctx, "angular jump magnitude (velocity_jump) and the signed jumps "
                           "(radial, angular) vs one-sided limits of the numerics' gradient, "
-                          "relative to the field scale", particle_on_sample_line(), measure, quick=12, full=100)
+                          "relative to the field scale", particle_on_sample_line(), measure,
+                          count=ctx.size("instances"))
     return combine("one-sided limits of (dV/dr, dV/dtheta) from numerics' full-parameter gradient "
                    "(Richardson) vs the derived jump", [s])
 
@@ -321,7 +323,8 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
 
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "
-                                "relative", particle_on_sample_line(), measure, quick=10, full=80)
+                                "relative", particle_on_sample_line(),
+                                measure, count=ctx.size("instances"))
     sim = _w2h_sim(ctx.shared())
     disagree, ambiguous = 0, 0
     rows = []
@@ -364,15 +367,14 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
 def _w2h_sim(run: RunContext) -> dict:
     """Kernel- and adaptive-regime flows of the run (``ctx.shared()``: shared by the check
     and its control), drawn from ``run.rng("sim")``."""
-    quick = run.quick
     rng = run.rng("sim")
-    m, s = (40, 6) if quick else (200, 10)
+    m, s = run.size("sim_neurons"), run.size("sim_samples")
     x = np.sort(rng.uniform(-1.0, 1.0, s))
     y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
     r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
     t0 = rng.uniform(-np.pi, np.pi, m)
     dlt = 50.0
-    T = 40.0 if quick else 200.0
+    T = run.size("sim_time")
     g_fn = lambdified("W2c", "g_thth_rationalized", (D.r, D.delta), modules=NUMPY)
     out: dict[str, Any] = {"delta": dlt, "m": m, "s": s, "x": x, "y": y}
     for name, dl in (("adaptive", dlt), ("kernel", -dlt)):
@@ -430,22 +432,27 @@ CLAIMS = [
         "W2d", "Mean-field form of the loss and the potential V",
         r"$\tilde L = \frac12\sum_j y_j^2 - \int F d\mu + \frac12\iint K d\mu d\mu$, "
         r"$\nabla_{w_i}\tilde L = \frac1m\nabla V(w_i;\mu)$, $V = -F + \int K(\cdot,w')d\mu(w') = \sum_j\rho_j\phi(\cdot;x_j)$.",
-        _w2d, 1.0, W2D_RESIDUAL_FACTOR, "residuals in V off by 3e-6 relative", "m x FD of L~"),
+        _w2d, 1.0, W2D_RESIDUAL_FACTOR, "residuals in V off by 3e-6 relative", "m x FD of L~",
+        sizes={"quick": {"instances": 5}, "full": {"instances": 40}}),
     williams_claim(
         "W2e", "Velocity field in a region: radial and angular components, linear in rho",
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "
         r"$\partial_\theta V = r\sum_{j\in C_k}\rho_j\langle\tilde x_j,t(\theta)\rangle$.",
         _w2e, 1.0, W2E_ANGULAR_FACTOR, "angular component off by 3e-9 relative",
-        "derived components"),
+        "derived components", sizes={"quick": {"instances": 6}, "full": {"instances": 50}}),
     williams_claim(
         "W2f", "The jump of the velocity field at a boundary is angular, |r rho*| sqrt(1+x*^2)",
         r"Crossing $\langle\tilde x_{j^*},d(\theta)\rangle = 0$ changes only $\partial_\theta V$, by "
         r"$|r\rho_{j^*}|\sqrt{1+x_{j^*}^2}$.", _w2f, 1.0, W2F_MAGNITUDE_FACTOR,
-        "magnitude off by 1e-8 relative", "angular jump magnitude"),
+        "magnitude off by 1e-8 relative", "angular jump magnitude",
+        sizes={"quick": {"instances": 12}, "full": {"instances": 100}}),
     williams_claim(
         "W2h", "Attractors and repulsors at sample lines (Lemma 2); clustering of knots",
         r"With $S = \sum_{j\in C\setminus j^*}\rho_j(1+x_jx_*)$: attractor iff $rS < 0 < r(S + \rho_*(1+x_*^2))$, "
         r"repulsor iff $rS > 0 > r(S + \rho_*(1+x_*^2))$.", _w2h, 1.0, W2H_RHO_STAR_FACTOR,
         "rho* in the active-side rate off by 3e-8 relative", "derived one-sided normal rates",
-        figures=_fig_w2h),
+        figures=_fig_w2h,
+        sizes={"quick": {"instances": 10, "sim_neurons": 40, "sim_samples": 6, "sim_time": 40.0},
+               "full": {"instances": 80, "sim_neurons": 200, "sim_samples": 10,
+                        "sim_time": 200.0}}),
 ]

@@ -95,7 +95,7 @@ def _w2g_run(z0, x, y, T, c2_factor: float) -> tuple[float, float, int]:
 def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
     """Residuals along the integrated flow vs the residual ODE with the derived tangent
     kernel (c^2 term times ``c2_factor``: 1 in the check); the instantaneous identity."""
-    T = 20.0 if ctx.quick else 200.0
+    T = ctx.size("flow_time")
     slid = []
 
     def measure(inst) -> SubCheck:
@@ -111,7 +111,7 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
     s = for_all_instances(ctx, f"ODE solution rho' = -H rho (derived H; derived projected kernel "
                           f"for sliding neurons; the integrator's pattern on every segment) vs "
                           f"f(z(t)) - y for t in [0, {T:g}], relative to |rho(0)|", inst, measure,
-                          quick=3, full=20, pinned=[SLIDING_INSTANCE])
+                          count=ctx.size("instances"), pinned=[SLIDING_INSTANCE])
     # instantaneous identity: rho' along -grad L by central differences vs -H rho
     rng = ctx.rng("w2g")
     inst_worst = 0.0
@@ -152,5 +152,7 @@ CLAIMS = [
         r"$\dot\rho = -H\rho$, $H_{jk} = \frac{1}{\alpha^2}\sum_i s_{ij}s_{ik}\big[(a_ix_j-b_i)(a_ix_k-b_i) "
         r"+ c_i^2(1 + x_jx_k)\big]$ off Filippov sliding segments; a neuron sliding on the line of "
         r"$x_s$ contributes $g_j^T\Pi g_k$, $\Pi$ the projection on $(1, x_s)$.", _w2g, 1.0,
-        W2G_C2_FACTOR, "first-layer term c^2 (1 + x_j x_k) of H off by 3e-7 relative", "ODE solution"),
+        W2G_C2_FACTOR, "first-layer term c^2 (1 + x_j x_k) of H off by 3e-7 relative", "ODE solution",
+        sizes={"quick": {"instances": 3, "flow_time": 20.0},
+               "full": {"instances": 20, "flow_time": 200.0}}),
 ]
