@@ -25,7 +25,7 @@ from verify.claims._williams_dynamics import (NUMPY, U, canonical_particles,
                                               particle_on_sample_line, williams_claim)
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
-from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
+from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare, fmt,
                         for_all_instances, lambdified)
 from verify.strategies import datasets_1d
 
@@ -173,16 +173,19 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
     r1, r2 = rng.standard_normal((2, 7))
     A = np.array(potential_gradient(r, th, x, 2.0 * r1 - 3.0 * r2))
     B = 2.0 * np.array(potential_gradient(r, th, x, r1)) - 3.0 * np.array(potential_gradient(r, th, x, r2))
-    err_lin = float(np.max(np.abs(A - B)) / np.max(np.abs(A)))
+    sA = float(np.max(np.abs(A)))
     C = np.array(potential_gradient(2.5 * r, th, x, r1))
     E = np.array(potential_gradient(r, th, x, r1))
-    err_cyl = float(max(np.max(np.abs(C[0] - E[0])), np.max(np.abs(C[1] - 2.5 * E[1]))) / np.max(np.abs(E)))
+    sE = float(np.max(np.abs(E)))
     return combine("derived radial/angular components vs finite differences of the loss; "
                    "linearity in rho; piecewise-linear structure on R x A_k", [
         s_fd, s_in,
-        SubCheck("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2)", err_lin,
-                 64 * U, "rounding of sums of 7 terms"),
-        SubCheck("dV/dr independent of r, dV/dtheta proportional to r", err_cyl, 64 * U, "rounding"),
+        compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
+                "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
+                reason="rounding of sums of 7 terms"),
+        compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
+                np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
+                rtol=0.0, atol=64 * U, reason="rounding"),
     ])
 
 
