@@ -188,7 +188,7 @@ def test_residual_ode_on_a_sliding_segment_needs_the_projected_kernel():
     """W2g: on a Filippov sliding segment rho' = -J Pi J^T rho (derived h_sliding), not
     -J J^T rho (relative miss ~7e-3 on this run), measured by central differences of the
     residuals along the integrated flow."""
-    from verify.claims.williams_dynamics_residual import tangent_kernel
+    from verify.studies.williams import tangent_kernel
     rng = np.random.default_rng(12)
     for _ in range(20):
         a, b = rng.uniform(-1, 1, (2, 12))

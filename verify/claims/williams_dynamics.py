@@ -293,6 +293,38 @@ def _match_events(e1, e2) -> tuple[bool, float]:
     return True, float(dt)
 
 
+def _w2c_regimes(ctx: RunContext) -> dict[str, Any]:
+    """Kernel (delta -> -inf) and adaptive (delta -> +inf) limits of the full flow: angle
+    changes at horizon T0/|delta| and the distance to the particle-plane reduced flow."""
+    m2, s2 = ctx.size("regime_neurons"), ctx.size("regime_samples")
+    rng2 = ctx.rng("w2c-regimes")
+    xr, yr = draw_data(rng2, s2)
+    rr0 = rng2.choice([-1.0, 1.0], m2) * rng2.uniform(0.3, 1.5, m2)
+    tt0 = rng2.uniform(-np.pi, np.pi, m2)
+    T0 = 2.0
+    kern_rows, kern, adapt_rows, adapt = [], [], [], []
+    plane = N.reduced_flow(rr0, tt0, 1.0, xr, yr, [0, T0], inverse_metric="plane")
+    for dlt in (10.0, 100.0, 1000.0):
+        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, -dlt))
+        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
+        _, thT, _ = canonical_from_full(*fl.state[-1])
+        dth = float(np.max(np.abs(wrap_angle(thT - tt0))))
+        kern.append(dth)
+        kern_rows.append([-dlt, fmt(dth), fmt(dth * dlt**2)])
+        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, dlt))
+        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
+        rT, thT, _ = canonical_from_full(*fl.state[-1])
+        dev = float(max(np.max(np.abs(rT - plane.state[-1, 0])),
+                        np.max(np.abs(rT * wrap_angle(thT - plane.state[-1, 1])))))
+        adapt.append(dev)
+        adapt_rows.append([dlt, fmt(dev), fmt(dev * dlt**2)])
+    ds = np.log([10.0, 100.0, 1000.0])
+    sk = float(np.polyfit(ds, np.log(kern), 1)[0])
+    sa = float(np.polyfit(ds, np.log(adapt), 1)[0])
+    return {"sk": sk, "sa": sa, "kern": kern, "adapt": adapt, "kern_rows": kern_rows,
+            "adapt_rows": adapt_rows}
+
+
 def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     """pi(full flow) vs the reduced flow under the derived metric (angular entry times
     ``thth_factor``: 1 in the check); events; kernel/adaptive limits."""
@@ -352,31 +384,9 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     s_ev = for_all_instances(ctx, "switching events of both flows: same events, max time "
                              "difference (up to the first exit from sliding)", inst,
                              measure_events, count=ctx.size("instances"))
-    m2, s2 = ctx.size("regime_neurons"), ctx.size("regime_samples")
-    rng2 = ctx.rng("w2c-regimes")
-    xr, yr = draw_data(rng2, s2)
-    rr0 = rng2.choice([-1.0, 1.0], m2) * rng2.uniform(0.3, 1.5, m2)
-    tt0 = rng2.uniform(-np.pi, np.pi, m2)
-    T0 = 2.0
-    kern_rows, kern, adapt_rows, adapt = [], [], [], []
-    plane = N.reduced_flow(rr0, tt0, 1.0, xr, yr, [0, T0], inverse_metric="plane")
-    for dlt in (10.0, 100.0, 1000.0):
-        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, -dlt))
-        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
-        _, thT, _ = canonical_from_full(*fl.state[-1])
-        dth = float(np.max(np.abs(wrap_angle(thT - tt0))))
-        kern.append(dth)
-        kern_rows.append([-dlt, fmt(dth), fmt(dth * dlt**2)])
-        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, dlt))
-        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
-        rT, thT, _ = canonical_from_full(*fl.state[-1])
-        dev = float(max(np.max(np.abs(rT - plane.state[-1, 0])),
-                        np.max(np.abs(rT * wrap_angle(thT - plane.state[-1, 1])))))
-        adapt.append(dev)
-        adapt_rows.append([dlt, fmt(dev), fmt(dev * dlt**2)])
-    ds = np.log([10.0, 100.0, 1000.0])
-    sk = float(np.polyfit(ds, np.log(kern), 1)[0])
-    sa = float(np.polyfit(ds, np.log(adapt), 1)[0])
+    reg = _w2c_regimes(ctx)
+    sk, sa, kern, adapt = reg["sk"], reg["sa"], reg["kern"], reg["adapt"]
+    kern_rows, adapt_rows = reg["kern_rows"], reg["adapt_rows"]
     return combine("pi(full flow of z) vs reduced flow of (r, theta) integrated with the derived "
                    "metric G(r, delta); kernel/adaptive limits", [
         s_flow, s_ev,

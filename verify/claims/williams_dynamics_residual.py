@@ -4,7 +4,8 @@ neurons sliding on a sample line (Williams, Trager, Silva, Panozzo, Zorin, Bruna
 2019, Section 3: dynamics of the residuals).
 
 Derivation: ``derivations.williams_dynamics.DERIVATIONS["W2g"]`` (the per-neuron kernel h
-and its sliding form h_sliding, read through ``verify.kit.lambdified``).  Reference: the
+and its sliding form h_sliding, read by ``verify.studies.williams.tangent_kernel`` through
+``verify.kit.lambdified``).  Reference: the
 residuals f(z(t)) - y along the event-driven Filippov gradient flow of ``numerics.relu1d``
 (dense output), and central differences of the residuals along -grad L.
 """
@@ -14,14 +15,11 @@ import numpy as np
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from derivations import williams_dynamics as D
 from numerics import relu1d as N
-from verify.claims._williams_dynamics import NUMPY, draw_data, draw_neurons, williams_claim
-from verify.kit import (Outcome, RunContext, SubCheck, combine, compare, for_all_instances,
-                        lambdified)
+from verify.claims._williams_dynamics import draw_data, draw_neurons, williams_claim
+from verify.kit import Outcome, RunContext, SubCheck, combine, compare, for_all_instances
 from verify.strategies import datasets_1d, relu1d_networks
-
-_H_ARGS = (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha)
+from verify.studies.williams import tangent_kernel
 
 #: near miss of W2g: the first-layer term c^2 (1 + x_j x_k) of H times this factor (exact: 1)
 W2G_C2_FACTOR = 1 + 3e-7
@@ -46,26 +44,6 @@ SLIDING_INSTANCE = (
                -0.052373849607349365, 0.41884597734060236]),
      np.array([-0.07656047369238, -0.6598463988552346, -1.0262123536668746,
                -0.11827843787278997, 1.0585362222339167])))
-
-
-def tangent_kernel(z: np.ndarray, x: np.ndarray, m: int, P: np.ndarray,
-                   S: np.ndarray | None = None, c2_factor: float = 1.0) -> np.ndarray:
-    """Tangent kernel H(z) (s x s) of the full parametrization z = (a, b, c) (claim W2g)
-    from the derived per-neuron h with the activation pattern P (m, s); neurons sliding on a
-    sample line (rows of S) contribute the derived projected kernel h_sliding instead.
-    ``c2_factor`` multiplies c^2 (1 in the claim; the negative control's near miss)."""
-    a, b, c = z[:m], z[m:2 * m], z[2 * m:] * np.sqrt(c2_factor)
-    A = lambda v: v[:, None, None]  # noqa: E731
-    args = (A(a), A(b), A(c), x[None, :, None], x[None, None, :],
-            P[:, :, None].astype(float), P[:, None, :].astype(float), float(m))
-    vals = np.broadcast_to(lambdified("W2g", "h", _H_ARGS, modules=NUMPY)(*args), (m, x.size, x.size))
-    if S is not None and S.any():
-        sl = S.any(axis=1)
-        xs = x[np.argmax(S, axis=1)]
-        vs = np.broadcast_to(lambdified("W2g", "h_sliding", _H_ARGS + (D.x_slide,), modules=NUMPY)(*args, A(xs)),
-                             (m, x.size, x.size))
-        vals = np.where(sl[:, None, None], vs, vals)
-    return vals.sum(axis=0)
 
 
 def _w2g_run(z0, x, y, T, c2_factor: float) -> tuple[float, float, int]:

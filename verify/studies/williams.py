@@ -24,10 +24,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from derivations import williams_dynamics as D
 from numerics import meanfield1d, relu1d
+from verify.kit import lambdified
 
 __all__ = ["LIMIT_X", "LIMIT_Y", "LIMIT_GRID", "FLOW_STEP", "FLOW_STEPS", "FLOW_TIME", "LimitReference",
-           "limit_reference", "width_distance", "width_distances"]
+           "limit_reference", "width_distance", "width_distances", "tangent_kernel"]
 
 LIMIT_X = np.array([-0.9, -0.5, -0.1, 0.25, 0.6, 0.95])
 LIMIT_Y = 5.0 * np.sin(np.pi * LIMIT_X)
@@ -112,3 +114,49 @@ def width_distances(widths: Any, n_seeds: int, rng_for: Callable[[int, int], np.
         raise ValueError(f"n_seeds must be a positive integer; got {n_seeds!r}")
     return np.array([[width_distance(w, rng_for(w, k), time_scale(w), reference)
                       for k in range(n_seeds)] for w in ws])
+
+
+_H_ARGS = (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha)
+
+
+def _pattern(v: Any, name: str, shape: tuple[int, int]) -> np.ndarray:
+    arr = np.asarray(v)
+    if arr.shape != shape or arr.dtype != bool:
+        raise ValueError(f"{name} must be a boolean array of shape {shape} (neurons x samples); "
+                         f"got {arr.dtype} {arr.shape}")
+    return arr
+
+
+def tangent_kernel(z: Any, x: Any, m: int, P: Any, S: Any = None,
+                   c2_factor: float = 1.0) -> np.ndarray:
+    """Tangent kernel H(z) (s x s) of the full parametrization z = (a, b, c) (3m values) at
+    alpha = m (claim W2g) from the derived per-neuron h with the activation pattern ``P``
+    (m x s booleans); neurons sliding on a sample line (rows of ``S`` with a True at that
+    sample) contribute the derived projected kernel h_sliding instead.  ``c2_factor``
+    multiplies c^2 (1 for the kernel; a near miss in a negative control)."""
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+        raise ValueError(f"m must be a positive integer; got {m!r}")
+    z = np.asarray(z, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    if z.shape != (3 * m,) or x.ndim != 1 or x.size == 0:
+        raise ValueError(f"z must have shape (3 m,) = ({3 * m},) and x be a non-empty 1-D "
+                         f"array; got {z.shape} and {x.shape}")
+    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(x))):
+        raise ValueError("z and x must be finite")
+    if not np.isfinite(c2_factor) or c2_factor < 0:
+        raise ValueError(f"c2_factor must be finite and >= 0; got {c2_factor!r}")
+    P = _pattern(P, "P", (m, x.size))
+    a, b, c = z[:m], z[m:2 * m], z[2 * m:] * np.sqrt(c2_factor)
+    A = lambda v: v[:, None, None]  # noqa: E731
+    args = (A(a), A(b), A(c), x[None, :, None], x[None, None, :],
+            P[:, :, None].astype(float), P[:, None, :].astype(float), float(m))
+    vals = np.broadcast_to(lambdified("W2g", "h", _H_ARGS, modules=("numpy",))(*args),
+                           (m, x.size, x.size))
+    if S is not None and np.asarray(S).any():
+        S = _pattern(S, "S", (m, x.size))
+        sl = S.any(axis=1)
+        xs = x[np.argmax(S, axis=1)]
+        h_s = lambdified("W2g", "h_sliding", _H_ARGS + (D.x_slide,), modules=("numpy",))
+        vs = np.broadcast_to(h_s(*args, A(xs)), (m, x.size, x.size))
+        vals = np.where(sl[:, None, None], vs, vals)
+    return vals.sum(axis=0)
