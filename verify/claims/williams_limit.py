@@ -90,9 +90,12 @@ def fig_w2i(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     g = np.exp(np.log(d).mean(axis=1))
     ax.loglog(w, g, "o-", label="geometric mean over seeds")
     lo, hi = ev.artifacts["interval"]
-    ax.loglog(w, g[0] * (w / w[0]) ** ev.artifacts["slope"], "--",
+    lw = np.log(w)
+    at = np.exp(np.log(g).mean() - ev.artifacts["slope"] * lw.mean())  # the fit's intercept
+    ax.loglog(w, at * w ** ev.artifacts["slope"], "--",
               label=f"fit: slope {ev.artifacts['slope']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
-    ax.loglog(w, g[0] * (w / w[0]) ** -0.5, ":", label="predicted slope -1/2")
+    ax.loglog(w, np.exp(np.log(g).mean() + 0.5 * lw.mean()) * w ** -0.5, ":",
+              label="predicted slope -1/2")
     ax.set_xlabel("width m"), ax.set_ylabel(rf"$\|f_m - f_\infty\|$ at $t = {S.FLOW_TIME:g}$")
     ax.legend(fontsize=7)
     save_figure(fig, outdir / "W2i_width_study.png")
