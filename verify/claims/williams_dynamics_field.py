@@ -77,9 +77,10 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         gV_t = (V(r, th + h) - V(r, th - h)) / (2 * h)
         fr, ft = _fd_canonical(r, th, x, y, h)
         scale = max(np.max(np.abs(fr)), np.max(np.abs(ft)), 1.0)
-        err = float(max(np.max(np.abs(gV_r - fr)), np.max(np.abs(gV_t - ft))) / scale)
-        return SubCheck("m x FD", err, 1e-7, "central differences h = 1e-6 inside a region: "
-                        "truncation h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9")
+        return compare("m x FD", np.concatenate([gV_r, gV_t]) / scale,
+                       np.concatenate([fr, ft]) / scale, rtol=0.0, atol=1e-7,
+                       reason="central differences h = 1e-6 inside a region: truncation "
+                              "h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9")
 
     def measure_identity(inst) -> SubCheck:
         (r, th), (x, y) = inst
@@ -249,11 +250,12 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
             mag = mag * magnitude_factor
         # field scale: residual terms plus the particle's own effect on the residuals
         scale = abs(r[0]) * np.sum(np.abs(rho) * np.hypot(x, 1.0)) + r[0] ** 2 * np.sum(1 + x**2) / r.size
-        err = max(abs(jump[0] - jr), abs(jump[1] - jt), abs(abs(jump[1]) - mag)) / scale
-        return SubCheck("jump", float(err), 1e-10, "Richardson one-sided limits from theta* +- "
-                        "(1e-7, 2e-7): truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the "
-                        "field scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no difference "
-                        "quotient: roundoff ~ 3 u (m + s) of the scale)")
+        return compare("jump", np.array([jump[0], jump[1], abs(jump[1])]) / scale,
+                       np.array([jr, jt, mag]) / scale, rtol=0.0, atol=1e-10,
+                       reason="Richardson one-sided limits from theta* +- (1e-7, 2e-7): "
+                              "truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the field "
+                              "scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no "
+                              "difference quotient: roundoff ~ 3 u (m + s) of the scale)")
 
     s = for_all_instances(ctx, "angular jump magnitude (velocity_jump) and the signed jumps "
                           "(radial, angular) vs one-sided limits of the numerics' gradient, "
@@ -319,10 +321,11 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         scale = nu * g * np.cos(th[0]) ** 2 * (1 + x[j] ** 2) * abs(r[0]) * (
             np.sum(np.abs(rho) * (1 + np.abs(x * x[j]))) + abs(rho[j]) * (1 + x[j] ** 2)
             + abs(r[0]) * np.sum(1 + x**2) / m)
-        err = max(abs(meas["act"] - nu * pred_act), abs(meas["in"] - nu * pred_in)) / scale
-        return SubCheck("rates", float(err), 1e-10, "Richardson one-sided limits at theta* +- "
-                        "(1e-7, 2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff "
-                        "~ 3 u (m + s) of the scale (no difference quotient)")
+        return compare("rates", np.array([meas["act"], meas["in"]], dtype=float) / scale,
+                       np.array([nu * pred_act, nu * pred_in], dtype=float) / scale, rtol=0.0,
+                       atol=1e-10, reason="Richardson one-sided limits at theta* +- (1e-7, "
+                       "2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff ~ 3 u (m + s) "
+                       "of the scale (no difference quotient)")
 
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "
