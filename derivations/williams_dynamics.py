@@ -19,7 +19,8 @@ from derivations.base import Derivation, Step
 __all__ = ["a", "b", "c", "x", "xk", "r", "theta", "delta", "rho", "nu", "alpha", "eta",
            "g_a", "g_b", "g_c", "s_j", "s_k", "x_slide", "W2H_SYMBOLS",
            "relu", "canonical_map", "derive_W2a", "derive_W2b", "derive_W2c",
-           "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2h", "derive_W2i",
+           "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2g_canonical",
+           "derive_W2h", "derive_W2i",
            "m_width", "DERIVATIONS"]
 
 a, b, c = sp.symbols("a b c", real=True)
@@ -310,6 +311,25 @@ def derive_W2g() -> dict:
             "xk": xk, "gap": gap, "H2": Hm, "h_sliding": h_slide}
 
 
+@lru_cache(maxsize=None)
+def derive_W2g_canonical() -> sp.Expr:
+    """One neuron's contribution to H_jk in the canonical variables (r, theta, delta) at
+    alpha = m: s_j s_k (G^-1_rr u_j u_k + G^-1_thth r^2 t_j t_k) / m^2 with the W2c inverse
+    metric, u = <x~, d(theta)>, t = <x~, t(theta)>; checked equal to the full-parameter h
+    on the fibre point (a, b, c) = (nu cos theta, nu sin theta, r / nu)."""
+    w2c, w2a = derive_W2c(), derive_W2a()
+    uj, uk = ((lifted(v).T * d(theta))[0] for v in (x, xk))
+    tj, tk = ((lifted(v).T * t_vec(theta))[0] for v in (x, xk))
+    h_can = s_j * s_k * (w2c["g_rr"] * uj * uk + w2c["g_thth_rationalized"] * r**2 * tj * tk) \
+        / m_width**2
+    nu_ = sp.sqrt(w2a["nu2"])
+    fibre = {a: nu_ * sp.cos(theta), b: nu_ * sp.sin(theta), c: r / nu_, alpha: m_width}
+    h_full = derive_W2g()["h"].subs(fibre, simultaneous=True)  # its s_j, s_k are these
+    if sp.simplify(sp.expand_trig(h_can - h_full)) != 0:
+        raise ArithmeticError("W2g: the canonical kernel differs from the full one")
+    return h_can
+
+
 # ------------------------------------------------------------------ W2h
 @lru_cache(maxsize=None)
 def derive_W2h() -> dict:
@@ -492,7 +512,13 @@ def _build_W2g() -> Derivation:
         Step("so the residual ODE holds with $H = J J^T$ only off sliding segments; with the "
              "sliding neurons' contributions replaced by $h^{\\mathrm{slide}}$ it holds on the "
              "whole Filippov trajectory (checked along the integrated flow)."),
-    ], results={"h": w["h"], "h_sliding": w["h_sliding"]})
+        Step("In the canonical variables, with the inverse metric $G^{-1}(r, \\delta)$ of W2c, "
+             "$u = \\langle\\tilde x, d(\\theta)\\rangle$, $t = \\langle\\tilde x, t(\\theta)\\rangle$ "
+             "(equal to $h$ on the fibre point, simplified to 0): "
+             "$H_{jk} = \\int h^{\\mathrm{can}}_{jk}\\,d\\mu_t$ up to the factor $m$ of "
+             "$\\mu_m = \\frac1m\\sum\\delta$, one neuron contributing", derive_W2g_canonical(),
+             lhs="h^{\\mathrm{can}}_{jk}"),
+    ], results={"h": w["h"], "h_sliding": w["h_sliding"], "h_canonical": derive_W2g_canonical()})
 
 
 W2H_SYMBOLS = {k: sp.Symbol(n, real=True) for k, n in
