@@ -1,5 +1,5 @@
 """Mean-field dynamics of shallow univariate ReLU networks (Williams et al. 2019,
-claims W2a..W2h; conventions docs/conventions.md, section 1): canonical map and its fibres, the
+claims W2a..W2i; conventions docs/conventions.md, section 1): canonical map and its fibres, the
 invariant delta, the metric relating the full and the reduced flow, the potential and its
 radial/angular components, the jump at a region boundary, the tangent kernel of the
 residual ODE and the attractor/repulsor condition.
@@ -19,7 +19,9 @@ from derivations.base import Derivation, Step
 __all__ = ["a", "b", "c", "x", "xk", "r", "theta", "delta", "rho", "nu", "alpha", "eta",
            "g_a", "g_b", "g_c", "s_j", "s_k", "x_slide", "W2H_SYMBOLS",
            "relu", "canonical_map", "derive_W2a", "derive_W2b", "derive_W2c",
-           "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2h", "DERIVATIONS"]
+           "derive_W2d", "derive_W2e", "derive_W2f", "derive_W2g", "derive_W2g_canonical",
+           "derive_W2h", "derive_W2i",
+           "m_width", "DERIVATIONS"]
 
 a, b, c = sp.symbols("a b c", real=True)
 x, xk = sp.symbols("x x_k", real=True)
@@ -309,6 +311,25 @@ def derive_W2g() -> dict:
             "xk": xk, "gap": gap, "H2": Hm, "h_sliding": h_slide}
 
 
+@lru_cache(maxsize=None)
+def derive_W2g_canonical() -> sp.Expr:
+    """One neuron's contribution to H_jk in the canonical variables (r, theta, delta) at
+    alpha = m: s_j s_k (G^-1_rr u_j u_k + G^-1_thth r^2 t_j t_k) / m^2 with the W2c inverse
+    metric, u = <x~, d(theta)>, t = <x~, t(theta)>; checked equal to the full-parameter h
+    on the fibre point (a, b, c) = (nu cos theta, nu sin theta, r / nu)."""
+    w2c, w2a = derive_W2c(), derive_W2a()
+    uj, uk = ((lifted(v).T * d(theta))[0] for v in (x, xk))
+    tj, tk = ((lifted(v).T * t_vec(theta))[0] for v in (x, xk))
+    h_can = s_j * s_k * (w2c["g_rr"] * uj * uk + w2c["g_thth_rationalized"] * r**2 * tj * tk) \
+        / m_width**2
+    nu_ = sp.sqrt(w2a["nu2"])
+    fibre = {a: nu_ * sp.cos(theta), b: nu_ * sp.sin(theta), c: r / nu_, alpha: m_width}
+    h_full = derive_W2g()["h"].subs(fibre, simultaneous=True)  # its s_j, s_k are these
+    if sp.simplify(sp.expand_trig(h_can - h_full)) != 0:
+        raise ArithmeticError("W2g: the canonical kernel differs from the full one")
+    return h_can
+
+
 # ------------------------------------------------------------------ W2h
 @lru_cache(maxsize=None)
 def derive_W2h() -> dict:
@@ -491,7 +512,13 @@ def _build_W2g() -> Derivation:
         Step("so the residual ODE holds with $H = J J^T$ only off sliding segments; with the "
              "sliding neurons' contributions replaced by $h^{\\mathrm{slide}}$ it holds on the "
              "whole Filippov trajectory (checked along the integrated flow)."),
-    ], results={"h": w["h"], "h_sliding": w["h_sliding"]})
+        Step("In the canonical variables, with the inverse metric $G^{-1}(r, \\delta)$ of W2c, "
+             "$u = \\langle\\tilde x, d(\\theta)\\rangle$, $t = \\langle\\tilde x, t(\\theta)\\rangle$ "
+             "(equal to $h$ on the fibre point, simplified to 0): "
+             "$H_{jk} = \\int h^{\\mathrm{can}}_{jk}\\,d\\mu_t$ up to the factor $m$ of "
+             "$\\mu_m = \\frac1m\\sum\\delta$, one neuron contributing", derive_W2g_canonical(),
+             lhs="h^{\\mathrm{can}}_{jk}"),
+    ], results={"h": w["h"], "h_sliding": w["h_sliding"], "h_canonical": derive_W2g_canonical()})
 
 
 W2H_SYMBOLS = {k: sp.Symbol(n, real=True) for k, n in
@@ -519,7 +546,88 @@ def _build_W2h() -> Derivation:
     ], results={"udot_active": w["udot_active"], "udot_inactive": w["udot_inactive"]})
 
 
+
+
+# ------------------------------------------------------------------ W2i
+m_width = sp.Symbol("m", positive=True)       # the width
+T_scale = sp.Symbol("T", positive=True)       # z-time per unit of flow time
+lam = sp.Symbol("lambda", positive=True)      # a joint scaling of (a, b, c)
+
+
+@lru_cache(maxsize=None)
+def derive_W2i() -> dict:
+    """The mean-field limit at alpha(m) = m (claim W2i): the time change between the flow
+    (or GD) in z and the mean-field flow of mu_m = (1/m) sum delta_{z_i}, and the
+    homogeneity that reduces mu_0 to a weighted measure on the sphere of directions.
+
+    One neuron and one sample on the active branch (the gradient is linear in the samples'
+    residuals and 0 off the branch): the z-velocity -grad_{z_i} L is (1/alpha) times the
+    mean-field velocity V(w) = -rho_j grad_w phi(w; x_j), phi = c (a x - b)_+, so the flow
+    time is tau = t / T with T = alpha; the predictor f = (m/alpha) int c phi dmu_m has an
+    m-independent limit iff alpha = m."""
+    p = sp.Symbol("p", positive=True)           # the active pre-activation a x_j - b
+    rest, yj = sp.symbols("R y_j", real=True)   # the other neurons' sum, the target
+    f = (c * (a * x - b) + rest) / alpha
+    loss = (f - yj) ** 2 / 2
+    residual = f - yj
+    zdot = [-sp.diff(loss, v) for v in (a, b, c)]
+    V = [-residual * sp.diff(c * (a * x - b), v) for v in (a, b, c)]
+    ratios = {sp.simplify(zd / vv) for zd, vv in zip(zdot, V)}
+    if len(ratios) != 1:
+        raise ArithmeticError("W2i: the z-velocity is not a multiple of the mean-field velocity")
+    ratio = ratios.pop()
+    T_alpha = sp.solve(sp.Eq(T_scale * ratio, 1), T_scale)[0]
+    kappa = sp.simplify(m_width * (1 / alpha))   # f = kappa * int c phi dmu_m
+    alpha_limit = sp.solve(sp.Eq(kappa, 1), alpha)[0]
+    time_scale = sp.simplify(T_alpha.subs(alpha, alpha_limit))
+    # homogeneity in w = (a, b, c) jointly (rho held fixed): phi on the active branch
+    phi = c * p
+    scaled = {a: lam * a, b: lam * b, c: lam * c, p: lam * p}
+    q = sp.Symbol("q", real=True)
+    phi_ratio = sp.simplify(phi.subs(scaled, simultaneous=True) / phi)
+    phi_degree = sp.solve(sp.Eq(lam ** q, phi_ratio), q)[0]
+    V_lin = [-rho * sp.diff(c * (a * x - b), v) for v in (a, b, c)]
+    v_ratios = {sp.simplify(vv.subs(scaled, simultaneous=True) / vv) for vv in V_lin if vv != 0}
+    if v_ratios != {lam}:
+        raise ArithmeticError("W2i: the mean-field velocity is not 1-homogeneous")
+    # spherical coordinates of (a, b, c): volume element rho_r^jac d rho_r d sigma
+    rr, th, be = sp.symbols("varrho theta beta", positive=True)
+    sph = sp.Matrix([rr * sp.cos(be) * sp.cos(th), rr * sp.cos(be) * sp.sin(th), rr * sp.sin(be)])
+    jac = sp.simplify(sph.jacobian([rr, th, be]).det())
+    jac_degree = sp.degree(sp.factor(jac), rr)
+    return {"z_over_meanfield": ratio, "T_alpha": T_alpha, "kappa": kappa,
+            "alpha_limit": alpha_limit, "time_scale": time_scale, "phi_degree": phi_degree,
+            "jacobian": jac, "weight_exponent": sp.Integer(phi_degree + jac_degree)}
+
+
+def _build_W2i() -> Derivation:
+    w = derive_W2i()
+    return Derivation(steps=[
+        Step("One neuron, one sample on its active branch: the gradient-flow velocity "
+             "$-\\nabla_{z_i} L$ divided by the mean-field velocity "
+             "$V(w) = -\\rho_j\\nabla_w\\,c(ax_j-b)$ is", w["z_over_meanfield"]),
+        Step("so with flow time $\\tau = t/T$, $dz_i/d\\tau = V(z_i)$ iff", w["T_alpha"], lhs="T"),
+        Step("The predictor is $f = \\kappa\\int c\\,(ax-b)_+\\,d\\mu_m$ with "
+             "$\\mu_m = \\frac1m\\sum_i\\delta_{z_i}$,", w["kappa"], lhs="\\kappa"),
+        Step("which has an $m$-independent limit iff $\\kappa = 1$:", w["alpha_limit"],
+             lhs="\\alpha(m)"),
+        Step("Time scale at $\\alpha(m) = m$ (GD in $z$ at step $\\eta_z = T h$ is mean-field "
+             "GD at flow step $h$):", w["time_scale"], lhs="T(m)"),
+        Step("$\\phi(\\lambda w) = \\lambda^q\\phi(w)$ and $V(\\lambda w) = \\lambda V(w)$ "
+             "for $\\lambda > 0$ (checked), so a particle $\\varrho\\,\\omega$ moves as "
+             "$\\varrho$ times the particle $\\omega$ on the unit sphere:", w["phi_degree"],
+             lhs="q"),
+        Step("Volume element of $(a,b,c) = \\varrho(\\cos\\beta\\cos\\theta, "
+             "\\cos\\beta\\sin\\theta, \\sin\\beta)$:", w["jacobian"]),
+        Step("hence $f_\\tau(x) = \\int_{S^2}\\phi(\\Phi_\\tau(\\omega); x)\\,W(\\omega)\\,"
+             "d\\sigma(\\omega)$ with $W(\\omega) = \\int_0^\\infty\\varrho^{k} p_0(\\varrho\\omega)"
+             "\\,d\\varrho$, $p_0$ the density of $\\mu_0$:", w["weight_exponent"], lhs="k"),
+    ], results={"time_scale": sp.Lambda(m_width, w["time_scale"]),
+                "weight_exponent": w["weight_exponent"]})
+
+
 DERIVATIONS: dict[str, Callable[[], Derivation]] = {
     "W2a": _build_W2a, "W2b": _build_W2b, "W2c": _build_W2c, "W2d": _build_W2d,
     "W2e": _build_W2e, "W2f": _build_W2f, "W2g": _build_W2g, "W2h": _build_W2h,
+    "W2i": _build_W2i,
 }

@@ -57,7 +57,7 @@ from numerics.validation import (ArgumentTypeError, DivergenceError, flow_budget
 __all__ = [
     "normalize_alpha", "forward", "loss_and_grad", "forward_dense", "loss_and_grad_dense",
     "knots", "gradient_descent", "GDResult", "FlowResult", "gradient_flow",
-    "canonical_forward", "canonical_loss_and_grad", "reduced_flow",
+    "canonical_forward", "canonical_loss_and_grad", "reduced_flow", "network_jacobian",
 ]
 
 _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
@@ -561,3 +561,27 @@ def reduced_flow(r: Any, theta: Any, delta: Any, x: Any, y: Any, t_eval: Any, *,
         raise
     except RuntimeError as exc:
         raise _stopped(exc, long_run) from exc
+
+
+# --------------------------------------------------------------------------- Jacobian
+def network_jacobian(a: Any, b: Any, c: Any, x: Any, alpha: float | str
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(J_a, J_b, J_c)``, each of shape (s, m): the parameter Jacobian of the network,
+    ``J_a[j, i] = d f_z(x_j) / d a_i = c_i x_j 1[a_i x_j > b_i] / alpha``,
+    ``J_b[j, i] = -c_i 1[a_i x_j > b_i] / alpha``, ``J_c[j, i] = (a_i x_j - b_i)_+ / alpha``
+    (kink convention ReLU'(0) = 0 with the exact sign of a_i x_j - b_i).  The tangent
+    kernel of all layers is ``J_a @ J_a.T + J_b @ J_b.T + J_c @ J_c.T`` (claims W2g, W3d).
+    Exactly rescaled like :func:`forward_dense`: an entry beyond float64 raises."""
+    a, b, c = _params(a, b, c)
+    x, _ = _data(x)
+    al = normalize_alpha(alpha, a.size)
+    require_size(3 * a.size * x.size, "the Jacobian (3 x m x s entries)",
+                 hint="use fewer neurons or samples")
+    z = _scaled(a, b, c, x, al)
+    act, relu = _relu_scaled(z, 0, z.x.size)           # (m, s)
+    cause = "an entry of the Jacobian exceeds float64; rescale a, b, c or x"
+    j_a = ldexp_clipped((z.c[:, None] * z.x[None, :] * act).T / z.alpha,
+                        z.ec + z.ex - z.eal, "d f / d a", cause)
+    j_b = ldexp_clipped(-(z.c[:, None] * act).T / z.alpha, z.ec - z.eal, "d f / d b", cause)
+    j_c = ldexp_clipped(relu.T / z.alpha, z.eu - z.eal, "d f / d c", cause)
+    return j_a, j_b, j_c

@@ -337,7 +337,7 @@ def test_long_reduced_runs_are_refused_fast_and_divergence_is_named():
     t0 = time.process_time()
     with pytest.raises(IntegratorError, match="max_evals"):
         rd.simulate_flow(st0, tab, np.array([0.0, 0.05]) * 1e12, velocity=vel)
-    assert time.process_time() - t0 < 4.0
+    assert time.process_time() - t0 < 12.0  # the budget is about 2 s of one core; the bug ran for minutes
 
 
 @pytest.mark.parametrize("field", ["c", "theta", "eps"])

@@ -188,7 +188,7 @@ def test_residual_ode_on_a_sliding_segment_needs_the_projected_kernel():
     """W2g: on a Filippov sliding segment rho' = -J Pi J^T rho (derived h_sliding), not
     -J J^T rho (relative miss ~7e-3 on this run), measured by central differences of the
     residuals along the integrated flow."""
-    from verify.claims.williams_dynamics_residual import tangent_kernel
+    from verify.studies.williams import tangent_kernel
     rng = np.random.default_rng(12)
     for _ in range(20):
         a, b = rng.uniform(-1, 1, (2, 12))
@@ -234,3 +234,32 @@ def test_mpmath_paths_take_the_arrays_of_the_float_paths():
         F.velocity_jump.mpmath([1.0, 2.0], [1.0, 2.0, 3.0], 1.0)
     with pytest.raises(ValueError, match="finite"):
         F.full_from_canonical.mpmath([1.0, np.nan], [0.1, 0.2], [1.0, 1.0])
+
+
+def test_w2i_time_scale_and_weight_exponent():
+    from derivations.williams_dynamics import derive_W2i, m_width
+    w = derive_W2i()
+    assert w["time_scale"] == m_width
+    assert w["alpha_limit"] == m_width and w["phi_degree"] == 2
+    assert w["weight_exponent"] == 4
+
+
+def test_tangent_kernel_is_the_jacobian_gram_matrix_and_validates():
+    """verify.studies.williams.tangent_kernel (derived W2g h) equals J J^T from
+    numerics.relu1d.network_jacobian (the definition), and refuses bad inputs."""
+    from verify.studies.williams import tangent_kernel
+    rng = np.random.default_rng(4)
+    m, s = 10, 6
+    a, b = rng.uniform(-1, 1, (2, m))
+    c = rng.standard_normal(m)
+    x = np.sort(rng.uniform(-1, 1, s))
+    P = (np.multiply.outer(a, x) - b[:, None]) > 0
+    H = tangent_kernel(np.concatenate([a, b, c]), x, m, P)
+    ja, jb, jc = N.network_jacobian(a, b, c, x, "m")
+    np.testing.assert_allclose(H, ja @ ja.T + jb @ jb.T + jc @ jc.T, rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="shape"):
+        tangent_kernel(np.zeros(5), x, m, P)
+    with pytest.raises(ValueError, match="boolean"):
+        tangent_kernel(np.concatenate([a, b, c]), x, m, P.astype(float))
+    with pytest.raises(ValueError, match="positive integer"):
+        tangent_kernel(np.concatenate([a, b, c]), x, 0, P)

@@ -80,10 +80,12 @@ def wrap_angle(angle: Any) -> np.ndarray:
 
 def williams_claim(cid: str, title: str, statement: str, check: Callable[[RunContext, Any], Outcome],
                    exact: Any, near_miss: Any, negdesc: str, target: str, *,
-                   figures=None, kind: str = "theorem", notes: tuple[str, ...] = ()) -> Claim:
+                   sizes: dict[str, dict[str, Any]], figures=None, kind: str = "theorem",
+                   notes: tuple[str, ...] = ()) -> Claim:
     """A W2 claim: ``check(ctx, exact)`` is the check, ``check(ctx, near_miss)`` the
-    negative control (the same check on the named near miss ``negdesc``)."""
+    negative control (the same check on the named near miss ``negdesc``); ``sizes`` per
+    profile, read by the check as ``ctx.size(name)``."""
     return Claim(id=cid, title=title, source=SOURCE, statement=statement,
-                 check=check, exact=exact, near_miss=near_miss,
+                 check=check, exact=exact, near_miss=near_miss, sizes=sizes,
                  negative_control_description=negdesc, figures=figures, kind=kind,  # type: ignore[arg-type]
                  notes=tuple(notes), negative_target=target)

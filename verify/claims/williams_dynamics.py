@@ -26,7 +26,7 @@ from numerics import relu1d as N
 from verify.claims._williams_dynamics import (NUMPY, SIGN_NOTE, U, draw_data, draw_neurons,
                                               williams_claim, wrap_angle)
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
-from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
+from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare, fmt,
                         for_all_instances, lambdified)
 from verify.strategies import datasets_1d, relu1d_networks
 
@@ -53,9 +53,9 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
             th = th + angle_offset
         f_can = N.canonical_forward(r, th, xs)
         scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
-        return SubCheck("f_z vs f~_pi(z)", float(np.max(np.abs(f_full - f_can)) / scale),
-                        4 * (m + 2) * U, "sums of m terms in float64: (m + 2) roundings of "
-                        "the summed magnitudes")
+        return compare("f_z vs f~_pi(z)", f_full / scale, f_can / scale, rtol=0.0,
+                       atol=4 * (m + 2) * U, reason="sums of m terms in float64: (m + 2) "
+                       "roundings of the summed magnitudes (relative to that scale)")
 
     def measure_fibre(z) -> SubCheck:
         a, b, c = z
@@ -79,12 +79,13 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
     nets = relu1d_networks(1, 24, min_norm=1e-3).map(
         lambda z: (z[0], z[1], np.where(np.abs(z[2]) < 1e-3, 1.0, z[2])))
     s_f = for_all_instances(ctx, "f_z vs f~_pi(z) (dense numerics vs canonical numerics with "
-                            "the derived pi)", nets, measure, quick=8, full=60)
+                            "the derived pi)", nets, measure, count=ctx.size("instances"))
     s_fib = for_all_instances(ctx, "fibres: pi(ka, kb, c/k) = pi(a, b, c); full_from_canonical o "
                               "pi = id; the point with delta + 1 represents the same f",
-                              nets, measure_fibre, quick=8, full=60)
+                              nets, measure_fibre, count=ctx.size("instances"))
     # the float64 evaluators vs mpmath of the same derived expressions, over magnitudes
-    worst = 0.0
+    got_all: list[float] = []
+    ref_all: list[float] = []
     mags = [1e-150, 1e-3, 1.0, 7e2, 1e150]
     for av in mags:
         for bv in (-1e-3, 2.0, -1e140):
@@ -93,20 +94,20 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
                     got = canonical_from_full(av, bv, cv)
                 except ValueError:
                     continue  # delta overflows: the documented error
-                ref = canonical_from_full.mpmath(av, bv, cv, dps=40)
-                worst = max(worst, max(abs(float((g - q) / q)) if q != 0 else abs(g)
-                                       for g, q in zip(got, ref)))
+                got_all += [float(g) for g in got]
+                ref_all += [float(q) for q in canonical_from_full.mpmath(av, bv, cv, dps=40)]
     for rv in (1e-100, -0.3, 1.0, 1e200):
         for dv in (-1e200, -1.0, 0.0, 2.0, 1e200):
             try:
                 got = full_from_canonical(rv, 0.7, dv)
             except ValueError:
                 continue
-            ref = full_from_canonical.mpmath(rv, 0.7, dv, dps=40)
-            worst = max(worst, max(abs(float((g - q) / q)) for g, q in zip(got, ref)))
-    s_mp = SubCheck("float64 evaluators (hypot, scaled homogeneous form) vs mpmath of the "
-                    "derived expressions, |args| in 1e-150..1e200", worst, 8 * U,
-                    "a few roundings (hypot, sqrt, products)")
+            got_all += [float(g) for g in got]
+            ref_all += [float(q) for q in full_from_canonical.mpmath(rv, 0.7, dv, dps=40)]
+    s_mp = compare("float64 evaluators (hypot, scaled homogeneous form) vs mpmath of the "
+                   "derived expressions, |args| in 1e-150..1e200", got_all, ref_all, rtol=8 * U,
+                   reason="a few roundings (hypot, sqrt, products); the 40-digit reference "
+                          "rounded to float64 adds <= u/2")
     return combine("f_z (dense numerics) vs f~_{pi(z)} (canonical numerics with the derived pi); "
                    "rescaling orbits vs pi; full_from_canonical o pi = id", [s_f, s_fib, s_mp],
                    notes=[SIGN_NOTE])
@@ -150,7 +151,7 @@ def _w2b_flow(run: RunContext):
     """The reference gradient flow of the run (``ctx.shared()``: shared by the check and
     its control), drawn from ``run.rng("flow")``."""
     rng = run.rng("flow")
-    m, s, T = (20, 6, 200.0) if run.quick else (60, 10, 2000.0)
+    m, s, T = run.size("flow_neurons"), run.size("flow_samples"), run.size("flow_time")
     a, b, c = draw_neurons(rng, m, 2.0)
     x, y = draw_data(rng, s)
     res = N.gradient_flow(a, b, c, x, y, "m", np.linspace(0, T, 41), rtol=RTOL, atol=1e-14)
@@ -178,16 +179,19 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         derived_field = np.concatenate([fa, fb, fc])
         mask = np.concatenate([ok, ok, ok])
         scale = max(1.0, loss) + np.max(np.abs(fd))
-        err = float(np.max(np.abs(derived_field - fd)[mask], initial=0.0) / scale)
-        return SubCheck("derived field vs finite differences of L", err, 1e-7,
-                        "L is quadratic in each parameter inside a region (central "
-                        "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)")
+        if not mask.any():
+            return SubCheck("derived field vs finite differences of L", 0.0, 1e-7,
+                            "no neuron away from every sample line: nothing to compare")
+        return compare("derived field vs finite differences of L", derived_field[mask] / scale,
+                       fd[mask] / scale, rtol=0.0, atol=1e-7,
+                       reason="L is quadratic in each parameter inside a region (central "
+                              "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)")
 
     inst = st.tuples(relu1d_networks(2, 12, min_norm=0.05),
                      datasets_1d(3, 7, 0.05, x_range=(-1.0, 1.0)))
     s_field = for_all_instances(ctx, "derived field vs finite differences of L (per sample "
                                 "term -grad ell summed over the active samples)", inst,
-                                measure_field, quick=4, full=30)
+                                measure_field, count=ctx.size("instances"))
 
     (a, b, c, x, y), res = _w2b_flow(ctx.shared())
     A, B, C = res.state[:, 0], res.state[:, 1], res.state[:, 2]
@@ -204,10 +208,15 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
     rates = np.array(rates)
     pred = np.concatenate([[np.zeros(m)], np.cumsum(0.5 * (rates[1:] + rates[:-1])
                                                     * np.diff(res.t)[:, None], axis=0)])
-    drift = float(np.max(np.abs(inv - inv[0] - pred)) / np.max(np.abs(inv[0])))
+    inv_scale = float(np.max(np.abs(inv[0])))
+    drift_sc = compare(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
+                       f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} "
+                       "events), relative to max |delta(0)|", (inv - inv[0]) / inv_scale,
+                       pred / inv_scale, rtol=0.0, atol=1e-9,
+                       reason="rtol = 1e-12 per step, accumulated over <= 1e3 steps")
     # GD: per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) + eta d(delta)/dt
     gd_fn = lambdified("W2b", "gd_change", (D.eta, D.g_a, D.g_b, D.g_c), modules=NUMPY)
-    worst_rel, rows = 0.0, []
+    steps_n, pred_n, rows = [], [], []
     for eta in (0.2, 0.05):
         gd = N.gradient_descent(a, b, c, x, y, "m", eta=eta, steps=30)
         d = gd.c**2 - gd.a**2 - gd.b**2
@@ -215,21 +224,20 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         pr = np.array([gd_fn(eta, *N.loss_and_grad_dense(gd.a[k], gd.b[k], gd.c[k], x, y, "m")[1])
                        for k in range(gd.a.shape[0] - 1)])
         scale = np.max(np.abs(d))
-        worst_rel = max(worst_rel, float(np.max(np.abs(step - pr)) / (eta**2 * np.max(np.abs(pr))
-                                                                       + 64 * U * scale)))
+        denom = eta**2 * np.max(np.abs(pr)) + 64 * U * scale
+        steps_n.append((step / denom).ravel())
+        pred_n.append((pr / denom).ravel())
         rows.append([eta, fmt(float(np.max(np.abs(step)))), fmt(float(np.max(np.abs(step))) / eta**2)])
     return combine("derived field (from L) vs finite differences of L; delta_i along the "
                    "integrated flow vs the derived d(delta)/dt; GD steps vs the derived change", [
         s_field,
-        SubCheck(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
-                 f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} events), "
-                 "relative to max |delta(0)|", drift, 1e-9,
-                 "rtol = 1e-12 per step, accumulated over <= 1e3 steps"),
-        SubCheck("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
-                 "(relative to the eta^2 term, plus 64 u |delta|)", worst_rel, 1e-6,
-                 "cancellation in the difference of O(1) invariants: u |delta| per step, "
-                 "absorbed in the denominator; the rest is rounding of the gradient"),
-    ], details={"flow_drift": drift, "events": len(res.events), "sliding_events": res.n_slides},
+        drift_sc,
+        compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
+                "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
+                np.concatenate(pred_n), rtol=0.0, atol=1e-6,
+                reason="cancellation in the difference of O(1) invariants: u |delta| per step, "
+                       "absorbed in the denominator; the rest is rounding of the gradient"),
+    ], details={"flow_drift": drift_sc.error, "events": len(res.events), "sliding_events": res.n_slides},
         tables=[Table("GD: max per-step change of delta", ["eta", "max |Delta delta| per step",
                                                               "/ eta^2"], rows)],
         artifacts={"t": res.t, "inv": inv})
@@ -288,10 +296,42 @@ def _match_events(e1, e2) -> tuple[bool, float]:
     return True, float(dt)
 
 
+def _w2c_regimes(ctx: RunContext) -> dict[str, Any]:
+    """Kernel (delta -> -inf) and adaptive (delta -> +inf) limits of the full flow: angle
+    changes at horizon T0/|delta| and the distance to the particle-plane reduced flow."""
+    m2, s2 = ctx.size("regime_neurons"), ctx.size("regime_samples")
+    rng2 = ctx.rng("w2c-regimes")
+    xr, yr = draw_data(rng2, s2)
+    rr0 = rng2.choice([-1.0, 1.0], m2) * rng2.uniform(0.3, 1.5, m2)
+    tt0 = rng2.uniform(-np.pi, np.pi, m2)
+    T0 = 2.0
+    kern_rows, kern, adapt_rows, adapt = [], [], [], []
+    plane = N.reduced_flow(rr0, tt0, 1.0, xr, yr, [0, T0], inverse_metric="plane")
+    for dlt in (10.0, 100.0, 1000.0):
+        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, -dlt))
+        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
+        _, thT, _ = canonical_from_full(*fl.state[-1])
+        dth = float(np.max(np.abs(wrap_angle(thT - tt0))))
+        kern.append(dth)
+        kern_rows.append([-dlt, fmt(dth), fmt(dth * dlt**2)])
+        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, dlt))
+        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
+        rT, thT, _ = canonical_from_full(*fl.state[-1])
+        dev = float(max(np.max(np.abs(rT - plane.state[-1, 0])),
+                        np.max(np.abs(rT * wrap_angle(thT - plane.state[-1, 1])))))
+        adapt.append(dev)
+        adapt_rows.append([dlt, fmt(dev), fmt(dev * dlt**2)])
+    ds = np.log([10.0, 100.0, 1000.0])
+    sk = float(np.polyfit(ds, np.log(kern), 1)[0])
+    sa = float(np.polyfit(ds, np.log(adapt), 1)[0])
+    return {"sk": sk, "sa": sa, "kern": kern, "adapt": adapt, "kern_rows": kern_rows,
+            "adapt_rows": adapt_rows}
+
+
 def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     """pi(full flow) vs the reduced flow under the derived metric (angular entry times
     ``thth_factor``: 1 in the check); events; kernel/adaptive limits."""
-    T = 40.0 if ctx.quick else 200.0
+    T = ctx.size("flow_time")
     te = np.linspace(0, T, 21)
     info: dict[str, Any] = {}
 
@@ -317,11 +357,15 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     def measure(inst) -> SubCheck:
         fstate, red, _, t_c = pair(inst)
         rf, tf, _ = canonical_from_full(fstate[:, 0], fstate[:, 1], fstate[:, 2])
-        err = float(max(np.max(np.abs(rf - red.state[:, 0])) / np.max(np.abs(rf)),
-                        np.max(np.abs(wrap_angle(tf - red.state[:, 1])))))
+        rs = float(np.max(np.abs(rf)))
         info.setdefault("collapse_times", []).append(t_c)
-        return SubCheck("flows", err, 1e-8, "both flows DOP853 at rtol 1e-12 with located "
-                        "events; error accumulation over ~1e3 steps and ~10 events stays < 1e-9")
+        # r relative to max |r|, theta absolute (the wrapped difference against 0)
+        return compare("flows", np.concatenate([(rf / rs).ravel(),
+                                                wrap_angle(tf - red.state[:, 1]).ravel()]),
+                       np.concatenate([(red.state[:, 0] / rs).ravel(), np.zeros(tf.size)]),
+                       rtol=0.0, atol=1e-8, reason="both flows DOP853 at rtol 1e-12 with "
+                       "located events; error accumulation over ~1e3 steps and ~10 events "
+                       "stays < 1e-9")
 
     def measure_events(inst) -> SubCheck:
         _, red, ev_full, _ = pair(inst)
@@ -343,35 +387,13 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
     s_flow = for_all_instances(ctx, f"max deviation of pi(z(t)) from the reduced flow with the "
                                f"derived metric (relative r, absolute theta), t in [0, {T:g}] "
                                "(or 0.9 x the first collapse |(a, b)| = 0)",
-                               inst, measure, quick=2, full=10)
+                               inst, measure, count=ctx.size("instances"))
     s_ev = for_all_instances(ctx, "switching events of both flows: same events, max time "
                              "difference (up to the first exit from sliding)", inst,
-                             measure_events, quick=2, full=10)
-    m2, s2 = (8, 4) if ctx.quick else (20, 6)
-    rng2 = ctx.rng("w2c-regimes")
-    xr, yr = draw_data(rng2, s2)
-    rr0 = rng2.choice([-1.0, 1.0], m2) * rng2.uniform(0.3, 1.5, m2)
-    tt0 = rng2.uniform(-np.pi, np.pi, m2)
-    T0 = 2.0
-    kern_rows, kern, adapt_rows, adapt = [], [], [], []
-    plane = N.reduced_flow(rr0, tt0, 1.0, xr, yr, [0, T0], inverse_metric="plane")
-    for dlt in (10.0, 100.0, 1000.0):
-        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, -dlt))
-        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
-        _, thT, _ = canonical_from_full(*fl.state[-1])
-        dth = float(np.max(np.abs(wrap_angle(thT - tt0))))
-        kern.append(dth)
-        kern_rows.append([-dlt, fmt(dth), fmt(dth * dlt**2)])
-        aa, bb, cc = full_from_canonical(rr0, tt0, np.full(m2, dlt))
-        fl = N.gradient_flow(aa, bb, cc, xr, yr, "m", [0, T0 / dlt])
-        rT, thT, _ = canonical_from_full(*fl.state[-1])
-        dev = float(max(np.max(np.abs(rT - plane.state[-1, 0])),
-                        np.max(np.abs(rT * wrap_angle(thT - plane.state[-1, 1])))))
-        adapt.append(dev)
-        adapt_rows.append([dlt, fmt(dev), fmt(dev * dlt**2)])
-    ds = np.log([10.0, 100.0, 1000.0])
-    sk = float(np.polyfit(ds, np.log(kern), 1)[0])
-    sa = float(np.polyfit(ds, np.log(adapt), 1)[0])
+                             measure_events, count=ctx.size("instances"))
+    reg = _w2c_regimes(ctx)
+    sk, sa, kern, adapt = reg["sk"], reg["sa"], reg["kern"], reg["adapt"]
+    kern_rows, adapt_rows = reg["kern_rows"], reg["adapt_rows"]
     return combine("pi(full flow of z) vs reduced flow of (r, theta) integrated with the derived "
                    "metric G(r, delta); kernel/adaptive limits", [
         s_flow, s_ev,
@@ -415,18 +437,26 @@ CLAIMS = [
         r"$\pi(a,b,c) = (c|(a,b)|, \mathrm{atan2}(b,a))$ satisfies $\tilde f_{\pi(z)} = f_z$ "
         r"($\alpha(m)=m$), and $\pi(z)=\pi(z')$ iff $z' = (ka, kb, c/k)$, $k>0$, per neuron.",
         _w2a, 0.0, W2A_ANGLE_OFFSET, "the canonical angle off by 2e-13 rad", "f_z vs f~_pi(z)",
+        sizes={"quick": {"instances": 8}, "full": {"instances": 60}},
         notes=(SIGN_NOTE,), kind="convention"),
     williams_claim(
         "W2b", "delta_i = c_i^2 - a_i^2 - b_i^2 is conserved by the gradient flow",
         r"$\frac{d}{dt}\delta_i = 0$ along $\dot z = -\nabla L(z)$; one GD step changes $\delta_i$ by "
         r"$\eta^2(g_c^2 - g_a^2 - g_b^2)$.", _w2b, 1.0, W2B_WEIGHT,
         "the invariant with weights off by 1e-8: c^2 - (1 + 1e-8)(a^2 + b^2)",
-        "delta_i(t) - delta_i(0) along the flow", figures=_fig_w2b),
+        "delta_i(t) - delta_i(0) along the flow", figures=_fig_w2b,
+        sizes={"quick": {"instances": 4, "flow_neurons": 20, "flow_samples": 6, "flow_time": 200.0},
+               "full": {"instances": 30, "flow_neurons": 60, "flow_samples": 10,
+                        "flow_time": 2000.0}}),
     williams_claim(
         "W2c", "Full flow = reduced flow under the metric G(r, delta); kernel and adaptive regimes",
         r"$\pi(z(t))$ solves $\dot w_i = -G(r_i,\delta_i)^{-1}\nabla_{w_i}\tilde L$ with "
         r"$G^{-1} = \mathrm{diag}\big(\sqrt{\delta^2+4r^2},\ 2/(\sqrt{\delta^2+4r^2}-\delta)\big)$; "
         r"$\delta\to-\infty$ freezes knots, $\delta\to+\infty$ gives the reduced flow.",
         _w2c, 1.0, W2C_THTH_FACTOR, "angular metric entry off by 3e-7 relative",
-        "max deviation of pi(z(t))", figures=_fig_w2c, kind="reconstructed"),
+        "max deviation of pi(z(t))", figures=_fig_w2c, kind="reconstructed",
+        sizes={"quick": {"instances": 2, "flow_time": 40.0, "regime_neurons": 8,
+                         "regime_samples": 4},
+               "full": {"instances": 10, "flow_time": 200.0, "regime_neurons": 20,
+                        "regime_samples": 6}}),
 ]

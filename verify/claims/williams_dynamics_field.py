@@ -25,7 +25,7 @@ from verify.claims._williams_dynamics import (NUMPY, U, canonical_particles,
                                               particle_on_sample_line, williams_claim)
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
-from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
+from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare, fmt,
                         for_all_instances, lambdified)
 from verify.strategies import datasets_1d
 
@@ -77,9 +77,10 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         gV_t = (V(r, th + h) - V(r, th - h)) / (2 * h)
         fr, ft = _fd_canonical(r, th, x, y, h)
         scale = max(np.max(np.abs(fr)), np.max(np.abs(ft)), 1.0)
-        err = float(max(np.max(np.abs(gV_r - fr)), np.max(np.abs(gV_t - ft))) / scale)
-        return SubCheck("m x FD", err, 1e-7, "central differences h = 1e-6 inside a region: "
-                        "truncation h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9")
+        return compare("m x FD", np.concatenate([gV_r, gV_t]) / scale,
+                       np.concatenate([fr, ft]) / scale, rtol=0.0, atol=1e-7,
+                       reason="central differences h = 1e-6 inside a region: truncation "
+                              "h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9")
 
     def measure_identity(inst) -> SubCheck:
         (r, th), (x, y) = inst
@@ -96,9 +97,10 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
     return combine("mean-field form of L~ with the derived phi vs numerics' L~; grad of the "
                    "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~", [
         for_all_instances(ctx, "m x FD of L~ vs FD of the potential V (derived phi), relative",
-                          inst, measure, quick=5, full=40),
+                          inst, measure, count=ctx.size("instances")),
         for_all_instances(ctx, "L~ (numerics) vs 1/2 sum y^2 - int F dmu + 1/2 int int K dmu dmu "
-                          "(derived phi), relative", inst, measure_identity, quick=5, full=40),
+                          "(derived phi), relative", inst, measure_identity,
+                          count=ctx.size("instances")),
     ])
 
 
@@ -163,25 +165,28 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
     inst = st.tuples(canonical_particles(1, 40), datasets_1d(2, 9, 0.05, x_range=(-1.5, 1.5)))
     s_fd = for_all_instances(ctx, "derived components (potential_gradient) vs Richardson finite "
                              "differences of L~ (numerics' loss), relative", inst, measure,
-                             quick=6, full=50)
+                             count=ctx.size("instances"))
     s_in = for_all_instances(ctx, "derived <x~, d(theta)> vs the numerics' preactivation",
-                             inst, measure_inner, quick=6, full=50)
+                             inst, measure_inner, count=ctx.size("instances"))
     rng = ctx.rng("w2e")
     r, th = rng.standard_normal(50), rng.uniform(-np.pi, np.pi, 50)
     x = np.sort(rng.uniform(-1, 1, 7))
     r1, r2 = rng.standard_normal((2, 7))
     A = np.array(potential_gradient(r, th, x, 2.0 * r1 - 3.0 * r2))
     B = 2.0 * np.array(potential_gradient(r, th, x, r1)) - 3.0 * np.array(potential_gradient(r, th, x, r2))
-    err_lin = float(np.max(np.abs(A - B)) / np.max(np.abs(A)))
+    sA = float(np.max(np.abs(A)))
     C = np.array(potential_gradient(2.5 * r, th, x, r1))
     E = np.array(potential_gradient(r, th, x, r1))
-    err_cyl = float(max(np.max(np.abs(C[0] - E[0])), np.max(np.abs(C[1] - 2.5 * E[1]))) / np.max(np.abs(E)))
+    sE = float(np.max(np.abs(E)))
     return combine("derived radial/angular components vs finite differences of the loss; "
                    "linearity in rho; piecewise-linear structure on R x A_k", [
         s_fd, s_in,
-        SubCheck("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2)", err_lin,
-                 64 * U, "rounding of sums of 7 terms"),
-        SubCheck("dV/dr independent of r, dV/dtheta proportional to r", err_cyl, 64 * U, "rounding"),
+        compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
+                "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
+                reason="rounding of sums of 7 terms"),
+        compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
+                np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
+                rtol=0.0, atol=64 * U, reason="rounding"),
     ])
 
 
@@ -245,15 +250,17 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
             mag = mag * magnitude_factor
         # field scale: residual terms plus the particle's own effect on the residuals
         scale = abs(r[0]) * np.sum(np.abs(rho) * np.hypot(x, 1.0)) + r[0] ** 2 * np.sum(1 + x**2) / r.size
-        err = max(abs(jump[0] - jr), abs(jump[1] - jt), abs(abs(jump[1]) - mag)) / scale
-        return SubCheck("jump", float(err), 1e-10, "Richardson one-sided limits from theta* +- "
-                        "(1e-7, 2e-7): truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the "
-                        "field scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no difference "
-                        "quotient: roundoff ~ 3 u (m + s) of the scale)")
+        return compare("jump", np.array([jump[0], jump[1], abs(jump[1])]) / scale,
+                       np.array([jr, jt, mag]) / scale, rtol=0.0, atol=1e-10,
+                       reason="Richardson one-sided limits from theta* +- (1e-7, 2e-7): "
+                              "truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the field "
+                              "scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no "
+                              "difference quotient: roundoff ~ 3 u (m + s) of the scale)")
 
     s = for_all_instances(ctx, "angular jump magnitude (velocity_jump) and the signed jumps "
                           "(radial, angular) vs one-sided limits of the numerics' gradient, "
-                          "relative to the field scale", particle_on_sample_line(), measure, quick=12, full=100)
+                          "relative to the field scale", particle_on_sample_line(), measure,
+                          count=ctx.size("instances"))
     return combine("one-sided limits of (dV/dr, dV/dtheta) from numerics' full-parameter gradient "
                    "(Richardson) vs the derived jump", [s])
 
@@ -314,14 +321,16 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         scale = nu * g * np.cos(th[0]) ** 2 * (1 + x[j] ** 2) * abs(r[0]) * (
             np.sum(np.abs(rho) * (1 + np.abs(x * x[j]))) + abs(rho[j]) * (1 + x[j] ** 2)
             + abs(r[0]) * np.sum(1 + x**2) / m)
-        err = max(abs(meas["act"] - nu * pred_act), abs(meas["in"] - nu * pred_in)) / scale
-        return SubCheck("rates", float(err), 1e-10, "Richardson one-sided limits at theta* +- "
-                        "(1e-7, 2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff "
-                        "~ 3 u (m + s) of the scale (no difference quotient)")
+        return compare("rates", np.array([meas["act"], meas["in"]], dtype=float) / scale,
+                       np.array([nu * pred_act, nu * pred_in], dtype=float) / scale, rtol=0.0,
+                       atol=1e-10, reason="Richardson one-sided limits at theta* +- (1e-7, "
+                       "2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff ~ 3 u (m + s) "
+                       "of the scale (no difference quotient)")
 
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "
-                                "relative", particle_on_sample_line(), measure, quick=10, full=80)
+                                "relative", particle_on_sample_line(),
+                                measure, count=ctx.size("instances"))
     sim = _w2h_sim(ctx.shared())
     disagree, ambiguous = 0, 0
     rows = []
@@ -364,15 +373,14 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
 def _w2h_sim(run: RunContext) -> dict:
     """Kernel- and adaptive-regime flows of the run (``ctx.shared()``: shared by the check
     and its control), drawn from ``run.rng("sim")``."""
-    quick = run.quick
     rng = run.rng("sim")
-    m, s = (40, 6) if quick else (200, 10)
+    m, s = run.size("sim_neurons"), run.size("sim_samples")
     x = np.sort(rng.uniform(-1.0, 1.0, s))
     y = np.abs(x) * 2 - 0.6 + 0.5 * np.cos(5 * x)
     r0 = rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.5, m)
     t0 = rng.uniform(-np.pi, np.pi, m)
     dlt = 50.0
-    T = 40.0 if quick else 200.0
+    T = run.size("sim_time")
     g_fn = lambdified("W2c", "g_thth_rationalized", (D.r, D.delta), modules=NUMPY)
     out: dict[str, Any] = {"delta": dlt, "m": m, "s": s, "x": x, "y": y}
     for name, dl in (("adaptive", dlt), ("kernel", -dlt)):
@@ -430,22 +438,27 @@ CLAIMS = [
         "W2d", "Mean-field form of the loss and the potential V",
         r"$\tilde L = \frac12\sum_j y_j^2 - \int F d\mu + \frac12\iint K d\mu d\mu$, "
         r"$\nabla_{w_i}\tilde L = \frac1m\nabla V(w_i;\mu)$, $V = -F + \int K(\cdot,w')d\mu(w') = \sum_j\rho_j\phi(\cdot;x_j)$.",
-        _w2d, 1.0, W2D_RESIDUAL_FACTOR, "residuals in V off by 3e-6 relative", "m x FD of L~"),
+        _w2d, 1.0, W2D_RESIDUAL_FACTOR, "residuals in V off by 3e-6 relative", "m x FD of L~",
+        sizes={"quick": {"instances": 5}, "full": {"instances": 40}}),
     williams_claim(
         "W2e", "Velocity field in a region: radial and angular components, linear in rho",
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "
         r"$\partial_\theta V = r\sum_{j\in C_k}\rho_j\langle\tilde x_j,t(\theta)\rangle$.",
         _w2e, 1.0, W2E_ANGULAR_FACTOR, "angular component off by 3e-9 relative",
-        "derived components"),
+        "derived components", sizes={"quick": {"instances": 6}, "full": {"instances": 50}}),
     williams_claim(
         "W2f", "The jump of the velocity field at a boundary is angular, |r rho*| sqrt(1+x*^2)",
         r"Crossing $\langle\tilde x_{j^*},d(\theta)\rangle = 0$ changes only $\partial_\theta V$, by "
         r"$|r\rho_{j^*}|\sqrt{1+x_{j^*}^2}$.", _w2f, 1.0, W2F_MAGNITUDE_FACTOR,
-        "magnitude off by 1e-8 relative", "angular jump magnitude"),
+        "magnitude off by 1e-8 relative", "angular jump magnitude",
+        sizes={"quick": {"instances": 12}, "full": {"instances": 100}}),
     williams_claim(
         "W2h", "Attractors and repulsors at sample lines (Lemma 2); clustering of knots",
         r"With $S = \sum_{j\in C\setminus j^*}\rho_j(1+x_jx_*)$: attractor iff $rS < 0 < r(S + \rho_*(1+x_*^2))$, "
         r"repulsor iff $rS > 0 > r(S + \rho_*(1+x_*^2))$.", _w2h, 1.0, W2H_RHO_STAR_FACTOR,
         "rho* in the active-side rate off by 3e-8 relative", "derived one-sided normal rates",
-        figures=_fig_w2h),
+        figures=_fig_w2h,
+        sizes={"quick": {"instances": 10, "sim_neurons": 40, "sim_samples": 6, "sim_time": 40.0},
+               "full": {"instances": 80, "sim_neurons": 200, "sim_samples": 10,
+                        "sim_time": 200.0}}),
 ]

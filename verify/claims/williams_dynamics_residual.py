@@ -4,7 +4,8 @@ neurons sliding on a sample line (Williams, Trager, Silva, Panozzo, Zorin, Bruna
 2019, Section 3: dynamics of the residuals).
 
 Derivation: ``derivations.williams_dynamics.DERIVATIONS["W2g"]`` (the per-neuron kernel h
-and its sliding form h_sliding, read through ``verify.kit.lambdified``).  Reference: the
+and its sliding form h_sliding, read by ``verify.studies.williams.tangent_kernel`` through
+``verify.kit.lambdified``).  Reference: the
 residuals f(z(t)) - y along the event-driven Filippov gradient flow of ``numerics.relu1d``
 (dense output), and central differences of the residuals along -grad L.
 """
@@ -16,11 +17,12 @@ from scipy.integrate import solve_ivp
 
 from derivations import williams_dynamics as D
 from numerics import relu1d as N
-from verify.claims._williams_dynamics import NUMPY, draw_data, draw_neurons, williams_claim
-from verify.kit import Outcome, RunContext, SubCheck, combine, for_all_instances, lambdified
+from verify.claims._williams_dynamics import draw_data, draw_neurons, williams_claim
+from verify.formulas.williams_dynamics import canonical_from_full
+from verify.kit import (Outcome, RunContext, SubCheck, combine, compare, for_all_instances,
+                        lambdified)
 from verify.strategies import datasets_1d, relu1d_networks
-
-_H_ARGS = (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha)
+from verify.studies.williams import tangent_kernel
 
 #: near miss of W2g: the first-layer term c^2 (1 + x_j x_k) of H times this factor (exact: 1)
 W2G_C2_FACTOR = 1 + 3e-7
@@ -47,24 +49,23 @@ SLIDING_INSTANCE = (
                -0.11827843787278997, 1.0585362222339167])))
 
 
-def tangent_kernel(z: np.ndarray, x: np.ndarray, m: int, P: np.ndarray,
-                   S: np.ndarray | None = None, c2_factor: float = 1.0) -> np.ndarray:
-    """Tangent kernel H(z) (s x s) of the full parametrization z = (a, b, c) (claim W2g)
-    from the derived per-neuron h with the activation pattern P (m, s); neurons sliding on a
-    sample line (rows of S) contribute the derived projected kernel h_sliding instead.
-    ``c2_factor`` multiplies c^2 (1 in the claim; the negative control's near miss)."""
-    a, b, c = z[:m], z[m:2 * m], z[2 * m:] * np.sqrt(c2_factor)
+def _canonical_kernel(a, b, c, x, P) -> tuple[np.ndarray, float]:
+    """H (s x s) from the derived canonical h_canonical at (r, theta, delta) = pi(a, b, c)
+    with the activation pattern P (m x s), and the scale of its terms."""
+    m = a.size
+    r, th, dl = (np.atleast_1d(v) for v in canonical_from_full(a, b, c))
+    fn = lambdified("W2g", "h_canonical", (D.r, D.theta, D.delta, D.x, D.xk, D.s_j, D.s_k,
+                                            D.m_width), modules=("numpy",))
     A = lambda v: v[:, None, None]  # noqa: E731
-    args = (A(a), A(b), A(c), x[None, :, None], x[None, None, :],
-            P[:, :, None].astype(float), P[:, None, :].astype(float), float(m))
-    vals = np.broadcast_to(lambdified("W2g", "h", _H_ARGS, modules=NUMPY)(*args), (m, x.size, x.size))
-    if S is not None and S.any():
-        sl = S.any(axis=1)
-        xs = x[np.argmax(S, axis=1)]
-        vs = np.broadcast_to(lambdified("W2g", "h_sliding", _H_ARGS + (D.x_slide,), modules=NUMPY)(*args, A(xs)),
-                             (m, x.size, x.size))
-        vals = np.where(sl[:, None, None], vs, vals)
-    return vals.sum(axis=0)
+    vals = np.broadcast_to(fn(A(r), A(th), A(dl), x[None, :, None], x[None, None, :],
+                              P[:, :, None].astype(float), P[:, None, :].astype(float), float(m)),
+                           (m, x.size, x.size))
+    Dm = np.sqrt(dl**2 + 4 * r**2) + np.abs(dl)
+    u = np.cos(th)[:, None] * x[None, :] - np.sin(th)[:, None]
+    t = -np.sin(th)[:, None] * x[None, :] - np.cos(th)[:, None]
+    scale = float(np.max(np.einsum("i,ij,ik->jk", Dm, np.abs(u), np.abs(u))
+                         + np.einsum("i,ij,ik->jk", Dm, np.abs(t), np.abs(t)))) / m**2
+    return vals.sum(axis=0), scale
 
 
 def _w2g_run(z0, x, y, T, c2_factor: float) -> tuple[float, float, int]:
@@ -95,7 +96,7 @@ def _w2g_run(z0, x, y, T, c2_factor: float) -> tuple[float, float, int]:
 def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
     """Residuals along the integrated flow vs the residual ODE with the derived tangent
     kernel (c^2 term times ``c2_factor``: 1 in the check); the instantaneous identity."""
-    T = 20.0 if ctx.quick else 200.0
+    T = ctx.size("flow_time")
     slid = []
 
     def measure(inst) -> SubCheck:
@@ -111,10 +112,10 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
     s = for_all_instances(ctx, f"ODE solution rho' = -H rho (derived H; derived projected kernel "
                           f"for sliding neurons; the integrator's pattern on every segment) vs "
                           f"f(z(t)) - y for t in [0, {T:g}], relative to |rho(0)|", inst, measure,
-                          quick=3, full=20, pinned=[SLIDING_INSTANCE])
+                          count=ctx.size("instances"), pinned=[SLIDING_INSTANCE])
     # instantaneous identity: rho' along -grad L by central differences vs -H rho
     rng = ctx.rng("w2g")
-    inst_worst = 0.0
+    rdot_n, pred_n, can_n, full_n = [], [], [], []
     for _ in range(5):
         m, s_ = 12, 5
         a, b, c = draw_neurons(rng, m, 0.3)
@@ -128,7 +129,12 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
         rdot = (fp - fm) / (2 * hh)
         P = (np.multiply.outer(a, x) - b[:, None]) > 0
         pred = -tangent_kernel(z, x, m, P, None, c2_factor) @ (N.forward_dense(a, b, c, x, "m") - y)
-        inst_worst = max(inst_worst, float(np.max(np.abs(rdot - pred)) / np.max(np.abs(pred))))
+        pscale = np.max(np.abs(pred))
+        rdot_n.append(rdot / pscale)
+        pred_n.append(pred / pscale)
+        h_can, h_scale = _canonical_kernel(a, b, c, x, P)
+        full_n.append(tangent_kernel(z, x, m, P, None, c2_factor) / h_scale)
+        can_n.append(h_can / h_scale)
     return combine("residuals along the integrated flow (dense output) vs the residual ODE "
                    "rho' = -H(t) rho integrated with the derived tangent kernel H", [
         s,
@@ -136,8 +142,17 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
                  float(sum(bool(n) for n in slid)), 1.0,
                  "at least one checked trajectory must slide (the pinned instance does)",
                  passed=sum(bool(n) for n in slid) >= 1),
-        SubCheck("instantaneous: central-difference rho' along -grad L vs -H rho", inst_worst, 1e-6,
-                 "central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff u/h ~ 1e-9"),
+        compare("instantaneous: central-difference rho' along -grad L vs -H rho (relative to "
+                "max |H rho| per draw)", np.concatenate(rdot_n), np.concatenate(pred_n),
+                rtol=0.0, atol=1e-6,
+                reason="central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff "
+                       "u/h ~ 1e-9"),
+        compare("H from the full parameters vs H in canonical form (derived h_canonical at "
+                "pi(z) with the W2c metric), relative to its scale", np.concatenate(full_n),
+                np.concatenate(can_n), rtol=0.0, atol=1e-13,
+                reason="float64: (m + 8) roundings of terms bounded by the scale sum_i (D_i + "
+                       "|delta_i|)(|u_j u_k| + |t_j t_k|) / m^2, including the cancellation in "
+                       "D + delta: <= 20 (m + 8) u = 9e-14 at m = 12"),
     ], details={"sliding_segments_per_instance": slid,
                 "note": "the statement holds with the tangent kernel H = J J^T off sliding "
                         "segments only; on a Filippov sliding segment the projected velocity "
@@ -152,5 +167,7 @@ CLAIMS = [
         r"$\dot\rho = -H\rho$, $H_{jk} = \frac{1}{\alpha^2}\sum_i s_{ij}s_{ik}\big[(a_ix_j-b_i)(a_ix_k-b_i) "
         r"+ c_i^2(1 + x_jx_k)\big]$ off Filippov sliding segments; a neuron sliding on the line of "
         r"$x_s$ contributes $g_j^T\Pi g_k$, $\Pi$ the projection on $(1, x_s)$.", _w2g, 1.0,
-        W2G_C2_FACTOR, "first-layer term c^2 (1 + x_j x_k) of H off by 3e-7 relative", "ODE solution"),
+        W2G_C2_FACTOR, "first-layer term c^2 (1 + x_j x_k) of H off by 3e-7 relative", "ODE solution",
+        sizes={"quick": {"instances": 3, "flow_time": 20.0},
+               "full": {"instances": 20, "flow_time": 200.0}}),
 ]
