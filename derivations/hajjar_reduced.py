@@ -6,6 +6,8 @@ builder of its report steps and results).  SymPy only.
   dimensions and the complete closed forms for (d, d_H) = (2, 1), (3, 1), (3, 2), (4, 1), (4, 3).
 - :func:`reduced_velocity_field`, :func:`limit_mass` (H1g, H1h): the (c, theta) field of the
   1-D reduction from the particle flow, and the mass alpha(d_H) of the conjectured limit.
+- :func:`flow_time_per_step` (H1i): the mean-field time that one gradient step of
+  learning rate eta on the width-m parameters covers.
 """
 from __future__ import annotations
 
@@ -23,7 +25,15 @@ from derivations.hajjar import phi, theta
 
 __all__ = ["DERIVATIONS", "reduced_velocity_field", "limit_mass", "phi_tilde_closed_forms",
            "PhiTildeForms", "theta", "phi", "inner_expectation", "InnerExpectation",
-           "inner_float_forms", "INNER"]
+           "inner_float_forms", "INNER", "flow_time_per_step", "eta", "m_width", "FIELD_SYMBOLS"]
+
+#: learning rate of a gradient step on the parameters (a, B) of the width-m network (H1i)
+eta = sp.Symbol("eta", positive=True)
+#: width m of the network f = (1/m) sum_j a_j relu(b_j . x) (H1i)
+m_width = sp.Symbol("m", positive=True, integer=True)
+#: the arguments (eps, c, G(theta), G'(theta)) of the reduced field ``dc_dt``, ``dtheta_dt``
+FIELD_SYMBOLS = (sp.Symbol("epsilon", real=True), sp.Symbol("c", positive=True),
+                 sp.Symbol("G_theta", real=True), sp.Symbol("dG_theta", real=True))
 
 
 # ---------------------------------------------------------------------------- H1e
@@ -339,4 +349,44 @@ def derive_h1h() -> Derivation:
     return Derivation(steps, {"dc_dt": field["dc_dt"], "dtheta_dt": field["dtheta_dt"]})
 
 
-DERIVATIONS = {"H1e": derive_h1e, "H1g": derive_h1g, "H1h": derive_h1h}
+# ---------------------------------------------------------------------------- H1i
+def flow_time_per_step() -> dict:
+    """Mean-field time covered by one gradient step of learning rate eta on the parameters.
+
+    Pointwise in x (the expectation is linear): f = (a_j relu(b_j . x) + rest) / m, loss
+    1/2 (f - y)^2.  A step moves a_j by -eta dloss/da_j and b_j by -eta dloss/db_j; the
+    particle velocity of the mean-field flow (MATH.md H.1) is da_j/dt = (y - f) relu(b_j . x),
+    db_j/dt = a_j (y - f) relu'(b_j . x) x.  The ratio (parameter move) / (velocity) is the
+    flow time of one step; it must be the same for a_j and b_j (else no single time change)."""
+    a_j, z, y, rest = sp.symbols("a_j z y R", real=True)      # z = b_j . x (1-D stand-in)
+    s_act = sp.Function("sigma")
+    f = (a_j * s_act(z) + rest) / m_width
+    loss = (f - y) ** 2 / 2
+    dt_a = sp.simplify(-eta * sp.diff(loss, a_j) / ((y - f) * s_act(z)))
+    # b_j enters through z = b_j . x: d/db_j = x d/dz, and the velocity carries the same x
+    dt_b = sp.simplify(-eta * sp.diff(loss, z) / (a_j * (y - f) * sp.diff(s_act(z), z)))
+    return {"per_step": dt_a, "agree": sp.simplify(dt_a - dt_b), "by_b": dt_b}
+
+
+def derive_h1i() -> Derivation:
+    ts = flow_time_per_step()
+    field = reduced_velocity_field()
+    steps = [
+        Step(r"Width $m$: $f = \frac1m\sum_j a_j\sigma(b_j^\top x)$; a gradient step of "
+             r"learning rate $\eta$ on $(a_j, b_j)$ against the mean-field velocity "
+             r"$\dot a_j = E[(f^*-f)\sigma(b_j^\top x)]$, $\dot b_j = a_j E[(f^*-f)\sigma'"
+             r"(b_j^\top x)x]$ (the same ratio for $a_j$ and for $b_j$, difference "
+             + sp.latex(ts["agree"]) + r") covers the flow time", ts["per_step"],
+             lhs=r"\Delta t"),
+        Step(r"So the parameter gradient flow $d(a, B)/ds = -\nabla F$ at parameter time "
+             r"$s$ is the particle flow at time $t = s/m$; the width-$m$ system is run for "
+             r"$s = t\,\eta/\Delta t$."),
+        Step(r"The limit: an initial law invariant under $O(d_H)\times O(d-d_H)$ stays "
+             r"invariant (Prop. 2.1), so the mean-field flow is the reduced flow of Thm 4.3 "
+             r"on $(c, \theta)$:"),
+    ] + _reduced_steps(field)[1:]
+    return Derivation(steps, {"flow_time_per_step": ts["per_step"], "dc_dt": field["dc_dt"],
+                              "dtheta_dt": field["dtheta_dt"]})
+
+
+DERIVATIONS = {"H1e": derive_h1e, "H1g": derive_h1g, "H1h": derive_h1h, "H1i": derive_h1i}

@@ -22,6 +22,7 @@ from scipy.special import roots_jacobi
 from derivations import hajjar as dh
 from numerics import twolayer as tl
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
+from verify.studies.hajjar import alpha_by_quadrature, init_particles
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, loglog_slope)
 
@@ -33,23 +34,6 @@ RELU2_INVARIANT = 2
 NON_INVARIANT_TERM = True
 #: H1d's near miss: the Haar average derived for the sphere of one dimension more
 SPHERE_ONE_UP = 1
-
-
-@lru_cache(maxsize=None)
-def alpha_by_quadrature(k: int) -> float:
-    """alpha(k) = 1 / E[(u.e)_+] (claim H1f) by the mpmath coordinate quadrature of
-    numerics.sphere (30 digits; H1f checks it against the derived closed form).  Used
-    here instead of formulas.alpha_constant to avoid re-running the H1f SymPy derivation
-    (~25 s) inside these checks."""
-    from numerics.sphere import positive_part_mean_coordinate_mp
-    return 2.0 if k == 1 else float(1 / positive_part_mean_coordinate_mp(k))
-
-
-def _init_particles(rng: np.random.Generator, m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Default initialization (docs/conventions.md, section 2): a = +-1, b ~ Unif(S^{d-1}), so |a| = |b|."""
-    B = sample_sphere(rng, m, d)
-    a = rng.choice([-1.0, 1.0], size=m)
-    return a, B
 
 
 def _norm_target_grad(d: int, d_H: int, n_r: int = 48):
@@ -324,7 +308,7 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
     X0 = ctx.rng("drawn-data", *inst[:5], s).standard_normal((n0, d)) / np.sqrt(d)
     X = tl.orbit_samples(X0, G)
     Y = _h1b_target(X, wrong)
-    a0, B0 = _init_particles(ctx.rng("drawn-particles", *inst[:5], s), m0, d)
+    a0, B0 = init_particles(ctx.rng("drawn-particles", *inst[:5], s), m0, d)
     a, B = tl.orbit_particles(a0, B0, G)
     run = tl.gradient_descent(a, B, X, Y, 0.05, 30, record_every=10)
     Xt = ctx.rng("drawn-test", *inst[:5], s).standard_normal((20, d)) / np.sqrt(d)
@@ -352,7 +336,7 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
         X0 = ctx.rng("data", name).standard_normal((60, d)) / np.sqrt(d)
         X = tl.orbit_samples(X0, G)
         Y = _h1b_target(X, wrong)
-        a0, B0 = _init_particles(ctx.rng("particles", name), 24, d)
+        a0, B0 = init_particles(ctx.rng("particles", name), 24, d)
         a, B = tl.orbit_particles(a0, B0, G)
         run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=steps // 4)
         asym = [float(np.abs(tl.forward(aa, BB, Xtest @ T.T) - tl.forward(aa, BB, Xtest)).max())
@@ -371,7 +355,7 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
         for m in ms:
             vals = []
             for s in range(seeds):
-                ai, Bi = _init_particles(ctx.rng("iid", name, m, s), m, d)
+                ai, Bi = init_particles(ctx.rng("iid", name, m, s), m, d)
                 r2 = tl.gradient_descent(ai, Bi, X, Y, eta, steps // 2)
                 diff = tl.forward(r2.a, r2.B, Xtest @ T.T) - tl.forward(r2.a, r2.B, Xtest)
                 vals.append(float(np.sqrt(np.mean(diff ** 2))))
@@ -512,7 +496,7 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
         d_H, kP, s = inst
         d = d_H + kP
         avg = average(kP)
-        a, B = _init_particles(ctx.rng("particles", d_H, kP, s), 48, d)
+        a, B = init_particles(ctx.rng("particles", d_H, kP, s), 48, d)
         X = ctx.rng("data", d_H, kP, s).standard_normal((300, d)) / np.sqrt(d)
         run = tl.gradient_descent(a, B, X, _h1d_target(X, d_H), 0.1, 60 if ctx.quick else 300)
         a, B = run.a, run.B
@@ -542,7 +526,7 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     S[d_H:, d_H:] = np.roll(np.eye(kP), 1, axis=0)
     R = np.eye(d)
     R[d_H:, d_H:] *= -1
-    a0, B0 = _init_particles(ctx.rng("closed"), 8, d)
+    a0, B0 = init_particles(ctx.rng("closed"), 8, d)
     a1, B1 = tl.orbit_particles(a0, B0, tl.cyclic_group(S))
     a1, B1 = tl.orbit_particles(a1, B1, tl.cyclic_group(R))
     X0 = ctx.rng("closed-data").standard_normal((40, d)) / np.sqrt(d)

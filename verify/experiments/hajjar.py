@@ -115,7 +115,7 @@ def _fig3(params: dict[str, Any], profile: str, seed: int):
     from numerics import reduced as rd
     from numerics.paper_units import TIME_UNITS
     from numerics.validation import require_choice
-    from verify.claims.hajjar import alpha_by_quadrature
+    from verify.studies.hajjar import alpha_by_quadrature
     require_choice(params["time_unit"], "time_unit", TIME_UNITS)
     steps = int(params["steps"])
     hist_steps = tuple(k for k in _AUTHORS_HIST_STEPS if k <= steps) + (
