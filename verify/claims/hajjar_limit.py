@@ -212,8 +212,8 @@ CLAIMS = [Claim(
     sizes={"quick": {"d": 10, "d_H": 3, "T": 16.0, "dt": 2.0,
                      "widths": (16, 32, 64, 128, 256, 512, 1024), "seeds": 8, "n_test": 1000,
                      "nodes": 16, "n_theta": 257, "n_phi": 48},
-           "full": {"d": 10, "d_H": 3, "T": 16.0, "dt": 0.5,
-                    "widths": (16, 32, 64, 128, 256, 512, 1024, 2048), "seeds": 8,
+           "full": {"d": 30, "d_H": 5, "T": 48.0, "dt": 2.0,
+                    "widths": (32, 64, 128, 256, 512, 1024, 2048), "seeds": 8,
                     "n_test": 2000, "nodes": 16, "n_theta": 257, "n_phi": 48}},
     negative_control_description="the limit read at time 1.1 T (the time change eta/m off "
                                  "by 10%)",

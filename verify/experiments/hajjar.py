@@ -66,7 +66,7 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     from numerics import reduced as rd
     from numerics.rng import make_rng
     from verify import derived
-    from verify.claims.hajjar_reduced import phi_table, derived_velocity
+    from verify.studies.hajjar import derived_velocity, phi_table
     d, d_H, m = int(params["d"]), int(params["d_H"]), int(params["m"])
     steps = int(params["steps"])
     s2 = pu.hajjar_data_second_moment(d, str(params["time_unit"]))

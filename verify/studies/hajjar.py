@@ -38,7 +38,8 @@ from numerics.validation import (as_float_array, as_float_scalar, require_callab
 
 __all__ = ["alpha_by_quadrature", "target_rule", "init_particles", "limit_initial_state",
            "limit_predictor", "width_predictor", "l2_distance", "parameter_step",
-           "full_reduced_velocity", "derived_reduced_velocity"]
+           "full_reduced_velocity", "derived_reduced_velocity", "phi_table",
+           "derived_velocity"]
 
 
 @lru_cache(maxsize=None)
@@ -188,3 +189,29 @@ def derived_reduced_velocity(velocity: Callable, measure, test, d: int, d_H: int
     G = phi_fn(tt[:, None], ph[None, :], d, d_H) @ wr
     dG = dphi_fn(tt[:, None], ph[None, :], d, d_H) @ wr
     return velocity(et, ct, G, dG)
+
+
+@lru_cache(maxsize=4)
+def _table_cached(d: int, d_H: int, n_theta: int, n_phi: int, generation: int) -> rd.PhiTable:
+    from verify.formulas.hajjar import phi_kernel
+    return rd.PhiTable(d, d_H, n_theta, n_phi, kernel=phi_kernel())
+
+
+def phi_table(d: int, d_H: int, n_theta: int, n_phi: int) -> rd.PhiTable:
+    """The phi~ table of the reduced simulators, from the derived kernel of claim H1e
+    (cached per derivation generation, so that a mutated derivation rebuilds it)."""
+    from verify import derived
+    return _table_cached(d, d_H, n_theta, n_phi, derived.generation())
+
+
+def derived_velocity(der: Any) -> Callable:
+    """(eps, c, G, G') -> (dc/dt, dtheta/dt) lambdified from a derivation's reduced field
+    (results ``dc_dt``, ``dtheta_dt`` of H1g, H1h, H1i), broadcast to the shape of c."""
+    import sympy as sp
+    from derivations.hajjar_reduced import FIELD_SYMBOLS
+    f = sp.lambdify(FIELD_SYMBOLS, [der.results["dc_dt"], der.results["dtheta_dt"]], "numpy")
+
+    def velocity(e, cc, g, dg):
+        dc, dth = f(e, cc, g, dg)
+        return np.broadcast_to(dc, cc.shape), np.broadcast_to(dth, cc.shape)
+    return velocity
