@@ -135,9 +135,11 @@ def test_h1c_run_shared_by_check_and_control():
     """One reference run per (claim, profile, seed): cached on the context with the
     control flag cleared, never on bare strings."""
     from verify.claims.hajjar_odd import _h1c_run
+    from verify.claims import get
     from verify.kit import RunContext
-    check = RunContext("H1c", "quick", 3)
-    control = RunContext("H1c", "quick", 3, negative_control=True)
+    sizes = tuple(get("H1c").sizes["quick"].items())
+    check = RunContext("H1c", "quick", 3, size_items=sizes)
+    control = RunContext("H1c", "quick", 3, negative_control=True, size_items=sizes)
     assert _h1c_run(check, 0.1) is _h1c_run(control, 0.1)
 
 
