@@ -286,3 +286,30 @@ def test_paper_units_validate_and_name_overflow():
         pu.suite_sgd_to_reproduction(1.0, 1e308, 1.0)
     with pytest.raises(TypeError, match="tau"):
         pu.suite_sgd_to_reproduction(1.0, None, 1.0)
+
+
+def test_h1a_tolerance_does_not_depend_on_the_derivation(monkeypatch):
+    """H1a's finite-difference tolerance comes from the definitions only: a mutated
+    derivation (the integrand of d/dt(a^2 - |b|^2) perturbed by 1e-2) fails it without
+    widening it."""
+    from derivations.base import Derivation
+    from verify import derived
+    from verify.claims import get
+    claim = get("H1a")
+    der = derived.derivation("H1a")
+    pos, neg = der.results["integrand"]
+    mutant = Derivation(der.steps, {**der.results,
+                                    "integrand": (pos * 1.01 + 0.01, neg * 1.01 + 0.01)})
+
+    def fd(evidence):
+        return next(s for s in evidence.details["subchecks"]
+                    if s["name"].startswith("derived d/dt("))
+    from hypothesis import strategies as st
+    from verify.claims import hajjar
+    # every drawn instance is the pinned one: both runs measure the same instance
+    monkeypatch.setattr(hajjar, "_h1a_instances", lambda: st.just((5, 2, 12, 0)))
+    exact = fd(claim.run("quick", 0, examples=1))
+    with derived.overridden("H1a", mutant):
+        mutated = fd(claim.run("quick", 0, examples=1))
+    assert exact["passed"] and not mutated["passed"]
+    assert mutated["error"] > mutated["tolerance"] == exact["tolerance"]
