@@ -161,21 +161,73 @@ def inner_expectation() -> InnerExpectation:
 
 def inner_float_forms(ie: InnerExpectation) -> dict:
     """The float64 forms of the inner expectation and its partial derivatives, in
-    (k, c, y, E_+) for -c < y <= 0 (a = -y/c in [0, 1)): the verified stable tail ratio
+    (k, c, y, E_+): for -c < y <= 0 (a = -y/c in [0, 1)) the verified stable tail ratio
     exp((k-1)/2 log1p(-a^2)) (no overflow for any k) and, for P(R > a), the incomplete Beta
     whose argument is small: ``large`` for a^2 >= 1/2 (argument 1 - a^2), ``small`` for
-    a^2 < 1/2 (argument a^2).  Each is a substitution of verified-equal pieces into the
-    derived inner expectation.  For 0 < y < c, relu(z) = z + relu(-z) (sign cases) and
-    E[R] = 0 give E[(cR + y)_+] = y + E[(cR - y)_+]."""
+    a^2 < 1/2 (argument a^2); each is a substitution of verified-equal pieces into the
+    derived inner expectation.  For 0 < y < c (``large_pos``, ``small_pos``): relu(z) =
+    z + relu(-z) and R ~ -R (E[R] = 0) give E[(cR + y)_+] = y + E[(cR - y)_+], the y <= 0 form
+    at -y; its partial derivatives follow by the chain rule (SymPy), and the reflected form
+    is verified against quadrature of the definition at 40 digits (:func:`_check_reflection`)."""
     a, c, y, mean = ie.a, ie.c, ie.y, ie.mean
     aa_ = -y / c
     M = ie.tail_ratio_stable.subs(a, aa_) * mean
     out = {}
+    # F(c, w) the y <= 0 form, at w = -y; Fv, Fc, Fw its value and partials there
+    Fv, Fc, Fw = sp.symbols("F_v F_c F_w", real=True)
+    w = -y
+    refl = y + Fv
+    parts = {"inner": refl,
+             "inner_dc": sp.diff(refl, c) + Fc * sp.diff(c, c) + Fw * sp.diff(w, c),
+             "inner_dy": sp.diff(refl, y) + Fc * sp.diff(c, y) + Fw * sp.diff(w, y)}
     for name, P in (("large", ie.tail_prob), ("small", ie.tail_prob_small)):
         Py = P.subs(a, aa_)
-        out[name] = {"inner": c * M + y * Py, "inner_dc": M, "inner_dy": Py}
+        neg = {"inner": c * M + y * Py, "inner_dc": M, "inner_dy": Py}
+        out[name] = neg
+        at_w = {Fv: neg["inner"].subs(y, w), Fc: neg["inner_dc"].subs(y, w),
+                Fw: neg["inner_dy"].subs(y, w)}
+        out[name + "_pos"] = {key: e.subs(at_w) for key, e in parts.items()}
+    _check_reflection(out, ie)
     return out
 
+
+#: mpmath evaluation of SymPy's regularized incomplete Beta (lambdify has no mpmath name)
+_MP_MODULES = [{"betainc_regularized": lambda p, q, x1, x2: mpmath.betainc(
+    p, q, x1, x2, regularized=True)}, "mpmath"]
+
+
+def _check_reflection(out: dict, ie: InnerExpectation) -> None:
+    """The y > 0 forms against mpmath quadrature of the definition E[(cR + y)_+] (density
+    of R from derivations.sphere) and its finite differences, at 40 digits."""
+    from derivations.sphere import derive_alpha, k, t
+    al = derive_alpha()
+    c, y, mean = ie.c, ie.y, ie.mean
+    worst = 0.0
+    with mpmath.workdps(40):
+        for kk in (2, 3, 5, 8):
+            dens = sp.lambdify(t, (al.density / al.normalizer).subs(k, kk), "mpmath")
+            E = sp.N(al.mean.subs(k, kk), 40)
+
+            def definition(cc, yy):
+                lo = -yy / cc
+                return mpmath.quad(lambda s: (cc * s + yy) * dens(s), [lo, 1])
+            for name in ("large_pos", "small_pos"):
+                fs = {key: sp.lambdify((c, y), e.subs({k: kk, mean: E}), _MP_MODULES)
+                      for key, e in out[name].items()}
+                for r in ("0.1", "0.4", "0.8", "0.95"):
+                    cc = mpmath.mpf(7) / 5
+                    yy = mpmath.mpf(r) * cc
+                    h = mpmath.mpf(10) ** -12
+                    ref = definition(cc, yy)
+                    ref_dc = (definition(cc + h, yy) - definition(cc - h, yy)) / (2 * h)
+                    ref_dy = (definition(cc, yy + h) - definition(cc, yy - h)) / (2 * h)
+                    worst = max(worst, abs(fs["inner"](cc, yy) - ref),
+                                abs(fs["inner_dc"](cc, yy) - ref_dc),
+                                abs(fs["inner_dy"](cc, yy) - ref_dy))
+    # mpmath's tanh-sinh on the endpoint-singular density (k = 2) gives ~1e-18; a wrong
+    # form is off by O(1e-2) or more
+    if worst > 1e-15:
+        raise ArithmeticError(f"reflection of the inner expectation fails: {worst}")
 
 
 def phi_tilde_closed_forms(positive_part_mean: sp.Expr, k: sp.Symbol) -> PhiTildeForms:
