@@ -17,9 +17,9 @@ from verify.experiments import Experiment, Setting
 def _odd_target(params: dict[str, Any], profile: str, seed: int):
     from numerics import twolayer as tl
     from numerics.rng import make_rng
-    from verify.claims import get
-    from verify.claims.hajjar_odd import (derived_s_of_t, h1c_particles_and_sample,
-                                          h1c_population)
+    from verify import derived
+    from verify.studies.hajjar import (derived_s_of_t, h1c_particles_and_sample,
+                                       h1c_population)
     from verify.formulas import best_linear_approximator, odd_target_rate
     from verify.plotting import new_figure
     d, m, n = int(params["d"]), int(params["m"]), int(params["n"])
@@ -33,7 +33,7 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
     v = 1.0 / d
     V = 1.0 + 1.0 / d
     w_pop = h1c_population(d)
-    der = get("H1c").derivation()
+    der = derived.derivation("H1c")
     q = float(w_star @ w_star)
     s_of_t, _ = derived_s_of_t(der, V, v, q)
     s_inf = np.array([s_of_t(t) for t in run.times])
