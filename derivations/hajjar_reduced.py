@@ -25,8 +25,13 @@ from derivations.hajjar import phi, theta
 
 __all__ = ["DERIVATIONS", "reduced_velocity_field", "limit_mass", "phi_tilde_closed_forms",
            "PhiTildeForms", "theta", "phi", "inner_expectation", "InnerExpectation",
-           "inner_float_forms", "INNER", "flow_time_per_step", "eta", "m_width", "FIELD_SYMBOLS"]
+           "inner_float_forms", "INNER", "flow_time_per_step", "eta", "m_width", "FIELD_SYMBOLS",
+           "K_H", "K_PERP", "D_H"]
 
+#: the sphere dimensions of phi~(0; .) (k_H = d_H) and phi~(pi/2; .) (k_perp = d - d_H) (H1e)
+K_H, K_PERP = sp.symbols("k_H k_perp", positive=True, integer=True)
+#: the dimension d_H of H in the limit mass alpha(d_H) (H1g)
+D_H = sp.Symbol("d_H", positive=True, integer=True)
 #: learning rate of a gradient step on the parameters (a, B) of the width-m network (H1i)
 eta = sp.Symbol("eta", positive=True)
 #: width m of the network f = (1/m) sum_j a_j relu(b_j . x) (H1i)
@@ -236,7 +241,7 @@ def phi_tilde_closed_forms(positive_part_mean: sp.Expr, k: sp.Symbol) -> PhiTild
     :func:`derivations.sphere.derive_alpha`), and complete closed forms in the small cases
     SymPy integrates; (d, d - d_H) follows from (d, d_H) by the exchange
     theta -> pi/2 - theta, phi -> pi/2 - phi (which swaps R and S)."""
-    kH, kP = sp.symbols("k_H k_perp", positive=True, integer=True)
+    kH, kP = K_H, K_PERP
     # theta = 0: relu(cos(phi) R); theta = pi/2: relu(sin(phi) S)  (cos, sin >= 0)
     at0 = sp.cos(phi) * positive_part_mean.subs(k, kH)
     athp = sp.sin(phi) * positive_part_mean.subs(k, kP)
@@ -297,8 +302,7 @@ def limit_mass(positive_part_mean: sp.Expr, k: sp.Symbol) -> sp.Expr:
     f(x) = |x| m phi~(0; phi_x) = m |x| cos(phi_x) E[R_+] = m E[R_+] |x_H|, so
     m = 1 / E[R_+] = alpha(d_H) (H1f)."""
     m = sp.Symbol("m_+", positive=True)
-    return sp.solve(sp.Eq(m * positive_part_mean.subs(k, sp.Symbol("d_H", positive=True,
-                                                                    integer=True)), 1), m)[0]
+    return sp.solve(sp.Eq(m * positive_part_mean.subs(k, D_H), 1), m)[0]
 
 
 @functools.lru_cache(maxsize=1)

@@ -55,7 +55,7 @@ def _h1e_measure(der: Derivation, phi_fn, dphi_fn, dps: int):
     """Every derived result of H1e (through the formulas phi_tilde, phi_tilde_dtheta, which
     evaluate the derived inner expectation, and the closed forms at theta = 0, pi/2 and for
     d <= 4) against the mpmath double quadrature of the definition at the same point."""
-    kH, kP = (sp.Symbol(n, positive=True, integer=True) for n in ("k_H", "k_perp"))
+    kH, kP = dh.K_H, dh.K_PERP
     at0 = sp.lambdify((dh.phi, kH), der.results["at_zero"], "mpmath")
     athp = sp.lambdify((dh.phi, kP), der.results["at_half_pi"], "mpmath")
     exact = {key: sp.lambdify((dh.theta, dh.phi), e, "mpmath")
@@ -314,7 +314,7 @@ def check_h1g(ctx: RunContext, dim_shift: int) -> Outcome:
     p = {k: ctx.size(k) for k in _H1G_KEYS}
     der = ctx.derivation()
     vel = derived_velocity(der)
-    dH = sp.Symbol("d_H", positive=True, integer=True)
+    dH = dh.D_H
     limit = float(der.results["limit_mass"].subs(dH, p["d_H"] + dim_shift))
     run = run_fig3(ctx, p, snapshot_every=p["steps"] // 4, velocity=vel)
     # (a) the derived field vs the full d-dimensional velocity (drawn instances)
