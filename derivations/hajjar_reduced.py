@@ -6,6 +6,8 @@ builder of its report steps and results).  SymPy only.
   dimensions and the complete closed forms for (d, d_H) = (2, 1), (3, 1), (3, 2), (4, 1), (4, 3).
 - :func:`reduced_velocity_field`, :func:`limit_mass` (H1g, H1h): the (c, theta) field of the
   1-D reduction from the particle flow, and the mass alpha(d_H) of the conjectured limit.
+- :func:`flow_time_per_step` (H1i): the mean-field time that one gradient step of
+  learning rate eta on the width-m parameters covers.
 """
 from __future__ import annotations
 
@@ -23,7 +25,20 @@ from derivations.hajjar import phi, theta
 
 __all__ = ["DERIVATIONS", "reduced_velocity_field", "limit_mass", "phi_tilde_closed_forms",
            "PhiTildeForms", "theta", "phi", "inner_expectation", "InnerExpectation",
-           "inner_float_forms", "INNER"]
+           "inner_float_forms", "INNER", "flow_time_per_step", "eta", "m_width", "FIELD_SYMBOLS",
+           "K_H", "K_PERP", "D_H"]
+
+#: the sphere dimensions of phi~(0; .) (k_H = d_H) and phi~(pi/2; .) (k_perp = d - d_H) (H1e)
+K_H, K_PERP = sp.symbols("k_H k_perp", positive=True, integer=True)
+#: the dimension d_H of H in the limit mass alpha(d_H) (H1g)
+D_H = sp.Symbol("d_H", positive=True, integer=True)
+#: learning rate of a gradient step on the parameters (a, B) of the width-m network (H1i)
+eta = sp.Symbol("eta", positive=True)
+#: width m of the network f = (1/m) sum_j a_j relu(b_j . x) (H1i)
+m_width = sp.Symbol("m", positive=True, integer=True)
+#: the arguments (eps, c, G(theta), G'(theta)) of the reduced field ``dc_dt``, ``dtheta_dt``
+FIELD_SYMBOLS = (sp.Symbol("epsilon", real=True), sp.Symbol("c", positive=True),
+                 sp.Symbol("G_theta", real=True), sp.Symbol("dG_theta", real=True))
 
 
 # ---------------------------------------------------------------------------- H1e
@@ -151,21 +166,73 @@ def inner_expectation() -> InnerExpectation:
 
 def inner_float_forms(ie: InnerExpectation) -> dict:
     """The float64 forms of the inner expectation and its partial derivatives, in
-    (k, c, y, E_+) for -c < y <= 0 (a = -y/c in [0, 1)): the verified stable tail ratio
+    (k, c, y, E_+): for -c < y <= 0 (a = -y/c in [0, 1)) the verified stable tail ratio
     exp((k-1)/2 log1p(-a^2)) (no overflow for any k) and, for P(R > a), the incomplete Beta
     whose argument is small: ``large`` for a^2 >= 1/2 (argument 1 - a^2), ``small`` for
-    a^2 < 1/2 (argument a^2).  Each is a substitution of verified-equal pieces into the
-    derived inner expectation.  For 0 < y < c, relu(z) = z + relu(-z) (sign cases) and
-    E[R] = 0 give E[(cR + y)_+] = y + E[(cR - y)_+]."""
+    a^2 < 1/2 (argument a^2); each is a substitution of verified-equal pieces into the
+    derived inner expectation.  For 0 < y < c (``large_pos``, ``small_pos``): relu(z) =
+    z + relu(-z) and R ~ -R (E[R] = 0) give E[(cR + y)_+] = y + E[(cR - y)_+], the y <= 0 form
+    at -y; its partial derivatives follow by the chain rule (SymPy), and the reflected form
+    is verified against quadrature of the definition at 40 digits (:func:`_check_reflection`)."""
     a, c, y, mean = ie.a, ie.c, ie.y, ie.mean
     aa_ = -y / c
     M = ie.tail_ratio_stable.subs(a, aa_) * mean
     out = {}
+    # F(c, w) the y <= 0 form, at w = -y; Fv, Fc, Fw its value and partials there
+    Fv, Fc, Fw = sp.symbols("F_v F_c F_w", real=True)
+    w = -y
+    refl = y + Fv
+    parts = {"inner": refl,
+             "inner_dc": sp.diff(refl, c) + Fc * sp.diff(c, c) + Fw * sp.diff(w, c),
+             "inner_dy": sp.diff(refl, y) + Fc * sp.diff(c, y) + Fw * sp.diff(w, y)}
     for name, P in (("large", ie.tail_prob), ("small", ie.tail_prob_small)):
         Py = P.subs(a, aa_)
-        out[name] = {"inner": c * M + y * Py, "inner_dc": M, "inner_dy": Py}
+        neg = {"inner": c * M + y * Py, "inner_dc": M, "inner_dy": Py}
+        out[name] = neg
+        at_w = {Fv: neg["inner"].subs(y, w), Fc: neg["inner_dc"].subs(y, w),
+                Fw: neg["inner_dy"].subs(y, w)}
+        out[name + "_pos"] = {key: e.subs(at_w) for key, e in parts.items()}
+    _check_reflection(out, ie)
     return out
 
+
+#: mpmath evaluation of SymPy's regularized incomplete Beta (lambdify has no mpmath name)
+_MP_MODULES = [{"betainc_regularized": lambda p, q, x1, x2: mpmath.betainc(
+    p, q, x1, x2, regularized=True)}, "mpmath"]
+
+
+def _check_reflection(out: dict, ie: InnerExpectation) -> None:
+    """The y > 0 forms against mpmath quadrature of the definition E[(cR + y)_+] (density
+    of R from derivations.sphere) and its finite differences, at 40 digits."""
+    from derivations.sphere import derive_alpha, k, t
+    al = derive_alpha()
+    c, y, mean = ie.c, ie.y, ie.mean
+    worst = 0.0
+    with mpmath.workdps(40):
+        for kk in (2, 3, 5, 8):
+            dens = sp.lambdify(t, (al.density / al.normalizer).subs(k, kk), "mpmath")
+            E = sp.N(al.mean.subs(k, kk), 40)
+
+            def definition(cc, yy):
+                lo = -yy / cc
+                return mpmath.quad(lambda s: (cc * s + yy) * dens(s), [lo, 1])
+            for name in ("large_pos", "small_pos"):
+                fs = {key: sp.lambdify((c, y), e.subs({k: kk, mean: E}), _MP_MODULES)
+                      for key, e in out[name].items()}
+                for r in ("0.1", "0.4", "0.8", "0.95"):
+                    cc = mpmath.mpf(7) / 5
+                    yy = mpmath.mpf(r) * cc
+                    h = mpmath.mpf(10) ** -12
+                    ref = definition(cc, yy)
+                    ref_dc = (definition(cc + h, yy) - definition(cc - h, yy)) / (2 * h)
+                    ref_dy = (definition(cc, yy + h) - definition(cc, yy - h)) / (2 * h)
+                    worst = max(worst, abs(fs["inner"](cc, yy) - ref),
+                                abs(fs["inner_dc"](cc, yy) - ref_dc),
+                                abs(fs["inner_dy"](cc, yy) - ref_dy))
+    # mpmath's tanh-sinh on the endpoint-singular density (k = 2) gives ~1e-18; a wrong
+    # form is off by O(1e-2) or more
+    if worst > 1e-15:
+        raise ArithmeticError(f"reflection of the inner expectation fails: {worst}")
 
 
 def phi_tilde_closed_forms(positive_part_mean: sp.Expr, k: sp.Symbol) -> PhiTildeForms:
@@ -174,7 +241,7 @@ def phi_tilde_closed_forms(positive_part_mean: sp.Expr, k: sp.Symbol) -> PhiTild
     :func:`derivations.sphere.derive_alpha`), and complete closed forms in the small cases
     SymPy integrates; (d, d - d_H) follows from (d, d_H) by the exchange
     theta -> pi/2 - theta, phi -> pi/2 - phi (which swaps R and S)."""
-    kH, kP = sp.symbols("k_H k_perp", positive=True, integer=True)
+    kH, kP = K_H, K_PERP
     # theta = 0: relu(cos(phi) R); theta = pi/2: relu(sin(phi) S)  (cos, sin >= 0)
     at0 = sp.cos(phi) * positive_part_mean.subs(k, kH)
     athp = sp.sin(phi) * positive_part_mean.subs(k, kP)
@@ -235,8 +302,7 @@ def limit_mass(positive_part_mean: sp.Expr, k: sp.Symbol) -> sp.Expr:
     f(x) = |x| m phi~(0; phi_x) = m |x| cos(phi_x) E[R_+] = m E[R_+] |x_H|, so
     m = 1 / E[R_+] = alpha(d_H) (H1f)."""
     m = sp.Symbol("m_+", positive=True)
-    return sp.solve(sp.Eq(m * positive_part_mean.subs(k, sp.Symbol("d_H", positive=True,
-                                                                    integer=True)), 1), m)[0]
+    return sp.solve(sp.Eq(m * positive_part_mean.subs(k, D_H), 1), m)[0]
 
 
 @functools.lru_cache(maxsize=1)
@@ -339,4 +405,44 @@ def derive_h1h() -> Derivation:
     return Derivation(steps, {"dc_dt": field["dc_dt"], "dtheta_dt": field["dtheta_dt"]})
 
 
-DERIVATIONS = {"H1e": derive_h1e, "H1g": derive_h1g, "H1h": derive_h1h}
+# ---------------------------------------------------------------------------- H1i
+def flow_time_per_step() -> dict:
+    """Mean-field time covered by one gradient step of learning rate eta on the parameters.
+
+    Pointwise in x (the expectation is linear): f = (a_j relu(b_j . x) + rest) / m, loss
+    1/2 (f - y)^2.  A step moves a_j by -eta dloss/da_j and b_j by -eta dloss/db_j; the
+    particle velocity of the mean-field flow (MATH.md H.1) is da_j/dt = (y - f) relu(b_j . x),
+    db_j/dt = a_j (y - f) relu'(b_j . x) x.  The ratio (parameter move) / (velocity) is the
+    flow time of one step; it must be the same for a_j and b_j (else no single time change)."""
+    a_j, z, y, rest = sp.symbols("a_j z y R", real=True)      # z = b_j . x (1-D stand-in)
+    s_act = sp.Function("sigma")
+    f = (a_j * s_act(z) + rest) / m_width
+    loss = (f - y) ** 2 / 2
+    dt_a = sp.simplify(-eta * sp.diff(loss, a_j) / ((y - f) * s_act(z)))
+    # b_j enters through z = b_j . x: d/db_j = x d/dz, and the velocity carries the same x
+    dt_b = sp.simplify(-eta * sp.diff(loss, z) / (a_j * (y - f) * sp.diff(s_act(z), z)))
+    return {"per_step": dt_a, "agree": sp.simplify(dt_a - dt_b), "by_b": dt_b}
+
+
+def derive_h1i() -> Derivation:
+    ts = flow_time_per_step()
+    field = reduced_velocity_field()
+    steps = [
+        Step(r"Width $m$: $f = \frac1m\sum_j a_j\sigma(b_j^\top x)$; a gradient step of "
+             r"learning rate $\eta$ on $(a_j, b_j)$ against the mean-field velocity "
+             r"$\dot a_j = E[(f^*-f)\sigma(b_j^\top x)]$, $\dot b_j = a_j E[(f^*-f)\sigma'"
+             r"(b_j^\top x)x]$ (the same ratio for $a_j$ and for $b_j$, difference "
+             + sp.latex(ts["agree"]) + r") covers the flow time", ts["per_step"],
+             lhs=r"\Delta t"),
+        Step(r"So the parameter gradient flow $d(a, B)/ds = -\nabla F$ at parameter time "
+             r"$s$ is the particle flow at time $t = s/m$; the width-$m$ system is run for "
+             r"$s = t\,\eta/\Delta t$."),
+        Step(r"The limit: an initial law invariant under $O(d_H)\times O(d-d_H)$ stays "
+             r"invariant (Prop. 2.1), so the mean-field flow is the reduced flow of Thm 4.3 "
+             r"on $(c, \theta)$:"),
+    ] + _reduced_steps(field)[1:]
+    return Derivation(steps, {"flow_time_per_step": ts["per_step"], "dc_dt": field["dc_dt"],
+                              "dtheta_dt": field["dtheta_dt"]})
+
+
+DERIVATIONS = {"H1e": derive_h1e, "H1g": derive_h1g, "H1h": derive_h1h, "H1i": derive_h1i}

@@ -61,7 +61,7 @@ def test_s_of_t_is_robust_as_s_tends_to_one():
     """Regression: s(t) by root finding crashed once 1 - s(t) < 1e-15 (odd-target with
     steps=2000); the closed-form inverse gives 1 - s -> 0 and never raises."""
     from verify import derived
-    from verify.claims.hajjar_odd import derived_s_of_t
+    from verify.studies.hajjar import derived_s_of_t
     s_of_t, _ = derived_s_of_t(derived.derivation("H1c"), 1.2, 0.2, 0.6)
     vals = [s_of_t(t) for t in (0.0, 1.0, 50.0, 200.0, 1e3, 1e5, 1e300)]
     assert vals[0] == 0.0 and all(0 <= x <= 1 for x in vals)
@@ -77,7 +77,7 @@ def test_odd_target_is_odd_and_its_population_w_star_is_derived():
     quadrature of the definition, which is exact for its piecewise polynomials."""
     from numerics.gaussian_orthants import gaussian_first_moment
     from verify import derived
-    from verify.claims.hajjar_odd import h1c_population, h1c_target
+    from verify.studies.hajjar import h1c_population, h1c_target
     X = np.random.default_rng(0).standard_normal((50, 5))
     assert np.array_equal(h1c_target(-X), -h1c_target(X))
     w = h1c_population(dh.H1C_DIM)
@@ -110,7 +110,7 @@ def test_h1c_particles_and_sample():
     """The initial system shared by the claim and the ``odd-target`` experiment:
     pair-closed particles (w(0) = 0, sum b b^T = 4 n_frames I), a symmetric whitened
     sample (E_n[x x^T] = I/d), the target's values; refused sizes are named."""
-    from verify.claims.hajjar_odd import h1c_particles_and_sample, h1c_target
+    from verify.studies.hajjar import h1c_particles_and_sample, h1c_target
     rng = np.random.default_rng
     a, B, X, Y = h1c_particles_and_sample(rng(1), rng(2), 4, 3, 20)
     assert a.shape == (48,) and B.shape == (48, 4) and X.shape == (40, 4)
@@ -135,9 +135,11 @@ def test_h1c_run_shared_by_check_and_control():
     """One reference run per (claim, profile, seed): cached on the context with the
     control flag cleared, never on bare strings."""
     from verify.claims.hajjar_odd import _h1c_run
+    from verify.claims import get
     from verify.kit import RunContext
-    check = RunContext("H1c", "quick", 3)
-    control = RunContext("H1c", "quick", 3, negative_control=True)
+    sizes = tuple(get("H1c").sizes["quick"].items())
+    check = RunContext("H1c", "quick", 3, size_items=sizes)
+    control = RunContext("H1c", "quick", 3, negative_control=True, size_items=sizes)
     assert _h1c_run(check, 0.1) is _h1c_run(control, 0.1)
 
 
@@ -284,3 +286,30 @@ def test_paper_units_validate_and_name_overflow():
         pu.suite_sgd_to_reproduction(1.0, 1e308, 1.0)
     with pytest.raises(TypeError, match="tau"):
         pu.suite_sgd_to_reproduction(1.0, None, 1.0)
+
+
+def test_h1a_tolerance_does_not_depend_on_the_derivation(monkeypatch):
+    """H1a's finite-difference tolerance comes from the definitions only: a mutated
+    derivation (the integrand of d/dt(a^2 - |b|^2) perturbed by 1e-2) fails it without
+    widening it."""
+    from derivations.base import Derivation
+    from verify import derived
+    from verify.claims import get
+    claim = get("H1a")
+    der = derived.derivation("H1a")
+    pos, neg = der.results["integrand"]
+    mutant = Derivation(der.steps, {**der.results,
+                                    "integrand": (pos * 1.01 + 0.01, neg * 1.01 + 0.01)})
+
+    def fd(evidence):
+        return next(s for s in evidence.details["subchecks"]
+                    if s["name"].startswith("derived d/dt("))
+    from hypothesis import strategies as st
+    from verify.claims import hajjar
+    # every drawn instance is the pinned one: both runs measure the same instance
+    monkeypatch.setattr(hajjar, "_h1a_instances", lambda: st.just((5, 2, 12, 0)))
+    exact = fd(claim.run("quick", 0, examples=1))
+    with derived.overridden("H1a", mutant):
+        mutated = fd(claim.run("quick", 0, examples=1))
+    assert exact["passed"] and not mutated["passed"]
+    assert mutated["error"] > mutated["tolerance"] == exact["tolerance"]

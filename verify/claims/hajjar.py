@@ -22,6 +22,7 @@ from scipy.special import roots_jacobi
 from derivations import hajjar as dh
 from numerics import twolayer as tl
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
+from verify.studies.hajjar import alpha_by_quadrature, init_particles
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, loglog_slope)
 
@@ -33,23 +34,6 @@ RELU2_INVARIANT = 2
 NON_INVARIANT_TERM = True
 #: H1d's near miss: the Haar average derived for the sphere of one dimension more
 SPHERE_ONE_UP = 1
-
-
-@lru_cache(maxsize=None)
-def alpha_by_quadrature(k: int) -> float:
-    """alpha(k) = 1 / E[(u.e)_+] (claim H1f) by the mpmath coordinate quadrature of
-    numerics.sphere (30 digits; H1f checks it against the derived closed form).  Used
-    here instead of formulas.alpha_constant to avoid re-running the H1f SymPy derivation
-    (~25 s) inside these checks."""
-    from numerics.sphere import positive_part_mean_coordinate_mp
-    return 2.0 if k == 1 else float(1 / positive_part_mean_coordinate_mp(k))
-
-
-def _init_particles(rng: np.random.Generator, m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Default initialization (docs/conventions.md, section 2): a = +-1, b ~ Unif(S^{d-1}), so |a| = |b|."""
-    B = sample_sphere(rng, m, d)
-    a = rng.choice([-1.0, 1.0], size=m)
-    return a, B
 
 
 def _norm_target_grad(d: int, d_H: int, n_r: int = 48):
@@ -98,7 +82,7 @@ def _h1a_instances():
         st.just(d), st.integers(1, d - 1), st.integers(2, 24), st.integers(0, 2 ** 32 - 1)))
 
 
-def _h1a(ctx: RunContext, k: int) -> Outcome:
+def check_h1a(ctx: RunContext, k: int) -> Outcome:
     """Time derivatives of a_j^2, |b_j|^2 and k a_j^2 - |b_j|^2 measured along the full
     particle flow against the derived per-sample rates averaged over data; k = 1 is the
     claim, k = 2 (the invariant of a 2-homogeneous activation, with its derived rate 0)
@@ -122,7 +106,7 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
     centres = np.array([0.5, 1.0, 1.5])
     t_eval = np.unique(np.round(np.concatenate(
         [[0.0, T]] + [centres + j * h for j in (-2, -1, 0, 1, 2)]), 12))
-    n = 2000 if ctx.quick else 8000
+    n = ctx.size("samples")
     shown: dict = {}
     memo: dict = {}
 
@@ -152,6 +136,16 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
         return (rate_a2(A_, R_, Z), rate_b2(A_, R_, Z), rate_q(A_, R_, Z),
                 np.abs(2 * A_ * R_ * Z))
 
+    def defined_rate(aa, BB, X, Y):
+        """Per-sample d/dt (k a^2 - |b|^2) from the definitions (never the derivation):
+        2 k a da/dt - 2 b . db/dt with da/dt = r relu(b.x), db/dt = a r 1{b.x > 0} x. Its
+        Monte Carlo SE over the n draws is the error of the sample mean of the derived rate
+        when that rate is right (so a wrong derivation cannot widen its own tolerance)."""
+        r = Y - tl.forward(aa, BB, X)
+        Z = BB @ X.T
+        A_, R_ = aa[:, None], r[None, :]
+        return 2 * k * A_ * (R_ * np.maximum(Z, 0)) - 2 * (A_ * R_ * (Z > 0)) * Z
+
     def measure_fd(inst) -> SubCheck:
         d = inst[0]
         X, Y, run = simulate(inst)
@@ -168,7 +162,8 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
             fd_2h = (q[i[4]] - q[i[0]]) / (4 * h)
             trunc = np.abs(fd_2h - fd_h)  # Richardson: ~3x the h^2 truncation of fd_h
             _, _, dq, sc = derived_rates(run.a[i[2]], run.B[i[2]], X, Y)
-            rate, se = dq.mean(axis=1), dq.std(axis=1) / np.sqrt(n)
+            rate = dq.mean(axis=1)
+            se = defined_rate(run.a[i[2]], run.B[i[2]], X, Y).std(axis=1) / np.sqrt(n)
             scale = sc.mean(axis=1) + 1e-300
             err = max(err, float(np.max(np.abs(fd_h - rate) / scale)))
             tol = max(tol, float(np.max((2 * q_err / h + trunc + 5 * se) / scale)))
@@ -176,7 +171,9 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
             shown.update(times=run.times, gap=q - q[0], inst=list(inst), nfev=run.nfev)
         return SubCheck("fd", err, tol, "central difference (h = 1e-2) of the DOP853 states: "
                         "integration error (one rtol 1e-12 per step) / h, the FD truncation "
-                        "(Richardson, h vs 2h) and 5 Monte Carlo SE of the derived rate")
+                        "(Richardson, h vs 2h) and 5 Monte Carlo SE of the per-sample rate from the "
+                        "definitions (0 for k = 1: the ReLU flow conserves a^2 - |b|^2 "
+                        "sample by sample)")
 
     def measure_velocity(inst) -> SubCheck:
         d, _, m, _ = inst
@@ -202,27 +199,18 @@ def _h1a(ctx: RunContext, k: int) -> Outcome:
     s_fd = for_all_instances(ctx, f"derived d/dt({k} a_j^2 - |b_j|^2) (Monte Carlo over rho) "
                              "vs central differences along the DOP853 population flow "
                              "(relative to the rate scale)",
-                             inst, measure_fd, quick=3, full=20, pinned=pinned)
+                             inst, measure_fd, count=ctx.size("instances"), pinned=pinned)
     s_vel = for_all_instances(ctx, "derived d/dt a_j^2, d/dt |b_j|^2 and their combination "
                               "(sample average) vs the sample-loss velocity -m grad L "
                               "(numerics) at states of the flow",
-                              inst, measure_velocity, quick=3, full=20, pinned=pinned)
+                              inst, measure_velocity, count=ctx.size("instances"),
+                              pinned=pinned)
     return combine(f"conservation of {k} a^2 - |b|^2 along the full particle gradient flow "
                    "(f* = |x_H|, random (a, b) with 0.2 |b| <= |a| <= 0.9 |b|): derived per-sample rates "
                    "vs derivatives measured along the flow", [s_fd, s_vel],
                    details={"T": T, "h": h, "rtol": rtol, "atol": atol, "data_draws": n,
                             "shown_instance": shown.get("inst"), "nfev": shown.get("nfev")},
                    artifacts={"times": shown.get("times"), "gap": shown.get("gap")})
-
-
-def check_h1a(ctx: RunContext) -> Outcome:
-    """H1a: the derived rate of a^2 - |b|^2 (k = 1) along the ReLU flow."""
-    return _h1a(ctx, 1)
-
-
-def neg_h1a(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``RELU2_INVARIANT``."""
-    return _h1a(ctx, RELU2_INVARIANT)
 
 
 def fig_h1a(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -324,7 +312,7 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
     X0 = ctx.rng("drawn-data", *inst[:5], s).standard_normal((n0, d)) / np.sqrt(d)
     X = tl.orbit_samples(X0, G)
     Y = _h1b_target(X, wrong)
-    a0, B0 = _init_particles(ctx.rng("drawn-particles", *inst[:5], s), m0, d)
+    a0, B0 = init_particles(ctx.rng("drawn-particles", *inst[:5], s), m0, d)
     a, B = tl.orbit_particles(a0, B0, G)
     run = tl.gradient_descent(a, B, X, Y, 0.05, 30, record_every=10)
     Xt = ctx.rng("drawn-test", *inst[:5], s).standard_normal((20, d)) / np.sqrt(d)
@@ -337,22 +325,24 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
                     "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)")
 
 
-def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
+def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
+    """H1b: the T-invariant target f* = |x_(12)| + x_3 (``wrong`` False), or the target
+    plus x_1 (the near miss ``NON_INVARIANT_TERM``)."""
     d = 4
-    eta, steps = 0.05, (100 if ctx.quick else 600)
+    eta, steps = 0.05, ctx.size("steps")
     Xtest = ctx.rng("test").standard_normal((50, d)) / np.sqrt(d)
     rows, subs, worst = [], [], 0.0
     iid_tab, slopes = [], {}
     pre_err, vel_err = 0.0, 0.0
-    ms = [64, 256, 1024] if ctx.quick else [64, 256, 1024, 4096]
-    seeds = 8 if ctx.quick else 16
+    ms = list(ctx.size("widths"))
+    seeds = ctx.size("seeds")
     artifacts = {}
     for name, T in _transforms().items():
         G = tl.cyclic_group(T)
         X0 = ctx.rng("data", name).standard_normal((60, d)) / np.sqrt(d)
         X = tl.orbit_samples(X0, G)
         Y = _h1b_target(X, wrong)
-        a0, B0 = _init_particles(ctx.rng("particles", name), 24, d)
+        a0, B0 = init_particles(ctx.rng("particles", name), 24, d)
         a, B = tl.orbit_particles(a0, B0, G)
         run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=steps // 4)
         asym = [float(np.abs(tl.forward(aa, BB, Xtest @ T.T) - tl.forward(aa, BB, Xtest)).max())
@@ -371,7 +361,7 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
         for m in ms:
             vals = []
             for s in range(seeds):
-                ai, Bi = _init_particles(ctx.rng("iid", name, m, s), m, d)
+                ai, Bi = init_particles(ctx.rng("iid", name, m, s), m, d)
                 r2 = tl.gradient_descent(ai, Bi, X, Y, eta, steps // 2)
                 diff = tl.forward(r2.a, r2.B, Xtest @ T.T) - tl.forward(r2.a, r2.B, Xtest)
                 vals.append(float(np.sqrt(np.mean(diff ** 2))))
@@ -401,7 +391,7 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
         ctx, "drawn closed particle sets (d, rotation 2pi/q or reflection, widths, samples): "
         "measured asymmetry, pre-activations and velocities vs the derived residuals, in "
         "units of their tolerances", _h1b_instances(), lambda inst: _h1b_closed(ctx, wrong, inst),
-        quick=3, full=20))
+        count=ctx.size("instances")))
     for name, sl in slopes.items():
         subs.append(SubCheck(f"i.i.d. particles, {name}: log-log slope of RMS asymmetry vs m "
                              "(expected -1/2)", abs(sl + 0.5), 0.2,
@@ -416,16 +406,6 @@ def _h1b(ctx: RunContext, wrong: bool) -> Outcome:
                    + (" + x_1 (NOT T-invariant)" if wrong else ""), subs,
                    details={"d": d, "eta": eta, "steps": steps, "slopes": slopes},
                    tables=tables, artifacts={"iid": artifacts})
-
-
-def check_h1b(ctx: RunContext) -> Outcome:
-    """H1b: the T-invariant target f* = |x_(12)| + x_3."""
-    return _h1b(ctx, False)
-
-
-def neg_h1b(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``NON_INVARIANT_TERM`` (target + x_1)."""
-    return _h1b(ctx, NON_INVARIANT_TERM)
 
 
 def fig_h1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -481,7 +461,9 @@ def _h1d_target(Z: np.ndarray, d_H: int) -> np.ndarray:
     return np.maximum(Z[:, 0], 0) - 0.5 * np.abs(Z[:, d_H - 1])
 
 
-def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
+def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
+    """H1d: the Haar averages derived for H^perp itself (``kperp_shift`` 0), or for the
+    sphere of one dimension more (the near miss ``SPHERE_ONE_UP``)."""
     derived_avgs = ctx.derivation().results["haar_average"]
 
     built: dict = {}
@@ -505,16 +487,16 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                  for kP in derived_avgs)
     # (a) trained network on f* depending on x_H only: the Haar average over O(H^perp)
     # of f(mu; g x) by Monte Carlo (the definition) vs the derived d_H-dim predictor
-    n_g = 60_000 if ctx.quick else 240_000
+    n_g = ctx.size("haar_draws")
     rows: list[list] = []
 
     def measure(inst) -> SubCheck:
         d_H, kP, s = inst
         d = d_H + kP
         avg = average(kP)
-        a, B = _init_particles(ctx.rng("particles", d_H, kP, s), 48, d)
+        a, B = init_particles(ctx.rng("particles", d_H, kP, s), 48, d)
         X = ctx.rng("data", d_H, kP, s).standard_normal((300, d)) / np.sqrt(d)
-        run = tl.gradient_descent(a, B, X, _h1d_target(X, d_H), 0.1, 60 if ctx.quick else 300)
+        run = tl.gradient_descent(a, B, X, _h1d_target(X, d_H), 0.1, ctx.size("gd_steps"))
         a, B = run.a, run.B
         Xt = ctx.rng("test", d_H, kP, s).standard_normal((6, d)) / np.sqrt(d)
         red = _reduced_dH_predictor(a, B, Xt, d_H, avg)
@@ -533,7 +515,7 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     s_mc = for_all_instances(
         ctx, f"Haar average over O(H^perp) of f(mu; g x) (MC, {n_g} draws) vs the derived "
         "d_H-dim predictor, max |err|/SE over 6 inputs, (d_H, d - d_H) drawn",
-        _h1d_instances(), measure, quick=2, full=20,
+        _h1d_instances(), measure, count=ctx.size("instances"),
         pinned=[(2, kP, 0) for kP in dh.H1D_KPERP])
     # (b) exact invariance under a finite subgroup of O(H^perp) during training
     d, d_H = dh.H1D_DIMS
@@ -542,7 +524,7 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     S[d_H:, d_H:] = np.roll(np.eye(kP), 1, axis=0)
     R = np.eye(d)
     R[d_H:, d_H:] *= -1
-    a0, B0 = _init_particles(ctx.rng("closed"), 8, d)
+    a0, B0 = init_particles(ctx.rng("closed"), 8, d)
     a1, B1 = tl.orbit_particles(a0, B0, tl.cyclic_group(S))
     a1, B1 = tl.orbit_particles(a1, B1, tl.cyclic_group(R))
     X0 = ctx.rng("closed-data").standard_normal((40, d)) / np.sqrt(d)
@@ -570,22 +552,14 @@ def _h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                                  rows)])
 
 
-def check_h1d(ctx: RunContext) -> Outcome:
-    """H1d: the Haar averages derived for H^perp itself."""
-    return _h1d(ctx, 0)
-
-
-def neg_h1d(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``SPHERE_ONE_UP``."""
-    return _h1d(ctx, SPHERE_ONE_UP)
-
-
 CLAIMS = [
     Claim(id="H1a", title="Balance a^2 - |b|^2 is conserved (2-homogeneity)",
           source="Hajjar & Chizat (2023), Sec. 1 (Chizat & Bach 2020, Lemma 26)",
           statement=r"$$\frac{d}{dt}\left(a_j^2 - |b_j|^2\right) = 0$$ along the particle "
                     r"gradient flow, so $|a| = |b|$ is preserved.",
-          check=check_h1a, negative_control=neg_h1a,
+          check=check_h1a, exact=1, near_miss=RELU2_INVARIANT,
+          sizes={"quick": {"samples": 2000, "instances": 3},
+                 "full": {"samples": 8000, "instances": 20}},
           negative_control_description="the invariant of a 2-homogeneous activation, "
                                        "2a^2 - |b|^2, tested on the ReLU flow",
           negative_target="derived d/dt(", figures=fig_h1a),
@@ -593,7 +567,10 @@ CLAIMS = [
           source="Hajjar & Chizat (2023), Prop. 2.1",
           statement=r"$f^*\circ T = f^*$, $T_\#\rho = \rho$, $\mu_0$ $T$-invariant $\Rightarrow$ "
                     r"$f(\mu_t; Tx) = f(\mu_t; x)$ for all $t$.",
-          check=check_h1b, negative_control=neg_h1b,
+          check=check_h1b, exact=False, near_miss=NON_INVARIANT_TERM,
+          sizes={"quick": {"steps": 100, "widths": (64, 256, 1024), "seeds": 8, "instances": 3},
+                 "full": {"steps": 600, "widths": (64, 256, 1024, 4096), "seeds": 16,
+                          "instances": 20}},
           negative_control_description="target + x_1, which the reflection x1 -> -x1 and the "
                                        "rotation do not leave invariant",
           negative_target="closed particle set + invariant sample", figures=fig_h1b),
@@ -601,7 +578,9 @@ CLAIMS = [
           source="Hajjar & Chizat (2023), Sec. 4, Lemma 4.2",
           statement=r"$f^*(x) = g(x_H)$ $\Rightarrow$ $\mu_t$ stays $O(H^\perp)$-invariant and "
                     r"$f(\mu_t;x) = \int a\,E_S\,\sigma(b_H^\top x_H + |b_\perp||x_\perp|S)\,d\mu_t$.",
-          check=check_h1d, negative_control=neg_h1d,
+          check=check_h1d, exact=0, near_miss=SPHERE_ONE_UP,
+          sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2},
+                 "full": {"haar_draws": 240_000, "gd_steps": 300, "instances": 20}},
           negative_control_description="the Haar average derived for the sphere of one "
                                        "dimension more (S on S^(d-d_H))",
           negative_target="Haar average over O(H^perp)", kind="theorem"),

@@ -20,9 +20,10 @@ from scipy.integrate import solve_ivp
 from derivations import hajjar as dh
 from numerics import twolayer as tl
 from numerics.gaussian_orthants import gaussian_first_moment
-from numerics.validation import require_generator, require_positive_int, require_size
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
                         combine, fmt, for_all_instances)
+from verify.studies.hajjar import (derived_s_of_t, h1c_particles_and_sample,  # noqa: F401
+                                   h1c_population, h1c_target)
 
 _U = float(np.finfo(float).eps)
 #: the rate the check compares the measured late-time rate with: the derived local rate
@@ -33,59 +34,6 @@ DERIVED_RATE = "derived"
 BOUND_AS_RATE = "bound"
 #: half-normal nodes per half-line of the quadrature of w*_pop, and its tolerance
 _POP_NODES, _POP_TOL = 3, 1e-13
-
-
-@lru_cache(maxsize=8)
-def _target_fn(d: int):
-    f_star, xs = dh.odd_target(d)
-    return sp.lambdify(xs, f_star, "numpy")
-
-
-def h1c_target(X: np.ndarray) -> np.ndarray:
-    """The odd target f*(x) = sqrt(d) x_1 |x_2| + x_3 on the rows of X (n, d), evaluated from
-    its one definition (derivations.hajjar.odd_target)."""
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or X.shape[1] < 3:
-        raise ValueError(f"h1c_target: X must be an (n, d) array with d >= 3; got shape {X.shape}")
-    return np.asarray(_target_fn(X.shape[1])(*X.T), dtype=float)
-
-
-@lru_cache(maxsize=8)
-def _population_expr(d: int) -> tuple[sp.Expr, ...]:
-    f_star, xs = dh.odd_target(d)
-    v = sp.Rational(1, d)
-    return tuple(dh.gaussian_mean(f_star * x, xs, v) / v for x in xs)
-
-
-def h1c_population(d: int) -> np.ndarray:
-    """w* = d E[f* x] for x ~ N(0, I/d), derived in SymPy from the target's definition
-    (derivations.hajjar.gaussian_mean; the H1c derivation's ``w_star_population`` for
-    d = derivations.hajjar.H1C_DIM)."""
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 3 <= d <= 64:
-        raise ValueError(f"h1c_population: d must be an integer in 3..64; got {d!r}")
-    return np.array([float(e) for e in _population_expr(int(d))])
-
-
-def derived_s_of_t(der: Derivation, V: float, v: float, q: float):
-    """(s(t), t(s)) of the derived infinite-width trajectory w(t) = s(t) w*: s(t) = 1 - u(t)
-    from the derived closed-form inverse u(t) (no root finding: exact as s -> 1, where
-    u(t) underflows to 0 gracefully); t(s) by quadrature of 1 / (ds/dt)."""
-    from scipy.integrate import quad
-    sy = dh.ODD
-    u_fn = sp.lambdify(sy["t"], der.results["remaining"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: q}),
-                       "numpy")
-    speed = sp.lambdify(sy["s"], der.results["speed"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: q}),
-                        "numpy")
-
-    def s_of_t(t: float) -> float:
-        if t <= 0:
-            return 0.0
-        with np.errstate(over="ignore"):
-            return float(1.0 - u_fn(float(t)))
-
-    def t_of_s(s: float) -> float:
-        return float(quad(lambda x: 1.0 / speed(x), 0.0, s, limit=200)[0])
-    return s_of_t, t_of_s
 
 
 def _moment_field(der: Derivation, d: int):
@@ -123,9 +71,9 @@ def _ode_states(F, c: np.ndarray, Sig: np.ndarray, z0: np.ndarray, t_eval: np.nd
 
 @lru_cache(maxsize=4)
 def _h1c_reference_run(run: RunContext, eta: float):
-    """The claim's reference run for ``run`` (widths by profile; every draw from
-    ``run.rng``)."""
-    m0, n0, T = (50, 300, 30.0) if run.quick else (250, 5000, 40.0)
+    """The claim's reference run for ``run`` (sizes ``frames``, ``samples``, ``horizon`` of
+    its profile; every draw from ``run.rng``)."""
+    m0, n0, T = run.size("frames"), run.size("samples"), run.size("horizon")
     return _h1c_system(run.rng("particles"), run.rng("data"), m0, n0, T, eta)
 
 
@@ -134,39 +82,6 @@ def _h1c_run(ctx: RunContext, eta: float):
     flag cleared (the check, its control and the mutants share one run: the control
     changes only the rate it compares with)."""
     return _h1c_reference_run(ctx.shared(), eta)
-
-
-def h1c_particles_and_sample(rng_particles: np.random.Generator, rng_data: np.random.Generator,
-                             d: int, n_frames: int, n_half: int
-                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The H1c initial system (a, B, X, Y): 4 d n_frames pair-closed particles and 2 n_half
-    whitened symmetric data points with the odd target's values.
-
-    Particles: the base input weights are the rows of n_frames random orthogonal d x d
-    matrices (so sum_j b_j b_j^T is exactly n_frames I: the second moment of Unif(S^{d-1}),
-    v_b = 1/d), the base output weights random signs, closed under the 4-orbit
-    {(a, b), (-a, -b), (a, -b), (-a, b)} (closed under (a, b) -> (-a, -b), and w(0) = 0).
-    Data: n_half standard normal points and their negatives, whitened so that
-    E_n[x x^T] = I/d exactly (E_n[f* x] stays random)."""
-    rng_particles = require_generator(rng_particles, "rng_particles")
-    rng_data = require_generator(rng_data, "rng_data")
-    d = require_positive_int(d, "d (dimension; the target needs d >= 3)", minimum=3, maximum=64)
-    n_frames = require_positive_int(n_frames, "n_frames (orthogonal frames of base particles)")
-    n_half = require_positive_int(n_half, "n_half (data points before the mirror x -> -x; at "
-                                          "least d for an invertible sample covariance)",
-                                  minimum=d)
-    require_size(4 * n_frames * d * d, "n_frames (the 4 d n_frames particles in R^d)")
-    require_size(2 * n_half * d, "n_half (the 2 n_half data points in R^d)")
-    B0 = np.concatenate([np.linalg.qr(rng_particles.standard_normal((d, d)))[0]
-                         for _ in range(n_frames)])
-    a0 = rng_particles.choice([-1.0, 1.0], size=B0.shape[0])
-    a = np.concatenate([a0, -a0, a0, -a0])
-    B = np.concatenate([B0, -B0, -B0, B0])
-    X0 = rng_data.standard_normal((n_half, d))
-    X = np.concatenate([X0, -X0])
-    L = np.linalg.cholesky(X.T @ X / X.shape[0])
-    X = np.linalg.solve(L, X.T).T / np.sqrt(d)
-    return a, B, X, h1c_target(X)
 
 
 def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int, n0: int,
@@ -197,7 +112,9 @@ def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int,
     return d, a, B, X, Y, np.array(Z), np.array(S2), snaps, np.array(times)
 
 
-def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
+def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:
+    """H1c: the measured late-time rate against the derived local rate of the ray
+    (``DERIVED_RATE``), or against the bound rate (the near miss ``BOUND_AS_RATE``)."""
     der = ctx.derivation()
     eta = 0.1
     d, a, B, X, Y, Z, S2, snaps, t = _h1c_run(ctx, eta)
@@ -244,7 +161,8 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
         ctx, "drawn widths 4 d k0, samples 2 n, steps eta: every GD step |Delta z - eta F(z) "
         "- eta^2 S2| and the predictor's linearity, in units of their tolerances",
         st.tuples(st.integers(1, 6), st.integers(10, 200), st.sampled_from([0.02, 0.1, 0.3]),
-                  st.integers(0, 2 ** 32 - 1)), measure_identities, quick=3, full=20)
+                  st.integers(0, 2 ** 32 - 1)), measure_identities,
+        count=ctx.size("instances"))
     # (3) the derived ODE integrated (DOP853) from the sample's exactly isotropic moments
     #     M0 = I/d, A0 = 1 and E_n[x x^T] = I/d is the derived ray s(t) w*
     z0 = np.concatenate([np.zeros(d), (B.T @ B / m).ravel(), [a @ a / m]])
@@ -415,16 +333,6 @@ def _h1c(ctx: RunContext, rate_key: str) -> Outcome:
                               "bound": np.linalg.norm(w_star) * np.exp(-V * v * t / 4)})
 
 
-def check_h1c(ctx: RunContext) -> Outcome:
-    """H1c: the measured late-time rate against the derived local rate of the ray."""
-    return _h1c(ctx, DERIVED_RATE)
-
-
-def neg_h1c(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``BOUND_AS_RATE``."""
-    return _h1c(ctx, BOUND_AS_RATE)
-
-
 def fig_h1c(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.plotting import new_figure, save_figure
     A = ev.artifacts
@@ -447,7 +355,9 @@ CLAIMS = [
           statement=r"$f^*$ odd $\Rightarrow f(\mu_t;x) = w(t)^\top x$, $w = \frac12\int ab\,d\mu_t$, "
                     r"$w(t)\to w^* = E[f^*x]/v_\rho$ exponentially; [reconstructed] "
                     r"$|w(t)-w^*|\le|w^*|e^{-V v_\rho t/4}$.",
-          check=check_h1c, negative_control=neg_h1c,
+          check=check_h1c, exact=DERIVED_RATE, near_miss=BOUND_AS_RATE,
+          sizes={"quick": {"frames": 50, "samples": 300, "horizon": 30.0, "instances": 3},
+                 "full": {"frames": 250, "samples": 5000, "horizon": 40.0, "instances": 20}},
           negative_control_description="the reconstructed bound rate V v/4 used as if it "
                                        "were the exact asymptotic rate",
           negative_target="measured late-time rate", figures=fig_h1c, kind="reconstructed"),

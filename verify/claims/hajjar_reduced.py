@@ -22,7 +22,9 @@ from numerics import meanfield as mf
 from numerics import reduced as rd
 from numerics.paper_units import HAJJAR_FIG3_PUBLISHED, hajjar_step_to_suite
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
-from verify.claims.hajjar import _init_particles, alpha_by_quadrature
+from verify.studies import hajjar as sh
+from verify.studies.hajjar import derived_velocity, phi_table
+from verify.studies.hajjar import alpha_by_quadrature
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
                         combine, fmt, for_all_instances)
 
@@ -53,7 +55,7 @@ def _h1e_measure(der: Derivation, phi_fn, dphi_fn, dps: int):
     """Every derived result of H1e (through the formulas phi_tilde, phi_tilde_dtheta, which
     evaluate the derived inner expectation, and the closed forms at theta = 0, pi/2 and for
     d <= 4) against the mpmath double quadrature of the definition at the same point."""
-    kH, kP = (sp.Symbol(n, positive=True, integer=True) for n in ("k_H", "k_perp"))
+    kH, kP = dh.K_H, dh.K_PERP
     at0 = sp.lambdify((dh.phi, kH), der.results["at_zero"], "mpmath")
     athp = sp.lambdify((dh.phi, kP), der.results["at_half_pi"], "mpmath")
     exact = {key: sp.lambdify((dh.theta, dh.phi), e, "mpmath")
@@ -113,25 +115,27 @@ def _inner_check(swap: bool) -> SubCheck:
                     f"O(1) values; the reference to 30 digits (worst at {where})")
 
 
-def _h1e(ctx: RunContext, swap: bool) -> Outcome:
+def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
+    """H1e: phi~ with the marginals of its definition (``swap`` False), or with d_H and
+    d - d_H exchanged (the near miss ``SWAPPED_MARGINALS``)."""
     der = ctx.derivation()
     from verify.formulas import phi_tilde, phi_tilde_dtheta
     phi_fn = (lambda th, ph, d, dH: phi_tilde(th, ph, d, d - dH)) if swap else phi_tilde
     dphi_fn = ((lambda th, ph, d, dH: phi_tilde_dtheta(th, ph, d, d - dH)) if swap
                else phi_tilde_dtheta)
     subs, tables = [], []
-    dps = 15 if ctx.quick else 20
+    dps = ctx.size("dps")
     # (a) every derived result vs the independent mpmath double quadrature of the definition
     pinned = [{"d": d, "d_H": dH, "theta": 0.3 + 0.1 * j, "phi": 0.7 - 0.05 * j}
-              for j, (d, dH) in enumerate(_H1E_PINNED[:5] if ctx.quick else _H1E_PINNED)]
+              for j, (d, dH) in enumerate(_H1E_PINNED[:ctx.size("pinned")])]
     subs.append(for_all_instances(
         ctx, "phi_tilde vs mpmath double quadrature of the definition: the formulas phi_tilde "
              "and phi_tilde_dtheta (derived inner expectation) and the derived closed forms "
              "(worst drawn d, d_H, theta, phi)", _h1e_instances(),
-        _h1e_measure(der, phi_fn, dphi_fn, dps), quick=1, full=16, pinned=pinned))
+        _h1e_measure(der, phi_fn, dphi_fn, dps), count=ctx.size("instances"), pinned=pinned))
     subs.append(_inner_check(swap))
     # (c) Monte Carlo on the actual spheres
-    n = 100_000 if ctx.quick else 1_000_000
+    n = ctx.size("mc_samples")
     zmax, mrows = 0.0, []
     for j, (d, dH, th, ph) in enumerate([(30, 5, 0.4, 0.9), (30, 5, 1.1, 0.3), (4, 2, 0.8, 0.8),
                                           (6, 1, 0.5, 1.2)]):
@@ -143,12 +147,12 @@ def _h1e(ctx: RunContext, swap: bool) -> Outcome:
                          "CLT; 5 SE over 4 points (union bound 2e-6)"))
     # (d) predictor identity on a particle system: Haar average over O(H) x O(H^perp)
     d, dH, m = 30, 5, 64
-    a, B = _init_particles(ctx.rng("particles"), m, d)
+    a, B = sh.init_particles(ctx.rng("particles"), m, d)
     B = B * np.abs(a)[:, None]
     c = np.abs(a) * np.linalg.norm(B, axis=1)
     thj = np.arccos(np.clip(np.linalg.norm(B[:, :dH], axis=1) / np.linalg.norm(B, axis=1), 0, 1))
     Xt = ctx.rng("test").standard_normal((6, d)) / np.sqrt(d)
-    n_g = 20_000 if ctx.quick else 200_000
+    n_g = ctx.size("haar_draws")
     zp = 0.0
     for i, x in enumerate(Xt):
         nH, nP = np.linalg.norm(x[:dH]), np.linalg.norm(x[dH:])
@@ -170,16 +174,6 @@ def _h1e(ctx: RunContext, swap: bool) -> Outcome:
                    subs, details={"mc_samples": n, "haar_draws": n_g}, tables=tables)
 
 
-def check_h1e(ctx: RunContext) -> Outcome:
-    """H1e: phi~ with the marginals of its definition."""
-    return _h1e(ctx, False)
-
-
-def neg_h1e(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``SWAPPED_MARGINALS``."""
-    return _h1e(ctx, SWAPPED_MARGINALS)
-
-
 def fig_h1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.formulas import phi_tilde
     from verify.plotting import new_figure, save_figure
@@ -194,19 +188,6 @@ def fig_h1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # =============================================================================== H1g/H1h
-@lru_cache(maxsize=4)
-def _table_cached(d: int, d_H: int, n_theta: int, n_phi: int, generation: int) -> rd.PhiTable:
-    from verify.formulas.hajjar import phi_kernel
-    return rd.PhiTable(d, d_H, n_theta, n_phi, kernel=phi_kernel())
-
-
-def phi_table(d: int, d_H: int, n_theta: int, n_phi: int) -> rd.PhiTable:
-    """The phi~ table of the reduced simulators, from the derived kernel (cached per
-    derivation generation, so that a mutated derivation rebuilds it)."""
-    from verify import derived
-    return _table_cached(d, d_H, n_theta, n_phi, derived.generation())
-
-
 def _h1g_params(quick: bool) -> dict:
     """Sizes of the Figure-3 run.  The full profile runs the authors' own run (numerics.
     paper_units.HAJJAR_FIG3_PUBLISHED: d = 30, d_H = 5, m = 1024, step 5e-3, 20000 steps,
@@ -221,19 +202,6 @@ def _h1g_params(quick: bool) -> dict:
     return {"d": pub["d"], "d_H": pub["d_H"], "m": pub["m"],
             "step": hajjar_step_to_suite(pub["step"], pub["d"], "paper"), "steps": pub["steps"],
             "n_theta": 513, "n_phi": 48}
-
-
-def derived_velocity(der: Derivation):
-    """(eps, c, G, G') -> (dc/dt, dtheta/dt) lambdified from a derivation's reduced field
-    (H1g, H1h: results ``dc_dt``, ``dtheta_dt``)."""
-    eps, c, G, dG = sp.symbols("epsilon", real=True), sp.Symbol("c", positive=True), \
-        sp.Symbol("G_theta", real=True), sp.Symbol("dG_theta", real=True)
-    f = sp.lambdify((eps, c, G, dG), [der.results["dc_dt"], der.results["dtheta_dt"]], "numpy")
-
-    def velocity(e, cc, g, dg):
-        dc, dth = f(e, cc, g, dg)
-        return np.broadcast_to(dc, cc.shape), np.broadcast_to(dth, cc.shape)
-    return velocity
 
 
 def run_fig3(ctx: RunContext, p: dict, *, fisher_rao_sign: float = 1.0,
@@ -296,34 +264,14 @@ def _field_state(ctx: RunContext, inst: dict):
 
 
 def _full_field(measure, test, d: int, d_H: int, nq: int):
-    """(dc/dt, dtheta/dt) of the test particles from the full d-dimensional mean-field
-    velocity of the O(d_H) x O(d - d_H)-invariant measure generated by ``measure``
-    (numerics.meanfield: exact Gaussian expectations, Gauss-Jacobi over the group), in the
-    coordinates c = |a||b|, theta = arccos(|b_H|/|b|) by the chain rule."""
-    c, th, eps = measure
-    ct, tt, et = test
-    a, B, w = mf.haar_symmetric_particles(eps * np.sqrt(c), np.sqrt(c), th, d, d_H, nq, nq)
-    Bt = np.zeros((ct.size, d))
-    Bt[:, 0], Bt[:, d_H] = np.sqrt(ct) * np.cos(tt), np.sqrt(ct) * np.sin(tt)
-    at = et * np.sqrt(ct)
-    r, wr = mf.coordinate_rule(d_H, 4 * nq)
-    va, vB = mf.population_velocity(a, B, w, at, Bt, d_H, 1.0 / d, r, wr * alpha_by_quadrature(d_H))
-    return mf.reduced_coordinate_velocity(at, Bt, va, vB, d_H)
+    """The full d-dimensional reference (verify.studies.hajjar.full_reduced_velocity)."""
+    return sh.full_reduced_velocity(measure, test, d, d_H, nq)
 
 
 def _reduced_field(vel, measure, test, d: int, d_H: int, step: float):
-    """The derived field (dc/dt, dtheta/dt) = vel(eps, c, G, G') of the test particles,
-    G(theta) = E_phi[(cos phi - f~(phi)) phi~(theta; phi)], f~ = (1/m) sum eps_j c_j
-    phi~(theta_j; .), E_phi by numerics.reduced.phi_rule split at the kinks pi/2 - theta."""
-    c, th, eps = measure
-    ct, tt, et = test
-    phi_fn, dphi_fn = _phi_callables()
-    ph, W = rd.phi_rule(d, d_H, np.concatenate([HALF_PI - th, HALF_PI - tt]), step)
-    f = (eps * c) @ phi_fn(th[:, None], ph[None, :], d, d_H) / c.size
-    wr = W * (np.cos(ph) - f)
-    G = phi_fn(tt[:, None], ph[None, :], d, d_H) @ wr
-    dG = dphi_fn(tt[:, None], ph[None, :], d, d_H) @ wr
-    return vel(et, ct, G, dG)
+    """The derived field (verify.studies.hajjar.derived_reduced_velocity) with the verified
+    phi~ formulas."""
+    return sh.derived_reduced_velocity(vel, measure, test, d, d_H, step, *_phi_callables())
 
 
 def _rel(x, ref) -> float:
@@ -354,15 +302,19 @@ def _field_check(ctx: RunContext, vel, dH_shift: int = 0) -> SubCheck:
         ctx, "derived reduced field (dc/dt, dtheta/dt) vs the full d-dimensional mean-field "
              "velocity of the O(d_H) x O(d - d_H)-invariant measure, relative (worst drawn "
              "d, d_H, measure)", _field_instances(3 if dH_shift else 2),
-        _field_measure(ctx, vel, dH_shift),
-        quick=3, full=12)
+        _field_measure(ctx, vel, dH_shift), count=ctx.size("field_instances"))
 
 
-def _h1g(ctx: RunContext, dim_shift: int) -> Outcome:
-    p = _h1g_params(ctx.quick)
+_H1G_KEYS = ("d", "d_H", "m", "step", "steps", "n_theta", "n_phi")
+
+
+def check_h1g(ctx: RunContext, dim_shift: int) -> Outcome:
+    """H1g: the Figure-3 run with the derived limit mass alpha(d_H) (``dim_shift`` 0), or
+    alpha(d_H + 1) (the near miss ``LIMIT_MASS_ONE_UP``)."""
+    p = {k: ctx.size(k) for k in _H1G_KEYS}
     der = ctx.derivation()
     vel = derived_velocity(der)
-    dH = sp.Symbol("d_H", positive=True, integer=True)
+    dH = dh.D_H
     limit = float(der.results["limit_mass"].subs(dH, p["d_H"] + dim_shift))
     run = run_fig3(ctx, p, snapshot_every=p["steps"] // 4, velocity=vel)
     # (a) the derived field vs the full d-dimensional velocity (drawn instances)
@@ -424,16 +376,6 @@ def _h1g(ctx: RunContext, dim_shift: int) -> Outcome:
                           "the run is reproducible and consistent (energy decreasing, angles "
                           "in range); the predictions are reported, not asserted."],
                    artifacts={"run": run, "alpha": alpha})
-
-
-def check_h1g(ctx: RunContext) -> Outcome:
-    """H1g: the Figure-3 run with the derived limit mass alpha(d_H)."""
-    return _h1g(ctx, 0)
-
-
-def neg_h1g(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``LIMIT_MASS_ONE_UP``."""
-    return _h1g(ctx, LIMIT_MASS_ONE_UP)
 
 
 def fig3_figure(run: rd.ReducedRun, alpha: float):
@@ -552,7 +494,9 @@ def _trajectory_measure(ctx: RunContext, vel, dH_shift: int, keep: list):
     return measure
 
 
-def _h1h(ctx: RunContext, dH_shift: int) -> Outcome:
+def check_h1h(ctx: RunContext, dH_shift: int) -> Outcome:
+    """H1h: the reduced model built for the subspace dimension d_H (``dH_shift`` 0), or for
+    d_H + 1 (the near miss ``SUBSPACE_ONE_UP``)."""
     der = ctx.derivation()
     vel = derived_velocity(der)
     keep: list = []
@@ -560,7 +504,8 @@ def _h1h(ctx: RunContext, dH_shift: int) -> Outcome:
         ctx, "reduced flow (numerics.reduced.simulate_flow with the derived field) vs the full "
              "d-dimensional flow of the invariant measure: max_t,j |c_j - c_j^full| / max c, "
              "|theta_j - theta_j^full| (worst drawn d, d_H, particles, horizon)",
-        _trajectory_instances(), _trajectory_measure(ctx, vel, dH_shift, keep), quick=2, full=8)
+        _trajectory_instances(), _trajectory_measure(ctx, vel, dH_shift, keep),
+        count=ctx.size("trajectories"))
     field = _field_check(ctx, vel, dH_shift)
     rows = [[k["inst"]["d"], k["inst"]["d_H"], k["inst"]["m"], k["inst"]["T"], fmt(k["moved"]),
              fmt(k["err"]), fmt(k["est"]), k["nfev"]] for k in keep]
@@ -573,16 +518,6 @@ def _h1h(ctx: RunContext, dH_shift: int) -> Outcome:
                                  ["d", "d_H", "m", "T", "moved", "max error", "error estimate",
                                   "full-flow field evaluations"], rows)],
                    artifacts={"trajectories": keep[:1]})
-
-
-def check_h1h(ctx: RunContext) -> Outcome:
-    """H1h: the reduced model built for the subspace dimension d_H."""
-    return _h1h(ctx, 0)
-
-
-def neg_h1h(ctx: RunContext) -> Outcome:
-    """The same check on the near miss ``SUBSPACE_ONE_UP``."""
-    return _h1h(ctx, SUBSPACE_ONE_UP)
 
 
 def fig_h1h(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -607,7 +542,11 @@ CLAIMS = [
           source="Hajjar & Chizat (2023), Thm 4.3 and App. E.2.3",
           statement=r"$f(\mu_t;x) = |x|\int\tilde\phi(\theta;\varphi_x)\,d(\tau_t^+-\tau_t^-)(\theta)$, "
                     r"$\tilde\phi(\theta;\varphi) = E[\sigma(\cos\theta\cos\varphi R + \sin\theta\sin\varphi S)]$.",
-          check=check_h1e, negative_control=neg_h1e,
+          check=check_h1e, exact=False, near_miss=SWAPPED_MARGINALS,
+          sizes={"quick": {"dps": 15, "pinned": 5, "instances": 1, "mc_samples": 100_000,
+                           "haar_draws": 20_000},
+                 "full": {"dps": 20, "pinned": len(_H1E_PINNED), "instances": 16,
+                          "mc_samples": 1_000_000, "haar_draws": 200_000}},
           negative_control_description="d_H and d - d_H exchanged in phi~ (wrong marginals)",
           negative_target="phi_tilde vs mpmath", figures=fig_h1e),
     Claim(id="H1g", title="Figure 3: tau+ -> alpha delta_0, tau- -> 0 (numerical evidence)",
@@ -616,14 +555,18 @@ CLAIMS = [
                     r"reference run $d=30$, $d_H=5$, $m=1024$, step $5\cdot10^{-3}$, $t=100$ "
                     r"in the authors' units ($\rho = N(0, I_d)$; $t = 3000$, step $0.15$ with "
                     r"$\rho = N(0, I_d/d)$).",
-          check=check_h1g, negative_control=neg_h1g,
+          check=check_h1g, exact=0, near_miss=LIMIT_MASS_ONE_UP,
+          sizes={"quick": {**_h1g_params(True), "field_instances": 3},
+                 "full": {**_h1g_params(False), "field_instances": 12}},
           negative_control_description="limit mass alpha(d_H + 1) instead of alpha(d_H)",
           negative_target="conjectured limit", figures=fig_h1g, kind="numerical-evidence"),
     Claim(id="H1h", title="Full d-dimensional and 1-D reduced simulations agree",
           source="Hajjar & Chizat (2023), Thm 4.3 (consequence)",
           statement=r"The particle flow in $\mathbb R^d$ and the reduced flow of $\tau^\pm$ give "
                     r"the same predictor up to $O(m^{-1/2})$.",
-          check=check_h1h, negative_control=neg_h1h,
+          check=check_h1h, exact=0, near_miss=SUBSPACE_ONE_UP,
+          sizes={"quick": {"trajectories": 2, "field_instances": 3},
+                 "full": {"trajectories": 8, "field_instances": 12}},
           negative_control_description="reduced model (phi~ and the reduced flow) built for "
                                        "d_H + 1 instead of d_H (wrong subspace dimension)",
           negative_target="reduced flow", figures=fig_h1h, kind="theorem"),

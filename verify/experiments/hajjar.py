@@ -17,9 +17,9 @@ from verify.experiments import Experiment, Setting
 def _odd_target(params: dict[str, Any], profile: str, seed: int):
     from numerics import twolayer as tl
     from numerics.rng import make_rng
-    from verify.claims import get
-    from verify.claims.hajjar_odd import (derived_s_of_t, h1c_particles_and_sample,
-                                          h1c_population)
+    from verify import derived
+    from verify.studies.hajjar import (derived_s_of_t, h1c_particles_and_sample,
+                                       h1c_population)
     from verify.formulas import best_linear_approximator, odd_target_rate
     from verify.plotting import new_figure
     d, m, n = int(params["d"]), int(params["m"]), int(params["n"])
@@ -33,7 +33,7 @@ def _odd_target(params: dict[str, Any], profile: str, seed: int):
     v = 1.0 / d
     V = 1.0 + 1.0 / d
     w_pop = h1c_population(d)
-    der = get("H1c").derivation()
+    der = derived.derivation("H1c")
     q = float(w_star @ w_star)
     s_of_t, _ = derived_s_of_t(der, V, v, q)
     s_inf = np.array([s_of_t(t) for t in run.times])
@@ -66,7 +66,7 @@ def _reduced_run(params: dict[str, Any], seed: int, stream: str, *, n_records: i
     from numerics import reduced as rd
     from numerics.rng import make_rng
     from verify import derived
-    from verify.claims.hajjar_reduced import phi_table, derived_velocity
+    from verify.studies.hajjar import derived_velocity, phi_table
     d, d_H, m = int(params["d"]), int(params["d_H"]), int(params["m"])
     steps = int(params["steps"])
     s2 = pu.hajjar_data_second_moment(d, str(params["time_unit"]))
@@ -115,7 +115,7 @@ def _fig3(params: dict[str, Any], profile: str, seed: int):
     from numerics import reduced as rd
     from numerics.paper_units import TIME_UNITS
     from numerics.validation import require_choice
-    from verify.claims.hajjar import alpha_by_quadrature
+    from verify.studies.hajjar import alpha_by_quadrature
     require_choice(params["time_unit"], "time_unit", TIME_UNITS)
     steps = int(params["steps"])
     hist_steps = tuple(k for k in _AUTHORS_HIST_STEPS if k <= steps) + (

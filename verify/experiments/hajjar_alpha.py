@@ -36,7 +36,7 @@ def _authors_row(d_H: int) -> dict[str, float] | None:
 
 
 def run_alpha_table(params: dict[str, Any], profile: str, seed: int):
-    from verify.claims.hajjar import alpha_by_quadrature
+    from verify.studies.hajjar import alpha_by_quadrature
     from verify.experiments.hajjar import _reduced_run
     from verify.plotting import new_figure
     d = int(params["d"])

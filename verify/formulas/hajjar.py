@@ -61,28 +61,25 @@ class _DerivedPhiKernel:
         return self._mean[k]
 
     def _eval(self, key: str, k: int, c, y):
-        """key in {inner, inner_dc, inner_dy} at y <= 0 (a = -y/c in [0, 1))."""
+        """key in {inner, inner_dc, inner_dy} for |y| < c: the derived forms for y <= 0
+        (``small``/``large``) and for y > 0 (``small_pos``/``large_pos``, the derived
+        reflection), split by a^2 = (y/c)^2 < 1/2."""
         c, y = np.broadcast_arrays(np.asarray(c, float), np.asarray(y, float))
         small = (y / c) ** 2 < 0.5
+        pos = y > 0
         out = np.empty(c.shape)
         with np.errstate(all="ignore"):
-            for name, sel in (("small", small), ("large", ~small)):
+            for name, sel in (("small", small & ~pos), ("large", ~small & ~pos),
+                              ("small_pos", small & pos), ("large_pos", ~small & pos)):
                 if np.any(sel):
                     out[sel] = self._f[name][key](k, c[sel], y[sel], self._m(k))
         return out
 
     def inner(self, k: int, c, y):
-        c, y = np.broadcast_arrays(np.asarray(c, float), np.asarray(y, float))
-        pos = y > 0
-        # y > 0: E[(cR + y)_+] = y + E[(cR - y)_+] (derived reflection, see H1e)
-        return np.where(pos, y, 0.0) + self._eval("inner", k, c, -np.abs(y))
+        return self._eval("inner", k, c, y)
 
     def inner_grad(self, k: int, c, y):
-        c, y = np.broadcast_arrays(np.asarray(c, float), np.asarray(y, float))
-        pos = y > 0
-        gc = self._eval("inner_dc", k, c, -np.abs(y))
-        gy = self._eval("inner_dy", k, c, -np.abs(y))
-        return gc, np.where(pos, 1.0 - gy, gy)
+        return self._eval("inner_dc", k, c, y), self._eval("inner_dy", k, c, y)
 
     def tail_mean(self, k: int, a):
         a = np.asarray(a, float)
