@@ -202,6 +202,12 @@ def test_derivation_self_test_failure_is_classified() -> None:
         raise TypeError("plain")
     except TypeError as exc:
         assert describe_exception(exc) == "TypeError: plain"
+    from derivations import sphere
+    try:  # an exception raised inside a derivation module (as H1e's TypeError was)
+        sphere.positive_part_mean(None)
+    except Exception as exc:  # noqa: BLE001 - whatever the derivation raised
+        assert describe_exception(exc).startswith(
+            "derivation self-test failed (derivations/sphere.py:")
 
 
 def test_report_html_is_clean(fake_registry, tmp_path) -> None:
