@@ -402,3 +402,25 @@ def test_quick_figures_state_their_reach() -> None:
     assert "Quick profile" in render._profile_reach(sec)
     sec.evidence.profile = "full"
     assert render._profile_reach(sec) == ""
+
+
+def test_outside_claim_sensitivity_is_read_from_its_package(tmp_path, monkeypatch) -> None:
+    """An installed package's claim reads its sensitivity from ``sensitivity.json`` beside
+    the package's ``__init__.py`` (written by ``mutate --json-sensitivity``)."""
+    import json
+    import sys
+    from verify import claims, sensitivity
+    pkg = tmp_path / "mypkg_mfv"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def check(ctx, v):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    mod = importlib.import_module("mypkg_mfv")
+    monkeypatch.setattr(claims, "get", lambda cid: SimpleNamespace(id=cid, check=mod.check))
+    monkeypatch.setattr(sensitivity, "results_hash", lambda cid: "h")
+    assert sensitivity.package_file("mine.R2") == pkg / "sensitivity.json"
+    assert sensitivity.describe("mine.R2") == "-"
+    (pkg / "sensitivity.json").write_text(json.dumps({"format": 1, "claims": {
+        "mine.R2": {"hash": "h", "eps": 1e-6, "limited_by": "MC mean"}}}))
+    assert sensitivity.describe("mine.R2") == "1e-06, limited by MC mean"
+    sys.modules.pop("mypkg_mfv", None)
