@@ -356,6 +356,26 @@ def _claim_summary(results: list, neg: bool) -> dict[str, Any]:
             "seconds": sum(r.seconds for r in results)}
 
 
+def _write_check_json(json_path: Path, args: argparse.Namespace, seeds: list[int], neg: bool,
+                      results: list) -> None:
+    """``check --json FILE``: one row per (claim, seed), written atomically."""
+    rows = []
+    for r in results:
+        if r.evidence is not None:
+            row = r.evidence.to_json()
+            if r.error is not None:
+                row["exception"] = r.error_line
+        else:
+            row = {"claim_id": r.task.name, "seed": r.task.seed, "profile": r.task.profile,
+                   "negative_control": neg, "passed": False, "exception": r.error_line,
+                   "seconds": r.seconds}
+        rows.append(row)
+    from verify._atomic import atomic_write_bytes
+    atomic_write_bytes(json_path, json.dumps(
+        {"profile": args.profile, "seeds": seeds, "negative_controls": neg,
+         "examples": args.examples, "evidence": rows}, indent=1).encode())
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from verify.runner import Task, format_seeds
     claims = _resolve(args.ids)
@@ -435,21 +455,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         slow = max(results, key=lambda r: r.seconds)
         print(f"slowest run: {slow.task.label}, {slow.seconds:.1f} s")
     if json_path is not None:
-        rows = []
-        for r in results:
-            if r.evidence is not None:
-                row = r.evidence.to_json()
-                if r.error is not None:
-                    row["exception"] = r.error_line
-            else:
-                row = {"claim_id": r.task.name, "seed": r.task.seed, "profile": r.task.profile,
-                       "negative_control": neg, "passed": False, "exception": r.error_line,
-                       "seconds": r.seconds}
-            rows.append(row)
-        from verify._atomic import atomic_write_bytes
-        atomic_write_bytes(json_path, json.dumps(
-            {"profile": args.profile, "seeds": seeds, "negative_controls": neg,
-             "examples": args.examples, "evidence": rows}, indent=1).encode())
+        _write_check_json(json_path, args, seeds, neg, results)
     return 0 if bad == 0 else 1
 
 
