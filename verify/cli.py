@@ -444,10 +444,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 ex.run(tasks, on_result=on_result)
         finally:
             display.stop()
-    bad = 0
-    for k in range(len(claims)):
-        s = _claim_summary(results[k * ns:(k + 1) * ns], neg)
-        bad += s["ok"] != s["n"]
+    bad = sum(_claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] != ns
+              for k in range(len(claims)))
     what = "negative controls failed as required" if neg else "claims verified"
     at = f" at every seed ({format_seeds(seeds)})" if ns > 1 else ""
     print(f"{len(claims) - bad}/{len(claims)} {what}{at}" + ("" if not bad else f"; {bad} problem(s)"))
