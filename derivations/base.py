@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Derivation", "Step"]
+__all__ = ["Derivation", "DerivationSelfTestError", "Step"]
+
+
+class DerivationSelfTestError(AssertionError):
+    """A derivation's own self-test failed (a closed form that does not match its
+    definition at high precision, a symbolic value where a number was derived): the
+    derivation is wrong, which is a catch, not a crash of the suite."""
 
 
 @dataclass(frozen=True)

@@ -265,3 +265,46 @@ def test_report_negative_control_line_is_the_targeted_subcheck(fake_registry, mo
             "**fails (x7.98)**.") in md
     assert "| fails (x7.98) |" in md
     assert not re.search(r"fails \(x0\.", md)
+
+
+def test_claim_id_case_is_accepted_and_said(fake_registry, capsys) -> None:
+    """`check t0A` runs T0a and says its canonical id (not silently)."""
+    assert main(["check", "t0A"]) == 0
+    err = capsys.readouterr().err
+    assert "case-insensitive" in err and "T0a" in err
+
+
+def test_unknown_id_suggests_by_case_folded_match(capsys) -> None:
+    """`check h1z` suggests H1 claims (the closest case-folded ids), not W claims."""
+    assert main(["check", "h1z"]) == 2
+    err = capsys.readouterr().err
+    hint = err.split("closest:")[1].split("(")[0]
+    assert hint.strip() and all(i.strip().startswith("H1") for i in hint.split(","))
+
+
+def test_report_only_takes_a_comma_list_without_performance(fake_registry, tmp_path,
+                                                           capsys) -> None:
+    out = tmp_path / "r"
+    assert main(["report", "--only", "T0a,t0a", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "1 verified, 0 observed (numerical evidence), 0 failed of 1 claims" in text
+    md = (out / "report.md").read_text()
+    assert "## Performance" not in md and "worst sub-check" in md
+    assert main(["report", "--only", "T0a,,", "--out", str(out)]) == 2
+
+
+def test_check_shows_the_worst_subcheck(fake_registry, capsys) -> None:
+    assert main(["check", "T0a"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "worst sub-check" in head and "unit, kind" in head
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["check", "T0a", "--json", "/nonexistent-mfv/dir/e.json"], "does not exist"),
+    (["report", "--only", "T0a", "--out", "/proc/nope"], "/proc is a virtual file system"),
+])
+def test_output_paths_refused_plainly(fake_registry, capsys, argv, needle) -> None:
+    import os
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err
+    assert not os.path.exists("/nonexistent-mfv")

@@ -187,15 +187,21 @@ def test_no_issue_numbers_in_docs() -> None:
 
 
 def test_readme_formulas_example_runs_and_shows_50_digits() -> None:
-    """The README's "Verified formulas" block runs, and its "to 50 digits" line shows 50."""
+    """The README's "Verified formulas" block is a doctest that passes (each line shows its
+    value), and its "to 50 digits" line shows 50 digits."""
+    import doctest
     text = README.read_text(encoding="utf-8")
-    m = re.search(r"### Verified formulas\s*```python\n(.*?)```", text, re.S)
+    m = re.search(r"### Verified formulas\s*```pycon\n(.*?)```", text, re.S)
     assert m, "README.md lost its Verified formulas example"
     code = m.group(1)
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example
-    line = next(ln for ln in code.splitlines() if "50 digits" in ln)
-    import mpmath  # noqa: F401 - the example's namespace
-    from verify import formulas  # noqa: F401
-    shown = str(eval(line.split("#")[0].strip()))  # noqa: S307
+    test = doctest.DocTestParser().get_doctest(code, {}, "README.md", "README.md", 0)
+    assert len(test.examples) >= 5 and all(e.want.strip() or "import" in e.source
+                                           for e in test.examples), \
+        "every non-import line of the example shows its value"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.failures == 0, f"{runner.failures} README example line(s) show other values"
+    line = next(e for e in test.examples if "50 digits" in e.source)
+    shown = line.want.strip()
     assert len(shown.replace(".", "").lstrip("0")) >= 50, shown
     assert shown.startswith("5.3333333333333333333333333333333333333333333333333"), shown

@@ -134,10 +134,80 @@ def test_summary_columns_margin_sensitivity_and_seed_rate(monkeypatch) -> None:
     other.claim.id = "T0b"
     headers, rows = render._summary_columns([_section(evs), other])
     assert "sensitivity" in headers and headers[-1] == "seeds passed"
-    assert rows[0][6] == "fails (x3)" and rows[0][7] == "1e-09" and rows[0][8] == "2/3"
-    assert rows[1][7] == "-" and rows[1][8] == "-"
+    assert rows[0][6] == "fails (x3)" and rows[0][7] == "1e-09" and rows[0][9] == "2/3"
+    assert rows[1][7] == "-" and rows[1][9] == "-" and rows[0][8] == "-"  # no certified data
     headers, _ = render._summary_columns([_section()])
     assert "seeds passed" not in headers
+
+
+def test_summary_row_shows_the_failing_subcheck_with_unit_and_bound() -> None:
+    """Issue 34: a mutated H1g showed its headline 1.62e-32 / 1e-9; the row must show the
+    failing sub-check's own numbers, its unit and its bound."""
+    sec = _section()
+    sec.evidence = SimpleNamespace(passed=False, error=1.62e-32, tolerance=1e-9, seed=0,
+                                   compared="c", tolerance_reason="r", details={"subchecks": [
+        {"name": "exact identity", "error": 1.62e-32, "tolerance": 1e-9, "passed": True,
+         "reason": "30-digit arithmetic"},
+        {"name": "reduced field vs full field", "error": 1.0e-3, "tolerance": 1e-8,
+         "passed": False, "reason": "relative error of two float64 evaluations"},
+        {"name": "Haar average", "error": 2.9, "tolerance": 5.5, "passed": True,
+         "reason": "max |err|/SE over 6 inputs"}]})
+    headers, rows = render._summary_columns([sec])
+    i = headers.index("worst sub-check")
+    assert rows[0][i] == "reduced field vs full field"
+    assert rows[0][i + 1] == "0.001 / 1.00e-08 (relative, at most)"
+
+
+@pytest.mark.parametrize("reason, name, unit", [
+    ("slope -0.501, 99.9% interval [-0.55, -0.45] from 8 seeds at 4 widths 64..512; "
+     "predicted -0.500 (CLT); passes iff the interval contains it and excludes 0", "rate",
+     "|slope - predicted|"),
+    ("CLT per input; 5.5 SE over 6 inputs", "haar", "SE"),
+    ("float64 rounding, relative", "x", "relative"),
+    ("quadrature error bound", "absolute error of the sum", "absolute"),
+    ("why", "x", "-")])
+def test_unit_is_inferred_from_the_reason(reason, name, unit) -> None:
+    from verify.report.worst import unit_of
+    assert unit_of(reason, name) == unit
+
+
+def test_certified_column_reads_details() -> None:
+    sec = _section()
+    sec.evidence.details = {"certified": {"instances": 12, "worst_radius": 3e-15,
+                                          "disproved": False}}
+    headers, rows = render._summary_columns([sec])
+    assert rows[0][headers.index("certified")] == "12, radius <= 3.00e-15"
+    sec.evidence.details["certified"]["disproved"] = True
+    assert render._summary_columns([sec])[1][0][headers.index("certified")].endswith("DISPROVED")
+
+
+def test_outside_claim_points_to_its_package_and_self_test_is_named() -> None:
+    sec = _section()
+    sec.claim.id = "mine.R2"
+    sec.claim.check = test_certified_column_reads_details
+    assert "docs/claims.md, section" not in render._catalogue(sec.claim)
+    sec.error = "derivation self-test failed (derivations/sphere.py:12): AssertionError: x"
+    assert render._verdict(sec) == "FAILED (derivation self-test)"
+    assert "self-test failed" in render._error_heading(sec)
+
+
+def test_derivation_self_test_failure_is_classified() -> None:
+    from derivations.base import DerivationSelfTestError
+    from verify.runner import describe_exception
+    try:
+        raise DerivationSelfTestError("40-digit test: 1.0001 != 1")
+    except DerivationSelfTestError as exc:
+        assert describe_exception(exc).startswith("derivation self-test failed")
+    try:
+        raise TypeError("plain")
+    except TypeError as exc:
+        assert describe_exception(exc) == "TypeError: plain"
+    from derivations import sphere
+    try:  # an exception raised inside a derivation module (as H1e's TypeError was)
+        sphere.positive_part_mean(None)
+    except Exception as exc:  # noqa: BLE001 - whatever the derivation raised
+        assert describe_exception(exc).startswith(
+            "derivation self-test failed (derivations/sphere.py:")
 
 
 def test_report_html_is_clean(fake_registry, tmp_path) -> None:
@@ -332,3 +402,25 @@ def test_quick_figures_state_their_reach() -> None:
     assert "Quick profile" in render._profile_reach(sec)
     sec.evidence.profile = "full"
     assert render._profile_reach(sec) == ""
+
+
+def test_outside_claim_sensitivity_is_read_from_its_package(tmp_path, monkeypatch) -> None:
+    """An installed package's claim reads its sensitivity from ``sensitivity.json`` beside
+    the package's ``__init__.py`` (written by ``mutate --json-sensitivity``)."""
+    import json
+    import sys
+    from verify import claims, sensitivity
+    pkg = tmp_path / "mypkg_mfv"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def check(ctx, v):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    mod = importlib.import_module("mypkg_mfv")
+    monkeypatch.setattr(claims, "get", lambda cid: SimpleNamespace(id=cid, check=mod.check))
+    monkeypatch.setattr(sensitivity, "results_hash", lambda cid: "h")
+    assert sensitivity.package_file("mine.R2") == pkg / "sensitivity.json"
+    assert sensitivity.describe("mine.R2") == "-"
+    (pkg / "sensitivity.json").write_text(json.dumps({"format": 1, "claims": {
+        "mine.R2": {"hash": "h", "eps": 1e-6, "limited_by": "MC mean"}}}))
+    assert sensitivity.describe("mine.R2") == "1e-06, limited by MC mean"
+    sys.modules.pop("mypkg_mfv", None)

@@ -217,9 +217,13 @@ def test_existing_file_keeps_mode(tmp_path):
 # ---------------------------------------------------------------- output files
 
 def test_validate_output_file(tmp_path):
-    assert validate_output_file(tmp_path / "a" / "e.json") == tmp_path / "a" / "e.json"
+    assert validate_output_file(tmp_path / "e.json") == tmp_path / "e.json"
     for bad, why in [("", "empty"), (tmp_path, "directory"), (f"{tmp_path}/x/", "directory"),
-                     ("/proc/x/e.json", "cannot create"), ("/dev/null", "not a regular file")]:
+                     ("/proc/x/e.json", "/proc is a virtual file system"),
+                     ("/proc/e.json", "/proc is a virtual file system"),
+                     (tmp_path / "a" / "e.json", "does not exist; create it first"),
+                     ("/nonexistent-mfv/dir/e.json", "does not exist"),
+                     ("/dev/null", "not a regular file")]:
         with pytest.raises(OutputPathError, match=why) as ei:
             validate_output_file(bad)
         _one_line(ei.value)
@@ -236,6 +240,23 @@ def test_validate_output_dir(tmp_path):
     (tmp_path / "d" / "a.json").mkdir(parents=True)
     with pytest.raises(OutputPathError, match="is a directory"):
         validate_output_dir(tmp_path / "d", files=("a.json",))
+    assert not (tmp_path / "a").exists()  # a refused missing parent is not created
+
+
+def test_experiment_out_refuses_a_foreign_directory(tmp_path):
+    """experiment --out into a non-empty directory of other files is refused (as report
+    --out is); one holding only experiment outputs, or empty, is accepted."""
+    from verify import experiments
+    name = experiments.all_experiments()[0].name
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    with pytest.raises(OutputPathError, match="did not write .notes.txt"):
+        experiments.prepare(name, [], tmp_path / "mine")
+    (tmp_path / "outs").mkdir()
+    (tmp_path / "outs" / f"{name}.json").write_text("{}")
+    (tmp_path / "outs" / f"{name}-sweep.png").write_bytes(b"")
+    assert experiments.prepare(name, [], tmp_path / "outs")[2] == tmp_path / "outs"
+    assert experiments.prepare(name, [], tmp_path / "new")[2] == tmp_path / "new"
 
 
 def test_atomic_write_refuses_directory(tmp_path):

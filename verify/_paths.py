@@ -17,10 +17,11 @@ itself (marker file ``.meanfield-verify-report`` listing its entries, see verify
 """
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from verify._atomic import MARKER, recover_interrupted, why_not_replaceable
 
@@ -52,11 +53,24 @@ def _nearest_existing(p: Path) -> Path:
     return q
 
 
+def _virtual_root(p: Path) -> str | None:
+    """``/proc`` when ``p`` lies in a kernel's virtual file system (/proc, /sys, /dev)."""
+    parts = p.absolute().parts
+    if len(parts) > 1 and parts[1] in ("proc", "sys", "dev") and parts[1:3] != ("dev", "shm"):
+        return "/" + parts[1]
+    return None
+
+
 def _require_writable_dir(parent: Path, what: str, target: Path) -> None:
     """The nearest existing ancestor of ``parent`` is a directory we can create entries in
     (probed by creating and removing a hidden directory: root ignores permission bits, and
     /proc or a read-only mount refuse only at creation)."""
     anc = _nearest_existing(parent)
+    virtual = _virtual_root(anc)
+    if virtual is not None:
+        raise OutputPathError(f"{what} {target}: {virtual} is a virtual file system of the "
+                              "kernel, not writable storage; choose a path under a writable "
+                              "directory")
     if not anc.is_dir():
         raise OutputPathError(f"{what} {target}: {anc} is not a directory; choose a path "
                               "under a writable directory")
@@ -64,8 +78,10 @@ def _require_writable_dir(parent: Path, what: str, target: Path) -> None:
         probe = tempfile.mkdtemp(prefix=".meanfield-verify-probe-", dir=anc)
         os.rmdir(probe)
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise OutputPathError(f"{what} {target}: cannot create files in {anc} ({reason}); "
+        reason = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                  errno.EROFS: "a read-only file system", errno.ENOSPC: "no space left",
+                  }.get(exc.errno, exc.strerror or type(exc).__name__)
+        raise OutputPathError(f"{what} {target}: {anc} is not writable ({reason}); "
                               "choose a writable location") from None
 
 
@@ -114,7 +130,8 @@ def validate_report_out(path: Any, what: str = "--out") -> Path:
 def validate_output_file(path: Any, what: str = "--json") -> Path:
     """Check an output file path (``check --json FILE``) before any work: returns it
     absolute.  Refuses an empty name, a directory, an existing non-regular file (device,
-    fifo) and a location whose nearest existing ancestor is not a writable directory."""
+    fifo), a missing parent directory (as cp and git do: it is not created) and an
+    unwritable or virtual (/proc, /sys) location."""
     p = _as_path(path, what, "file")
     text = os.fspath(path) if not isinstance(path, Path) else str(path)
     if p.is_dir() or str(text).endswith(("/", os.sep)):
@@ -126,19 +143,36 @@ def validate_output_file(path: Any, what: str = "--json") -> Path:
     if p.name == MARKER:
         raise OutputPathError(f"{what} {p}: {MARKER} is reserved for the report's marker; "
                               "choose another name")
-    _require_writable_dir(p.absolute().parent, what, p)
+    parent = p.absolute().parent
+    if not parent.is_dir() and _virtual_root(parent) is None:
+        missing = _nearest_existing(parent)
+        raise OutputPathError(
+            f"{what} {p}: the directory {parent} does not exist; create it first"
+            if missing.is_dir() else
+            f"{what} {p}: {missing} is not a directory")
+    _require_writable_dir(parent, what, p)
     return p.absolute()
 
 
-def validate_output_dir(path: Any, what: str = "--out", files: Iterable[str] = ()) -> Path:
+def validate_output_dir(path: Any, what: str = "--out", files: Iterable[str] = (),
+                        owned: Callable[[str], bool] | None = None) -> Path:
     """Check an output directory into which named ``files`` are written (experiments):
     it is a directory or can be created in a writable ancestor, and none of ``files``
-    inside it is a directory or a non-regular file.  Returns it absolute."""
+    inside it is a directory or a non-regular file.  With ``owned`` (a test of an entry's
+    name), an existing directory holding an entry it does not own (a foreign, non-empty
+    directory) is refused, as ``report --out`` refuses one.  Returns it absolute."""
     p = _as_path(path, what, "directory")
     if os.path.lexists(p) and not p.is_dir():
         raise OutputPathError(f"{what} {p}: it is a file, not a directory; choose a "
                               "directory (it is created if missing)")
     _require_writable_dir(p.absolute() if p.is_dir() else p.absolute().parent, what, p)
+    if owned is not None and p.is_dir():
+        foreign = sorted(e.name for e in os.scandir(p) if not (e.is_file() and owned(e.name)))
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise OutputPathError(f"{what} {p}: refusing to write into a directory holding "
+                                  f"files the experiments did not write ({foreign[0]}{more}); "
+                                  "choose a new or empty directory, e.g. --out out")
     for name in files:
         f = p / name
         if f.is_dir():

@@ -129,7 +129,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="regenerate the derivation report (Markdown + HTML + figures)")
     r.add_argument("--out", default="report", metavar="DIR")
-    r.add_argument("--only", nargs="+", metavar="ID", help="restrict to these claim ids")
+    r.add_argument("--only", nargs="+", type=_id_list, metavar="ID",
+                   help="restrict to these claim ids (H1f W3a or H1f,W3a); without the "
+                        "Performance section")
     _add_claim_run(r)
 
     e = sub.add_parser("experiment", help="run a named experiment (writes NAME.json and NAME.png)")
@@ -246,7 +248,23 @@ def _style(ok: bool | None) -> str | None:
 # ----------------------------------------------------------------------------- helpers
 
 def _resolve(ids: Sequence[str]):
-    return [get(i) for i in ids] if ids else all_claims()
+    """The claims named by ``ids`` (all claims when empty); an id given in another case
+    runs the claim and says its canonical id on stderr."""
+    claims = [get(i) for i in ids] if ids else all_claims()
+    for given, c in zip(ids, claims):
+        if given != c.id:
+            print(f"verify: note: claim ids are case-insensitive; {given!r} is {c.id}",
+                  file=sys.stderr)
+    return claims
+
+
+def _id_list(text: str) -> list[str]:
+    """``H1f,W3a`` (a comma list, as for --seeds) as ids; empty items refused."""
+    ids = [t.strip() for t in text.split(",")]
+    if not all(ids):
+        raise argparse.ArgumentTypeError(f"--only takes claim ids separated by commas or "
+                                         f"spaces; got {text!r}")
+    return ids
 
 
 def _seed_list(args: argparse.Namespace) -> list[int]:
@@ -274,16 +292,6 @@ def _validate_file(path: str | None, what: str) -> Path | None:
         raise UsageError(str(exc)) from None
 
 
-def _ratio(ev: Any) -> float:
-    """error / tolerance (inf for a positive error against a zero tolerance)."""
-    e, t = float(ev.error), float(ev.tolerance)
-    if not math.isfinite(e):
-        return math.inf
-    if t <= 0:
-        return 0.0 if e <= 0 else math.inf
-    return e / t
-
-
 def _cmd_list() -> int:
     claims = all_claims()
     w = max((len(c.title) for c in claims), default=10)
@@ -295,17 +303,29 @@ def _cmd_list() -> int:
 
 # ----------------------------------------------------------------------------- check
 
-def _shown(ev: Any, neg: bool) -> tuple[float, float, float, str]:
-    """(error, tolerance, severity, margin text) to show for an evidence: a check's
-    headline; for a negative control, the sub-check it targets (``Claim.negative_target``),
-    whose severity is above 1 exactly when it fails, and its margin (``x7.98``: error /
-    tolerance, tolerance / error for an "at least" bound; ``excess +0.25`` for a bound on
-    a signed quantity such as a fitted rate)."""
+def _shown(ev: Any, neg: bool) -> tuple[float, float, float, str, str, str]:
+    """(error, tolerance, severity, margin text, sub-check name, "unit, kind") to show for
+    an evidence: for a check, its WORST sub-check (the failing one when it fails, else the
+    one nearest its bound; :func:`verify.report.worst.worst_subcheck`); for a negative
+    control, the sub-check it targets (``Claim.negative_target``).  The severity is above 1
+    exactly when the bound is broken; the margin is ``x7.98`` (error / tolerance, tolerance
+    / error for an "at least" bound) or ``excess +0.25`` (a bound on a signed quantity)."""
+    from verify.report.worst import unit_of, worst_subcheck
     if not neg:
-        return float(ev.error), float(ev.tolerance), _ratio(ev), ""
+        w = worst_subcheck(ev)
+        return w.error, w.tolerance, w.severity, "", w.name, f"{w.unit}, {w.kind}"
     from verify.kit import control_margin
     m = control_margin(ev, getattr(_claim_of(ev.claim_id), "negative_target", "") or "")
-    return m.error, m.tolerance, m.severity(), m.factor_text()
+    reason = next((str(d.get("reason", "")) for d in (ev.details or {}).get("subchecks", [])
+                   if isinstance(d, dict) and d.get("name") == m.name), "")
+    return (m.error, m.tolerance, m.severity(), m.factor_text(), m.name or "",
+            f"{unit_of(reason, m.name or '')}, {m.sense}")
+
+
+def _short(name: str, width: int = 70) -> str:
+    """A sub-check name on one line, cut to ``width`` characters."""
+    text = " ".join(str(name).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _claim_of(claim_id: str) -> Any:
@@ -336,6 +356,26 @@ def _claim_summary(results: list, neg: bool) -> dict[str, Any]:
             "seconds": sum(r.seconds for r in results)}
 
 
+def _write_check_json(json_path: Path, args: argparse.Namespace, seeds: list[int], neg: bool,
+                      results: list) -> None:
+    """``check --json FILE``: one row per (claim, seed), written atomically."""
+    rows = []
+    for r in results:
+        if r.evidence is not None:
+            row = r.evidence.to_json()
+            if r.error is not None:
+                row["exception"] = r.error_line
+        else:
+            row = {"claim_id": r.task.name, "seed": r.task.seed, "profile": r.task.profile,
+                   "negative_control": neg, "passed": False, "exception": r.error_line,
+                   "seconds": r.seconds}
+        rows.append(row)
+    from verify._atomic import atomic_write_bytes
+    atomic_write_bytes(json_path, json.dumps(
+        {"profile": args.profile, "seeds": seeds, "negative_controls": neg,
+         "examples": args.examples, "evidence": rows}, indent=1).encode())
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from verify.runner import Task, format_seeds
     claims = _resolve(args.ids)
@@ -348,8 +388,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     display = _Display()
     wid = max([5] + [len(c.id) for c in claims])
     header = (f"{'id':<{wid}} {'failed' if neg else 'passed':>7} {'worst seed':>10} {'measured error':>14} "
-              f"{'tolerance':>10}  " + (f"{'margin':<14}  " if neg else "")
-              + f"{'verdict':<20} {'seconds':>7}")
+              f"{'tolerance':>10}  {'unit, kind':<22}  " + (f"{'margin':<14}  " if neg else "")
+              + f"{'verdict':<20} {'seconds':>7}  "
+              + ("targeted sub-check" if neg else "worst sub-check"))
     printed = [0]
     done = [0] * len(claims)
     results: list = [None] * len(tasks)
@@ -369,15 +410,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
         err = "-" if shown is None else fmt(shown[0])
         tol = "-" if shown is None else fmt(shown[1])
         margin = "" if not neg else f"{'-' if shown is None else shown[3]:<14}  "
+        unit = "-" if shown is None else shown[5]
+        name = "" if shown is None else _short(shown[4])
         display.line(f"{claims[k].id:<{wid}} {s['ok']:>3}/{s['n']:<3} {w.task.seed:>10} {err:>14} "
-                     f"{tol:>10}  {margin}", (f"{verdict:<20}", _style(all_ok)), f" {s['seconds']:7.1f}",
+                     f"{tol:>10}  {unit:<22}  {margin}", (f"{verdict:<20}", _style(all_ok)),
+                     f" {s['seconds']:7.1f}", f"  {name}" if name else "",
                      f"  {w.error_line}" if w.error is not None and ns == 1 else "")
         if ns > 1:
             for r in s["bad"][:8]:
                 e_t = None if r.error is not None else _shown(r.evidence, neg)
                 what = (f"ERROR {r.error_line}" if e_t is None else
-                        f"{'passed' if neg else 'failed'}: error {fmt(e_t[0])}, "
-                        f"tolerance {fmt(e_t[1])}" + (f" ({e_t[3]})" if neg else ""))
+                        f"{'passed' if neg else 'failed'}: {_short(e_t[4])}: error {fmt(e_t[0])}, "
+                        f"tolerance {fmt(e_t[1])} ({e_t[5]})" + (f" ({e_t[3]})" if neg else ""))
                 display.line(f"      seed {r.task.seed}: ", (what, _style(False)))
             if len(s["bad"]) > 8:
                 display.line(f"      ... and {len(s['bad']) - 8} more seed(s)")
@@ -400,10 +444,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 ex.run(tasks, on_result=on_result)
         finally:
             display.stop()
-    bad = 0
-    for k in range(len(claims)):
-        s = _claim_summary(results[k * ns:(k + 1) * ns], neg)
-        bad += s["ok"] != s["n"]
+    bad = sum(_claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] != ns
+              for k in range(len(claims)))
     what = "negative controls failed as required" if neg else "claims verified"
     at = f" at every seed ({format_seeds(seeds)})" if ns > 1 else ""
     print(f"{len(claims) - bad}/{len(claims)} {what}{at}" + ("" if not bad else f"; {bad} problem(s)"))
@@ -411,21 +453,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         slow = max(results, key=lambda r: r.seconds)
         print(f"slowest run: {slow.task.label}, {slow.seconds:.1f} s")
     if json_path is not None:
-        rows = []
-        for r in results:
-            if r.evidence is not None:
-                row = r.evidence.to_json()
-                if r.error is not None:
-                    row["exception"] = r.error_line
-            else:
-                row = {"claim_id": r.task.name, "seed": r.task.seed, "profile": r.task.profile,
-                       "negative_control": neg, "passed": False, "exception": r.error_line,
-                       "seconds": r.seconds}
-            rows.append(row)
-        from verify._atomic import atomic_write_bytes
-        atomic_write_bytes(json_path, json.dumps(
-            {"profile": args.profile, "seeds": seeds, "negative_controls": neg,
-             "examples": args.examples, "evidence": rows}, indent=1).encode())
+        _write_check_json(json_path, args, seeds, neg, results)
     return 0 if bad == 0 else 1
 
 
@@ -433,8 +461,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from verify.report import build_report
-    if args.only:
-        _resolve(args.only)  # unknown ids -> exit 2 before any work
+    if args.only:  # unknown ids -> exit 2 before any work; canonical ids, no repeats
+        args.only = list(dict.fromkeys(
+            c.id for c in _resolve([i for group in args.only for i in group])))
     from verify._paths import validate_report_out
     try:
         out = validate_report_out(args.out, "--out")
@@ -456,11 +485,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
         finally:
             display.stop()
     ok = summary["verified"] == summary["claims"] == summary["negative_controls_failing"]
+    observed = summary.get("observed", 0)
+    counts = (f"{summary['verified'] - observed} verified, {observed} observed (numerical "
+              f"evidence), {summary['claims'] - summary['verified']} failed of "
+              f"{summary['claims']} claims")
     display.line(f"report written to {summary['out']}/ (report.md, index.html, "
                  f"{len(summary['figures'])} figures): ",
-                 (f"{summary['verified']}/{summary['claims']} claims verified", _style(
-                     summary["verified"] == summary["claims"])),
-                 (f", {summary['negative_controls_failing']}/{summary['claims']} negative controls "
+                 (counts, _style(summary["verified"] == summary["claims"])),
+                 (f"; {summary['negative_controls_failing']}/{summary['claims']} negative controls "
                   "fail as required", _style(summary["negative_controls_failing"] == summary["claims"])),
                  f" at every seed ({summary['seeds']})" if len(seeds) > 1 else "")
     return 0 if ok else 1

@@ -49,7 +49,7 @@ from numerics.validation import long_runs
 from verify.kit import without_local_constants
 
 __all__ = ["Task", "TaskResult", "Executor", "ExecutionError", "TimeBudgetExceeded",
-           "run_task", "one_blas_thread", "keep_freed_memory", "without_local_constants", "parse_seeds", "format_seeds", "time_budget", "report_progress",
+           "run_task", "describe_exception", "derivation_self_test_site", "one_blas_thread", "keep_freed_memory", "without_local_constants", "parse_seeds", "format_seeds", "time_budget", "report_progress",
            "progress_hook", "code_fingerprint", "write_experiment", "experiment_payload", "BLAS_ENV", "CONNECT_TIMEOUT", "MAX_SEEDS"]
 
 MAX_SEEDS = 10_000
@@ -363,10 +363,34 @@ def run_task(task: Task) -> TaskResult:
         result.error = (f"TimeBudgetExceeded: {task.label} ran longer than its time budget "
                         f"of {task.timeout:g} s (--timeout)")
     except Exception as exc:
-        result.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        result.error = describe_exception(exc)
         result.traceback = traceback.format_exc()
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def derivation_self_test_site(exc: BaseException) -> str | None:
+    """Where a derivation's self-test failed, as ``derivations/sphere.py:123``, when
+    ``exc`` is a :class:`derivations.base.DerivationSelfTestError` or was raised inside a
+    module of ``derivations`` (its innermost frame there: a 40-digit test, ``float()`` of
+    a symbolic value, a TypeError of a wrong closed form); ``None`` otherwise."""
+    from derivations.base import DerivationSelfTestError
+    site = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        path = Path(frame.f_code.co_filename)
+        if path.parent.name == "derivations" and path.name != "base.py":
+            site = f"derivations/{path.name}:{lineno}"
+    if site is None and isinstance(exc, DerivationSelfTestError):
+        return "derivations"
+    return site
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The text of a task's exception; a failure inside a derivation is said to be one:
+    ``derivation self-test failed (derivations/sphere.py:123): AssertionError: ...``."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    site = derivation_self_test_site(exc)
+    return text if site is None else f"derivation self-test failed ({site}): {text}"
 
 
 def experiment_payload(result: TaskResult) -> dict[str, Any]:

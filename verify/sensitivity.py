@@ -8,6 +8,12 @@ The numbers live in a committed JSON file (``verify/data/sensitivity.json``), wr
 (:func:`results_hash`, a SHA-256 of their ``srepr``): when a derivation changes, its entry
 shows as ``stale`` until the file is regenerated.
 
+An installed package's claims (``<namespace>.<id>``) keep theirs in the package, in
+``sensitivity.json`` beside its top-level ``__init__.py`` (:func:`package_file`), written by
+``python -m verify mutate NS.ID --json-sensitivity <package dir>/sensitivity.json``.
+An entry may name the sub-check that limits the sensitivity (``"limited_by"``); the report
+shows it.
+
 >>> from verify import sensitivity
 >>> isinstance(sensitivity.describe("W2a"), str)
 True
@@ -24,7 +30,7 @@ import sympy as sp
 
 from verify import derived
 
-__all__ = ["DATA_FILE", "results_hash", "load", "update", "describe", "stale_entries",
+__all__ = ["DATA_FILE", "package_file", "results_hash", "load", "update", "describe", "stale_entries",
            "missing_entries"]
 
 DATA_FILE = Path(__file__).with_name("data") / "sensitivity.json"
@@ -82,23 +88,53 @@ def update(path: str | Path, rows: Sequence[dict[str, Any]], *, profile: str,
             "hash": results_hash(cid), "eps": row.get("sensitivity"),
             "derived": row["derived"], "formula": row["formula"],
             "raised": row.get("raised", 0), "not_caught": list(row.get("missed", [])),
-            "profile": profile, "seed": seed}
+            "profile": profile, "seed": seed,
+            **({"limited_by": row["limited_by"]} if row.get("limited_by") else {})}
     data["format"] = _FORMAT
     data["claims"] = dict(sorted(data["claims"].items()))
     atomic_write_bytes(str(path), (json.dumps(data, indent=1, sort_keys=False) + "\n").encode())
 
 
+def package_file(claim_id: str) -> Path | None:
+    """The sensitivity file of an installed package's claim ``<namespace>.<id>``:
+    ``sensitivity.json`` in the directory of the package that defines its check; ``None``
+    for our own claims (they use :data:`DATA_FILE`) or when the package is not found."""
+    if "." not in claim_id:
+        return None
+    import importlib
+    import sys
+    from verify.claims import UnknownClaimError, get
+    try:
+        module = getattr(get(claim_id).check, "__module__", None)
+    except UnknownClaimError:
+        return None
+    top = (module or "").split(".")[0]
+    try:
+        mod = sys.modules.get(top) or importlib.import_module(top)
+    except ImportError:
+        return None
+    origin = getattr(mod, "__file__", None)
+    return Path(origin).with_name("sensitivity.json") if origin else None
+
+
 def describe(claim_id: str, path: str | Path | None = None) -> str:
-    """For the report: the claim's sensitivity as ``"1e-08"``; ``"stale"`` when its
-    derivation changed since the file was written; ``"not caught"`` when one of its
-    mutants is not caught at eps = 0.1; ``"-"`` when the file has no entry."""
+    """For the report: the claim's sensitivity as ``"1e-08"`` (with ``", limited by NAME"``
+    when the entry names the limiting sub-check); ``"stale"`` when its derivation changed
+    since the file was written; ``"not caught"`` when one of its mutants is not caught at
+    eps = 0.1; ``"-"`` when the file has no entry.  An installed package's claim is read
+    from its :func:`package_file` unless ``path`` is given."""
+    if path is None:
+        path = package_file(claim_id)
     entry = load(path)["claims"].get(claim_id)
     if entry is None:
         return "-"
     if entry.get("hash") != results_hash(claim_id):
         return "stale"
     eps = entry.get("eps")
-    return "not caught" if eps is None else f"{float(eps):.0e}"
+    if eps is None:
+        return "not caught"
+    limit = entry.get("limited_by")
+    return f"{float(eps):.0e}" + (f", limited by {limit}" if limit else "")
 
 
 def stale_entries(path: str | Path | None = None) -> list[str]:

@@ -90,15 +90,22 @@ def all_claims() -> list[Claim]:
 
 
 def get(claim_id: str) -> Claim:
-    """The claim with this id (case-insensitive); :class:`UnknownClaimError` otherwise."""
+    """The claim with this id, matched case-insensitively (``h1f`` is ``H1f``; the command
+    line says so when the case differs); :class:`UnknownClaimError` otherwise, with the
+    closest ids by case-folded match.
+
+    >>> get("h1F").id
+    'H1f'
+    """
     reg = _load()
     if claim_id in reg:
         return reg[claim_id]
-    folded = {k.lower(): k for k in reg}
-    if str(claim_id).lower() in folded:
-        return reg[folded[str(claim_id).lower()]]
-    close = difflib.get_close_matches(str(claim_id), list(reg), n=3, cutoff=0.3)
-    raise UnknownClaimError(str(claim_id), close)
+    text = str(claim_id)
+    folded = {k.casefold(): k for k in reg}
+    if text.casefold() in folded:
+        return reg[folded[text.casefold()]]
+    close = difflib.get_close_matches(text.casefold(), list(folded), n=3, cutoff=0.3)
+    raise UnknownClaimError(text, [folded[k] for k in close])
 
 
 def run(claim_id: str, profile: str = "quick", seed: int = 0, *,

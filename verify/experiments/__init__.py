@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 from verify._atomic import atomic_write_bytes
 from verify._discovery import discover
 
-__all__ = ["Experiment", "MEMORY_LIMIT_BYTES", "Setting", "UnknownExperimentError",
+__all__ = ["Experiment", "is_experiment_output", "MEMORY_LIMIT_BYTES", "Setting", "UnknownExperimentError",
            "all_experiments", "describe_settings", "get", "parse_settings", "prepare", "run",
            "setting_spec", "validate_params"]
 
@@ -402,8 +402,19 @@ def prepare(name: str, settings: list[str] | None = None, out: str | Path = "out
     from verify._paths import validate_output_dir
     exp = get(name)
     params = parse_settings(exp, settings or [], profile)
-    outdir = validate_output_dir(out, "--out", files=(f"{name}.json", f"{name}.png"))
+    outdir = validate_output_dir(out, "--out", files=(f"{name}.json", f"{name}.png"),
+                                 owned=is_experiment_output)
     return exp, params, outdir
+
+
+def is_experiment_output(filename: str) -> bool:
+    """Whether a file name is one an experiment or a sweep writes (``NAME.json``,
+    ``NAME.png``, ``NAME-sweep.json``, ``NAME-sweep.png`` of a registered experiment)."""
+    stem, dot, ext = filename.rpartition(".")
+    if not dot or ext not in ("json", "png"):
+        return False
+    stem = stem[:-len("-sweep")] if stem.endswith("-sweep") else stem
+    return stem in {e.name for e in all_experiments()}
 
 
 def run(name: str, settings: list[str] | None = None, out: str | Path = "out",

@@ -155,7 +155,9 @@ def build_report(out: str | Path = "report", profile: str = "quick", seed: int =
                  on_task: Callable[[int, int, TaskResult], None] | None = None,
                  ) -> dict[str, object]:
     """Regenerate the report into ``out`` (checked with ``validate_report_out`` first);
-    returns a summary dict (paths, pass counts).  ``seeds`` (default ``[seed]``): a claim
+    returns a summary dict (paths, pass counts: ``verified`` counts every claim whose check
+    passed at every seed, ``observed`` those of them that are numerical evidence, shown
+    as "observed", ``failed`` the others).  With ``only``, no Performance section.  ``seeds`` (default ``[seed]``): a claim
     counts as verified when its check passes at every seed and its negative control fails
     at every seed."""
     from verify._atomic import make_staging, replace_dir
@@ -172,7 +174,7 @@ def build_report(out: str | Path = "report", profile: str = "quick", seed: int =
         t0 = time.perf_counter()
         sections = collect_sections(claims, profile, seeds, figdir, executor, examples, timeout,
                                     progress, on_task)
-        perf = _performance(figdir)
+        perf = None if only else _performance(figdir)  # --only: the named claims only
         meta: dict[str, Any] = {"profile": profile, "seed": seeds[0]}
         if len(seeds) > 1:
             meta["seeds"] = format_seeds(seeds)
@@ -196,6 +198,9 @@ def build_report(out: str | Path = "report", profile: str = "quick", seed: int =
         raise
     ok = sum(1 for s in sections if s.passed_every_seed)
     neg_ok = sum(1 for s in sections if s.negative_failed_every_seed)
+    observed = sum(1 for s in sections
+                   if s.passed_every_seed and s.claim.kind == "numerical-evidence")
     return {"out": str(out), "claims": len(sections), "verified": ok,
+            "observed": observed, "failed": len(sections) - ok,
             "negative_controls_failing": neg_ok, "seeds": format_seeds(seeds),
             "figures": sorted(p.name for p in (out / "figures").glob("*.png"))}

@@ -25,6 +25,7 @@ import sympy as sp
 
 import verify
 from verify.kit import Margin, control_margin, fmt
+from verify.report.worst import worst_subcheck
 from verify.report.mathml import (_LATEX_COMMAND, SYMBOL_TEX, ReportRenderError, _mathml_from_latex,
                                   display_latex, display_mathml, expression_latex,
                                   expression_mathml, symbol_tex)
@@ -92,9 +93,12 @@ def _versions() -> str:
             f"SciPy {scipy.__version__}, Matplotlib {matplotlib.__version__}")
 
 
+SELF_TEST = "derivation self-test failed"
+
+
 def _verdict(sec: "ClaimSection") -> str:
     if sec.error:
-        return "ERROR"
+        return "FAILED (derivation self-test)" if sec.error.startswith(SELF_TEST) else "ERROR"
     if sec.claim.kind == "numerical-evidence":
         return "observed" if sec.evidence.passed else "FAILED"
     return "verified" if sec.evidence.passed else "FAILED"
@@ -160,27 +164,60 @@ def _md_table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out)
 
 
-def _summary_columns(sections: list["ClaimSection"]) -> tuple[list[str], list[list[str]]]:
+def _certified(ev: Any) -> str:
+    """``n, r <= 1e-12`` from ``details["certified"]`` (certified instances and the worst
+    certified radius; ``disproved`` when a certificate refuted the claim); ``-`` when absent."""
+    cert = (getattr(ev, "details", None) or {}).get("certified") if ev is not None else None
+    if not isinstance(cert, dict):
+        return "-"
+    n, r = cert.get("instances"), cert.get("worst_radius")
+    text = f"{n if n is not None else '?'}, radius <= {fmt(r) if r is not None else '?'}"
+    return text + (", DISPROVED" if cert.get("disproved") else "")
+
+
+def _worst_cells(ev: Any) -> list[str]:
+    """The worst sub-check's name and ``error / tolerance (unit, kind)``."""
+    if ev is None:
+        return ["-", "-"]
+    w = worst_subcheck(ev)
+    return [_code_text(w.name), w.cell()]
+
+
+def _summary_columns(sections: list["ClaimSection"],
+                     sensitivity: dict[str, str] | None = None,
+                     ) -> tuple[list[str], list[list[str]]]:
     seeds = any(getattr(s, "seed_evidence", None) for s in sections)
-    headers = ["id", "claim", "kind", "verdict", "measured error", "tolerance",
-               "negative control (margin)", "sensitivity"] + (["seeds passed"] if seeds else [])
+    headers = ["id", "claim", "kind", "verdict", "worst sub-check",
+               "error / tolerance (unit, bound)", "negative control (margin)", "sensitivity",
+               "certified"] + (["seeds passed"] if seeds else [])
     rows = []
     for s in sections:
         ev = s.evidence
+        sens = (sensitivity or {}).get(s.claim.id) or _sensitivity(s)
         row = [f"[{s.claim.id}](#{s.claim.id.lower()})", s.claim.title, s.claim.kind,
-               _verdict(s), fmt(ev.error) if ev else "-", fmt(ev.tolerance) if ev else "-",
-               _neg_verdict(s), _sensitivity(s)]
+               _verdict(s), *_worst_cells(ev), _neg_verdict(s), sens, _certified(ev)]
         rows.append(row + ([_seed_rate(s)] if seeds else []))
     return headers, rows
 
 
-SUMMARY_NOTE = ("*negative control*: the same check on a deliberately wrong variant must fail; "
+SUMMARY_NOTE = ("*worst sub-check*: the failing sub-check when the claim fails, else the one "
+                "nearest its bound; its error and tolerance are in the unit shown (relative, "
+                "absolute, SE = standard errors of a Monte Carlo mean, |slope - predicted| "
+                "for a fitted rate against its interval) and the bound is \"at most\", "
+                "\"at least\", a condition or a rate. "
+                "*negative control*: the same check on a deliberately wrong variant must fail; "
                 "the margin is how far the sub-check it targets lies beyond its bound: "
                 "error/tolerance (tolerance/error for an \"at least\" bound), above 1 fails; "
                 "for a bound on a signed quantity (a fitted rate) the excess over the bound, "
                 "above 0 fails. *sensitivity*: "
                 "the smallest relative perturbation e -> e(1+eps)+eps of a derived result that the check detects "
-                "(`python -m verify mutate`).")
+                "(`python -m verify mutate`). It is not the error: a perturbed result is caught when SOME "
+                "sub-check reading it breaks its bound, and the claim's sensitivity is the "
+                "worst over its derived results, so a result read only by a sub-check with a "
+                "loose tolerance (a Monte Carlo or quadrature bound of 1e-4, say) sets it, "
+                "whatever the headline error (an exact identity at 1e-32). "
+                "*certified*: instances proved by interval arithmetic and the worst certified "
+                "radius.")
 
 
 # ---------------------------------------------------------------------------- Markdown
@@ -217,14 +254,14 @@ def _md_claim(s: "ClaimSection") -> list[str]:
     c = s.claim
     L = [f'<a id="{c.id.lower()}"></a>', f"### {c.id}: {c.title}", "",
          f"**Source:** {c.source}  ", f"**Kind:** {c.kind}  ", f"**Verdict:** {_verdict(s)}  ",
-         f"**Catalogue:** `docs/claims.md`, section {c.id}", ""]
+         f"**Catalogue:** {_catalogue(c)}", ""]
     if getattr(c, "sizes", None):
         L[-1:-1] = [f"**Sizes:** {sizes_text(c.sizes)}  "]
     L += [f"**Statement.** {c.statement}", ""]
     for note in c.notes:
         L += [f"> **Note.** {note}", ""]
     if s.error:
-        return L + ["**Error while running this claim:**", "", "```", s.error, "```", ""]
+        return L + [f"**{_error_heading(s)}**", "", "```", s.error, "```", ""]
     L += ["#### Derivation (SymPy)", ""]
     for i, step in enumerate(c.derivation().steps, 1):
         L.append(f"{i}. {step.text}")
@@ -250,6 +287,22 @@ def _md_claim(s: "ClaimSection") -> list[str]:
             L += [reach, ""]
         L += [f"![{cap}](figures/{name})\n\n*{cap}*\n" for name, cap in s.figures]
     return L
+
+
+def _error_heading(s: "ClaimSection") -> str:
+    if s.error and s.error.startswith(SELF_TEST):
+        return ("The derivation's own self-test failed (a wrong derivation, caught before "
+                "the check ran):")
+    return "Error while running this claim:"
+
+
+def _catalogue(c: Any) -> str:
+    """Where the claim is catalogued: our ``docs/claims.md``, or for an installed package's
+    claim (``<namespace>.<id>``) that package's own documentation."""
+    if "." in c.id:
+        module = getattr(getattr(c, "check", None), "__module__", None) or c.id.split(".")[0]
+        return f"the documentation of its package (`{module.split('.')[0]}`), not docs/claims.md"
+    return f"`docs/claims.md`, section {c.id}"
 
 
 def _md_claim_negative(s: "ClaimSection") -> list[str]:
@@ -425,14 +478,14 @@ def _html_claim(s: "ClaimSection", figdir: Path) -> str:
     H = [f'<section class="claim" id="{c.id.lower()}">', f"<h3>{c.id}: {html.escape(c.title)}</h3>",
          f"<p><strong>Source:</strong> {_text_html(c.source, w + ' source')}<br><strong>Kind:</strong> {c.kind}"
          f'<br><strong>Verdict:</strong> <span class="{cls}">{v}</span>'
-         f"<br><strong>Catalogue:</strong> <code>docs/claims.md</code>, section {c.id}"
+         f"<br><strong>Catalogue:</strong> {_text_html(_catalogue(c), w + ' catalogue')}"
          + (f"<br><strong>Sizes:</strong> {html.escape(sizes_text(c.sizes))}"
             if getattr(c, "sizes", None) else "") + "</p>",
          f"<p><strong>Statement.</strong> {_text_html(c.statement, w + ' statement')}</p>"]
     H += [f'<p class="note"><strong>Note.</strong> {_text_html(n, w + " note")}</p>' for n in c.notes]
     if s.error:
         _check_control(s.error, w + " error")
-        H += [f"<p class='fail'>Error while running this claim:</p><pre>{html.escape(s.error)}</pre></section>"]
+        H += [f"<p class='fail'>{html.escape(_error_heading(s))}</p><pre>{html.escape(s.error)}</pre></section>"]
         return "\n".join(H)
     H.append("<h4>Derivation (SymPy)</h4><ol>")
     for i, step in enumerate(c.derivation().steps, 1):

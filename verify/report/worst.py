@@ -1,0 +1,71 @@
+"""The sub-check a summary row shows: the WORST one (the failing one when the claim fails,
+else the one closest to or furthest beyond its bound), with its kind and unit.
+
+Shared by ``python -m verify check`` and the report's summary table, so both name what
+failed instead of the headline (first) sub-check.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from verify.kit import control_margin, fmt
+
+__all__ = ["Worst", "worst_subcheck", "unit_of"]
+
+_RATE = re.compile(r"% interval .*predicted", re.S)
+_SE = re.compile(r"\b(SE|standard errors?|sigma)\b")
+
+
+@dataclass(frozen=True)
+class Worst:
+    """One sub-check's numbers as a summary shows them."""
+    name: str
+    error: float
+    tolerance: float
+    passed: bool
+    kind: str   # "at most", "at least", "condition" or "rate"
+    unit: str   # "relative", "absolute", "SE", "|slope - predicted|" or "-"
+    severity: float = 0.0  # above 1 exactly when the bound is broken
+
+    def cell(self) -> str:
+        """``1.0e-03 / 1e-08 (relative, at most)``."""
+        return f"{fmt(self.error)} / {fmt(self.tolerance)} ({self.unit}, {self.kind})"
+
+
+def unit_of(reason: str, name: str = "") -> str:
+    """The unit of a sub-check's error, inferred from its reason and name (the kit's
+    SubCheck has no unit field): a rate study's ``|slope - predicted|``, standard errors,
+    relative or absolute; ``-`` when the text does not say."""
+    text = f"{name} {reason}"
+    if _RATE.search(reason):
+        return "|slope - predicted|"
+    if _SE.search(text):
+        return "SE"
+    low = text.lower()
+    if "relative" in low or "rtol" in low:
+        return "relative"
+    if "absolute" in low or "atol" in low:
+        return "absolute"
+    return "-"
+
+
+def _subcheck_dicts(ev: Any) -> list[dict[str, Any]]:
+    details = getattr(ev, "details", None) or {}
+    return [d for d in (details.get("subchecks") or [])
+            if isinstance(d, dict) and "error" in d and "tolerance" in d]
+
+
+def worst_subcheck(ev: Any) -> Worst:
+    """The worst sub-check of an evidence (:func:`verify.kit.control_margin` with no
+    target: a failing one first, then the one furthest beyond its bound); an evidence
+    without sub-checks gives its headline, named by what it compared."""
+    m = control_margin(ev, "")
+    subs = _subcheck_dicts(ev)
+    reason = next((str(d.get("reason", "")) for d in subs if str(d.get("name", "")) == m.name),
+                  str(getattr(ev, "tolerance_reason", "") or ""))
+    unit = unit_of(reason, m.name or "")
+    kind = "rate" if unit == "|slope - predicted|" else m.sense
+    name = m.name or str(getattr(ev, "compared", "") or "headline")
+    return Worst(name, m.error, m.tolerance, m.passed, kind, unit, m.severity())
