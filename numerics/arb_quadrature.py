@@ -34,11 +34,13 @@ import numpy as np
 __all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
            "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
            "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball",
-           "relu_unit_gradient", "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
+           "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
 
 INITS = ("uniform", "gaussian")
 MAX_PREC = 8192            # bits; beyond, one special-function call takes seconds
 MAX_SPHERE_DIM = 10 ** 7   # sin^(k-2) integrals beyond: seconds per value
+MAX_PIECES = 10 ** 4
+MAX_EVAL_LIMIT = 10 ** 8
 _GAUSS_CUT = 24            # |a|, r <= 24 for the gaussian init; tails bounded below
 
 
@@ -103,12 +105,41 @@ def _finite_input(v: Any, name: str) -> float:
 
 
 def _init(init: Any) -> str:
-    if init not in INITS:
+    if not isinstance(init, str) or init not in INITS:
         raise ValueError(f"init must be one of {INITS}; got {init!r}")
     return init
 
 
+def _rel_radius(v: Any) -> float | None:
+    """``max_rel_radius``: None (no bound) or a real number in (0, 1]."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"max_rel_radius must be None or a real number in (0, 1]; got "
+                        f"{type(v).__name__}")
+    if not 0 < float(v) <= 1:
+        raise ValueError(f"max_rel_radius must be in (0, 1] (a relative radius); got {v!r}")
+    return float(v)
+
+
+def _pieces(pieces: Any) -> list[tuple[Any, Any, Callable]]:
+    if not isinstance(pieces, (list, tuple)) or not pieces:
+        raise TypeError("pieces must be a non-empty list of (lo, hi, f) triples; got "
+                        f"{type(pieces).__name__}")
+    if len(pieces) > MAX_PIECES:
+        raise ValueError(f"pieces has {len(pieces)} entries (at most {MAX_PIECES}): one "
+                         "acb.integral per piece; merge pieces that share an analytic integrand")
+    out = []
+    for i, p in enumerate(pieces):
+        if not isinstance(p, (list, tuple)) or len(p) != 3 or not callable(p[2]):
+            raise TypeError(f"pieces[{i}] must be a triple (lo, hi, f) with f(z, analytic) "
+                            f"callable; got {p!r:.80}")
+        out.append(tuple(p))
+    return out
+
+
 def _check_ball(v: Any, what: str, max_rel_radius: float | None) -> Any:
+    max_rel_radius = _rel_radius(max_rel_radius)
     if not v.is_finite():
         raise UncertifiedError(f"{what}: the enclosure {v} is not finite (the integral did "
                                "not converge within the work limits; raise prec)")
@@ -130,6 +161,14 @@ def certified_integral(pieces: Sequence[tuple[Any, Any, Callable[[Any, bool], An
     if it is not finite, has a non-zero imaginary part, or is wider than
     ``max_rel_radius`` (relative)."""
     flint = _flint()
+    pieces = _pieces(pieces)
+    if not isinstance(what, str):
+        raise TypeError(f"what must be a string (the integral's name); got {type(what).__name__}")
+    max_rel_radius = _rel_radius(max_rel_radius)
+    if eval_limit is not None and (isinstance(eval_limit, bool) or not isinstance(
+            eval_limit, (int, np.integer)) or not 1 <= eval_limit <= MAX_EVAL_LIMIT):
+        raise ValueError(f"eval_limit must be None or an integer in 1..{MAX_EVAL_LIMIT}; "
+                         f"got {eval_limit!r}")
     total = flint.acb(0)
     # acb.integral's default absolute goal 2^-prec would stop a small integral (omega(1e3)
     # ~ 1e-13) at a relative radius 2^-prec / value: ask for 2^-(2 prec) absolute
@@ -137,6 +176,8 @@ def certified_integral(pieces: Sequence[tuple[Any, Any, Callable[[Any, bool], An
     if eval_limit is not None:
         kw["eval_limit"] = int(eval_limit)
     for lo, hi, f in pieces:
+        lo, hi = (x if isinstance(x, (flint.arb, flint.acb)) else exact_ball(x, "a piece's endpoint")
+                  for x in (lo, hi))
         total += flint.acb.integral(f, lo, hi, **kw)
     if not total.imag.contains(0):
         raise UncertifiedError(f"{what}: the integral of a real integrand has imaginary part "
@@ -145,7 +186,7 @@ def certified_integral(pieces: Sequence[tuple[Any, Any, Callable[[Any, bool], An
 
 
 # ------------------------------------------------------------------ one ReLU unit
-def relu_unit_gradient(a: Any, b: Any, c: Any, x: Any, active: bool) -> tuple[Any, Any, Any]:
+def _relu_unit_gradient(a: Any, b: Any, c: Any, x: Any, active: bool) -> tuple[Any, Any, Any]:
     """(d/dc, d/da, d/db) of the unit c (a x - b)_+ at a point (a, b) where the unit is
     ``active`` (a x > b) or not (the derivative of (u)_+ is 1[u > 0])."""
     if not active:
@@ -176,8 +217,8 @@ def _ntk_integrand(xs: tuple[float, float], sigma_c: float) -> Callable:
     C = exact_ball(sigma_c, "sigma_c")
 
     def g(a: Any, b: Any, act: tuple[bool, bool]) -> Any:
-        gx = relu_unit_gradient(a, b, C, X, act[0])
-        gxp = relu_unit_gradient(a, b, C, XP, act[1])
+        gx = _relu_unit_gradient(a, b, C, X, act[0])
+        gxp = _relu_unit_gradient(a, b, C, XP, act[1])
         return gx[0] * gxp[0] + gx[1] * gxp[1] + gx[2] * gxp[2]
     return g
 
@@ -304,6 +345,7 @@ def _gaussian_expectation(xs: tuple[float, ...], g: Callable, degree: int, what:
 # ------------------------------------------------------------------ public entries
 def _kernel(kind: str, x: Any, xp: Any, init: Any, prec: int, sigma_c: Any = None,
             max_rel_radius: float | None = 1e-30) -> Any:
+    max_rel_radius = _rel_radius(max_rel_radius)
     p, q = _finite_input(x, "x"), _finite_input(xp, "xp")
     init = _init(init)
     xs = (p, q)
@@ -353,6 +395,7 @@ def rkhs_weight_ball(x: float, init: str = "uniform", exponent: int = 3, prec: i
     init; the integral cut at a = 0 (|a|) and, uniform, at the support's ends
     |a| = min(1, 1/|x|); gaussian: |a| <= 24 and the tail as a ball (|a|^k e^(-a^2 (1+x^2)/2)
     <= |a| e^(-a^2/4) for |a| >= 24, k <= 8: tail <= 2 e^(-144) / (2 pi) per side)."""
+    max_rel_radius = _rel_radius(max_rel_radius)
     flint = _flint()
     xv = _finite_input(x, "x")
     init = _init(init)
@@ -396,6 +439,7 @@ def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | Non
     spherical coordinates), and (u . e)_+ = cos(theta)_+, cut at its kink pi/2:
     int_0^(pi/2) cos sin^(k-2) / int_0^pi sin^(k-2)."""
     flint = _flint()
+    max_rel_radius = _rel_radius(max_rel_radius)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SPHERE_DIM:
         raise ValueError(f"k (the sphere dimension d_H) must be an integer in 1..{MAX_SPHERE_DIM}; "
                          f"got {k!r}")

@@ -1407,6 +1407,12 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
                                                  "Y": np.array([1.0, 2.0, 3.5])},
     "verify.formulas.VerifiedFormula": {},
     "verify.kit.fmt": {"x": 1.5},
+    "verify.kit.certified_compare": {"name": "c", "reason": "r", "instances": lambda: [
+        _kit().CertifiedInstance("x = 1", 1, 1)]},
+    "verify.kit.certified_details": {"subchecks": lambda: [_kit().certified_compare(
+        "c", [_kit().CertifiedInstance("x = 1", 1, 1)], reason="r")]},
+    "verify.kit.CertifiedInstance": {"label": "x = 1", "value": 1, "reference": 1},
+    "numerics.arb_quadrature.certified_integral": {"pieces": lambda: [(0, 1, _arb_identity)]},
     "verify.kit.jsonable": {"obj": lambda: {"a": [1.0, 2.0]}},
     "verify.kit.Margin": {"name": "n"},
     "verify.kit.Claim.run": {"negative_control": False},
@@ -1420,6 +1426,15 @@ SURFACE_NO_BASE = {"verify.formulas.VerifiedFormula", "numerics.equivariant.Unit
 #: RuntimeError naming the cause (divergence, budget); other targets may not
 SURFACE_MAY_STOP = ("gradient_descent", "gradient_flow", "reduced_flow", "simulate",
                     "train", "output_layer_gd", "discover_fixed_space", "fit_output_layer")
+
+
+def _kit():
+    import verify.kit
+    return verify.kit
+
+
+def _arb_identity(z: Any, analytic: bool) -> Any:
+    return z
 
 
 def _resolve(v: Any) -> Any:

@@ -369,6 +369,11 @@ def certified_compare(name: str, instances: Sequence[CertifiedInstance], *,
     for label, v in (("max_rel_radius", max_rel_radius), ("bound", bound)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"certified_compare: {label} must be a finite number >= 0; got {v!r}")
+    if not isinstance(relative, bool):
+        raise TypeError(f"certified_compare: relative must be True or False; got {relative!r}")
+    if not isinstance(instances, (list, tuple)):
+        raise TypeError("certified_compare: instances must be a list of CertifiedInstance; "
+                        f"got {type(instances).__name__}")
     insts = list(instances)
     if not insts:
         raise ValueError("certified_compare: no instances")
@@ -415,9 +420,13 @@ def certified_details(subchecks: Sequence[SubCheck]) -> dict[str, Any]:
     """The claim-level summary of its certified sub-checks (those made by
     :func:`certified_compare`), for ``details["certified"]``: ``{"instances": total
     instances, "worst_radius": worst relative radius, "disproved": any disproof}``."""
+    if not isinstance(subchecks, (list, tuple)):
+        raise TypeError("certified_details: subchecks must be a list of SubCheck; got "
+                        f"{type(subchecks).__name__}")
     cs = [s.certified for s in subchecks if isinstance(getattr(s, "certified", None), dict)]
     if not cs:
-        raise ValueError("certified_details: no certified sub-check among the given ones")
+        raise ValueError("certified_details: subchecks holds no certified sub-check (made by "
+                         "certified_compare)")
     return {"instances": int(sum(c["instances"] for c in cs)),
             "worst_radius": float(max(c["worst_radius"] for c in cs)),
             "disproved": bool(any(c["disproved"] for c in cs))}
