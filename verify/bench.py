@@ -745,7 +745,7 @@ def _performance_text(data: dict[str, Any], has_cpu: bool) -> str:
             L.append(f"| {c['problem']} | {c['scale']} | {sz} | {_LABEL.get(name, name)} | "
                      f"{_ms(tmin)} | {_ms(r['median'])} | {_cpu_ratio(c['ratios'].get(name))} | "
                      f"{more}{_peak(r)} | {_agree(r['agreement'])} |")
-    L += ["", f"Performance targets (ratios of minimum {clock}s on one thread, of wall-time "
+    L += ["", f"Performance targets (ratios of minimum {clock} on one thread, of wall-time "
           "minima on several):", "", "| target | measured | verdict |", "|---|---|---|"]
     for t in data.get("targets", []):
         meas = "n/a" if t["measured"] is None else f"{t['measured']:.3g}"

@@ -446,9 +446,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
             display.stop()
     bad = sum(_claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] != ns
               for k in range(len(claims)))
-    what = "negative controls failed as required" if neg else "claims verified"
     at = f" at every seed ({format_seeds(seeds)})" if ns > 1 else ""
-    print(f"{len(claims) - bad}/{len(claims)} {what}{at}" + ("" if not bad else f"; {bad} problem(s)"))
+    if neg:
+        counts = f"{len(claims) - bad}/{len(claims)} negative controls failed as required"
+    else:  # a numerical-evidence claim that passes is "observed", not "verified"
+        observed = sum(c.kind == "numerical-evidence" and
+                       _claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] == ns
+                       for k, c in enumerate(claims))
+        counts = (f"{len(claims) - bad - observed}/{len(claims)} claims verified"
+                  + (f", {observed} observed (numerical evidence)" if observed else ""))
+    print(counts + at + ("" if not bad else f"; {bad} problem(s)"))
     if len(tasks) > 1:
         slow = max(results, key=lambda r: r.seconds)
         print(f"slowest run: {slow.task.label}, {slow.seconds:.1f} s")

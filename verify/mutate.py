@@ -268,14 +268,13 @@ def _run_check(claim_id: str, profile: str, seed: int) -> tuple[str, str]:
     """Run the claim's check here, under whatever perturbation is active."""
     from verify.claims import get
     from verify.kit import no_shrinking, without_local_constants
-    from verify.runner import one_blas_thread
+    from verify.runner import describe_exception, one_blas_thread
     claim = get(claim_id)
     with one_blas_thread(), without_local_constants(), no_shrinking():
         try:
             ev = claim.run(profile, seed)
         except Exception as exc:
-            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-            return RAISED, f"raised: {type(exc).__name__} ({msg})"
+            return RAISED, f"raised: {describe_exception(exc).splitlines()[0][:240]}"
     return classify(ev)
 
 
@@ -501,6 +500,8 @@ def summarize(results: list[MutantResult], claim_ids: Sequence[str]) -> list[dic
         if rs and rs[0].eps is None:
             sens = [r.smallest_caught for r in rs]
             row["sensitivity"] = None if any(s is None for s in sens) else max(sens)
+        elif rs:  # one eps: the sensitivity is at most eps when every mutant was caught
+            row["sensitivity_bound"] = (("<=" if all(r.caught for r in rs) else ">"), rs[0].eps)
         row["unmutable"] = unmutable_entries(derived.results(cid))
         row["missed"] = [f"{r.label} ({_state(r)})" for r in rs if not r.caught]
         rows.append(row)
@@ -577,6 +578,9 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         sens = row.get("sensitivity", "")
         sens = "-" if sens is None else (f"{sens:.0e}" if sens != "" else "")
+        if "sensitivity_bound" in row:
+            op, e = row["sensitivity_bound"]
+            sens = f"{op} {e:.0e}"
         print(f"{row['claim']:<6} {row['derived']:>9} {row['formula']:>8} {row['disproved']:>10} "
               f"{row['raised']:>7} {sens:>12}"
               + (f"  not caught: {', '.join(row['missed'])}" if row["missed"] else ""))

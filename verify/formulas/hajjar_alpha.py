@@ -5,6 +5,7 @@ import numpy as np
 import scipy.special as sc
 import sympy as sp
 
+from derivations.hajjar_reduced import D_H as _D_H
 from derivations.sphere import k as _k
 from numerics.validation import as_int_array
 from verify.formulas._base import UlpBound, VerifiedFormula
@@ -28,7 +29,7 @@ def _validate(d_H):
 
 def _numpy_impl(expr: sp.Expr):
     from verify import derived
-    direct = sp.lambdify(_k, expr, modules=[{"gamma": sc.gamma}, "numpy"])
+    direct = sp.lambdify(_D_H, expr, modules=[{"gamma": sc.gamma}, "numpy"])
     series = derived.results("H1f")["log_gap_series"]
     stirling = sp.lambdify(_k, sp.sqrt(2 * sp.pi * _k) * sp.exp(series), modules="numpy")
 
@@ -45,11 +46,11 @@ def _numpy_impl(expr: sp.Expr):
 
 def _expr() -> sp.Expr:
     from verify import derived
-    return derived.results("H1f")["alpha"]
+    return derived.results("H1f")["alpha"].xreplace({_k: _D_H})  # the docs' symbol
 
 
 alpha_constant = VerifiedFormula(
-    name="alpha_constant", claim="H1f", symbols=(_k,), expr_fn=_expr, validate=_validate,
+    name="alpha_constant", claim="H1f", symbols=(_D_H,), expr_fn=_expr, validate=_validate,
     numpy_impl=_numpy_impl,
     ulp_bound=UlpBound(16, "value (|exact|)", "d_H <= 340: two scipy Gamma values (a few ulps "
                        "each), a sqrt and two products; beyond: exp of the derived series "
