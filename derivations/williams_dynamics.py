@@ -590,8 +590,8 @@ def derive_W2i() -> dict:
     v_ratios = {sp.simplify(vv.subs(scaled, simultaneous=True) / vv) for vv in V_lin if vv != 0}
     if v_ratios != {lam}:
         raise ArithmeticError("W2i: the mean-field velocity is not 1-homogeneous")
-    # spherical coordinates of (a, b, c): volume element rho_r^jac d rho_r d sigma
-    rr, th, be = sp.symbols("varrho theta beta", positive=True)
+    # spherical coordinates of (a, b, c): volume element r^jac dr dsigma
+    rr, th, be = sp.symbols("r theta beta", positive=True)
     sph = sp.Matrix([rr * sp.cos(be) * sp.cos(th), rr * sp.cos(be) * sp.sin(th), rr * sp.sin(be)])
     jac = sp.simplify(sph.jacobian([rr, th, be]).det())
     jac_degree = sp.degree(sp.factor(jac), rr)
@@ -614,14 +614,14 @@ def _build_W2i() -> Derivation:
         Step("Time scale at $\\alpha(m) = m$ (GD in $z$ at step $\\eta_z = T h$ is mean-field "
              "GD at flow step $h$):", w["time_scale"], lhs="T(m)"),
         Step("$\\phi(\\lambda w) = \\lambda^q\\phi(w)$ and $V(\\lambda w) = \\lambda V(w)$ "
-             "for $\\lambda > 0$ (checked), so a particle $\\varrho\\,\\omega$ moves as "
-             "$\\varrho$ times the particle $\\omega$ on the unit sphere:", w["phi_degree"],
+             "for $\\lambda > 0$ (checked), so a particle $r\\,\\omega$ moves as "
+             "$r$ times the particle $\\omega$ on the unit sphere:", w["phi_degree"],
              lhs="q"),
-        Step("Volume element of $(a,b,c) = \\varrho(\\cos\\beta\\cos\\theta, "
+        Step("Volume element of $(a,b,c) = r(\\cos\\beta\\cos\\theta, "
              "\\cos\\beta\\sin\\theta, \\sin\\beta)$:", w["jacobian"]),
         Step("hence $f_\\tau(x) = \\int_{S^2}\\phi(\\Phi_\\tau(\\omega); x)\\,W(\\omega)\\,"
-             "d\\sigma(\\omega)$ with $W(\\omega) = \\int_0^\\infty\\varrho^{k} p_0(\\varrho\\omega)"
-             "\\,d\\varrho$, $p_0$ the density of $\\mu_0$:", w["weight_exponent"], lhs="k"),
+             "d\\sigma(\\omega)$ with $W(\\omega) = \\int_0^\\infty r^{k} p_0(r\\omega)"
+             "\\,dr$, $p_0$ the density of $\\mu_0$:", w["weight_exponent"], lhs="k"),
     ], results={"time_scale": sp.Lambda(m_width, w["time_scale"]),
                 "weight_exponent": w["weight_exponent"]})
 

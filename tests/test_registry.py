@@ -78,7 +78,7 @@ def test_claim_has_derived_results(claim_id: str) -> None:
 def test_get_is_case_insensitive_and_suggests() -> None:
     assert claims.get("h1f").id == "H1f"
     with pytest.raises(claims.UnknownClaimError) as exc:
-        claims.get("H1x")
+        claims.get("H1fx")
     assert "H1f" in str(exc.value)
 
 

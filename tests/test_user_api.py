@@ -49,7 +49,7 @@ def test_plugin_runs_claims_as_items_anywhere(tmp_path: Path) -> None:
 
 
 def test_plugin_unknown_id_is_one_line_usage_error(tmp_path: Path) -> None:
-    r = _pytest(["--claims", "H1z"], tmp_path, timeout=300)
+    r = _pytest(["--claims", "H1fz"], tmp_path, timeout=300)
     assert r.returncode == 4
     err = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert len(err) == 1 and "H1f" in err[0] and "Traceback" not in r.stderr, err

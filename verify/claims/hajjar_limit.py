@@ -1,6 +1,6 @@
 """Claim H1i: the d-dimensional width-m network trained by the population gradient flow from
 an i.i.d. rotation-invariant initialization converges to the reduced (c, theta) flow of
-Hajjar & Chizat (2023), Thm 4.3, at the rate m^-1/2 (MATH.md H.1, L).
+Hajjar & Chizat (2023), Thm 4.3, at the rate m^-1/2 (docs/conventions.md §2).
 
 The derivation (derivations/hajjar_reduced.py, ``derive_h1i``) gives the time change of a
 gradient step (flow time eta/m per step of learning rate eta) and the reduced field; the
@@ -158,7 +158,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     int_err = sh.l2_distance(half, F[i2, 0])
     study = rate_study(_STUDY, widths, D, predicted=-0.5, level=0.999)
     subs = [study.subcheck("fluctuations of i.i.d. particles around the mean-field flow "
-                           "(law of large numbers with CLT scaling; MATH.md L)"),
+                           "(law of large numbers with CLT scaling; docs/conventions.md §2)"),
             step_check, field,
             _bias_check("limit reference error (quadrature and phi~ table refined)", ref_err,
                         bound, f"2n nodes per sign, theta grid 2x, +16 phi nodes, vs n = "
@@ -202,7 +202,7 @@ def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 CLAIMS = [Claim(
     id="H1i", title="Width-m network -> reduced mean-field flow at rate m^-1/2",
-    source="Hajjar & Chizat (2023), Prop. 2.1 and Thm 4.3; mean-field limit (MATH.md L)",
+    source="Hajjar & Chizat (2023), Prop. 2.1 and Thm 4.3; mean-field limit (docs/conventions.md §2)",
     statement=r"For $f^* = |x_H|$, $x \sim N(0, I_d/d)$ and an i.i.d. initialization invariant "
               r"under $O(d_H)\times O(d-d_H)$ ($a = \pm1$, $b \sim \mathrm{Unif}(S^{d-1})$), "
               r"the width-$m$ population gradient flow (step $\eta$ = flow time $\eta/m$) "

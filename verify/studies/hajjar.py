@@ -1,4 +1,4 @@
-"""Hajjar & Chizat (2023): the studies that claims and experiments share (MATH.md H.1, L).
+"""Hajjar & Chizat (2023): the studies that claims and experiments share (docs/conventions.md §2).
 
 - :func:`alpha_by_quadrature`: alpha(k) = 1 / E[(u . e)_+] from its definition by quadrature
   (H1f checks it against the derived closed form);
@@ -70,7 +70,7 @@ def target_rule(d_H: int, n: int = 48) -> tuple[np.ndarray, np.ndarray]:
 
 
 def init_particles(rng: np.random.Generator, m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """The default initialization (MATH.md H.1), i.i.d. over particles: a = +-1 with
+    """The default initialization (docs/conventions.md §2), i.i.d. over particles: a = +-1 with
     probability 1/2, b ~ Unif(S^{d-1}), so |a| = |b|."""
     rng = require_generator(rng, "rng")
     m = require_positive_int(m, "m (width)", maximum=10 ** 7)
