@@ -98,7 +98,7 @@ def plan(name: str, settings: Sequence[str], sweeps: Sequence[str], out: str | P
         tasks += [Task("experiment", name, profile, s, params=params, timeout=timeout)
                   for s in seeds]
     outdir = validate_output_dir(out, "--out", files=(f"{name}-sweep.json", f"{name}-sweep.png"),
-                                 owned=is_experiment_output)
+                                 owned=experiments.is_experiment_output)
     return SweepPlan(name, profile, list(seeds), axes, fixed,
                      metric or getattr(exp, "metric", None), outdir, tasks)
 
