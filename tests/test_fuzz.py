@@ -1335,6 +1335,7 @@ MODULE_BASE["verify.kit"] = {
     "details": lambda: {}, "seconds": 0.1, "headers": lambda: ["a"], "rows": lambda: [[1.0]],
     "name": "n", "subchecks": lambda: [_kit_subcheck()], "value": 1.0, "reference": 1.0,
     "rtol": 1e-9, "ctx": lambda: _kit().RunContext("H1a", "quick", 0),
+    "size_items": (("n", 3),),
     "strategy": lambda: st.integers(0, 3), "measure": lambda: (lambda v: _kit_subcheck()),
     "quick": 2, "full": 2, "key": "rate_a2",
     "args": lambda: __import__("sympy").symbols("a p r"),
@@ -1429,11 +1430,6 @@ SURFACE_NO_BASE = {"verify.formulas.VerifiedFormula", "numerics.equivariant.Unit
 #: RuntimeError naming the cause (divergence, budget); other targets may not
 SURFACE_MAY_STOP = ("gradient_descent", "gradient_flow", "reduced_flow", "simulate",
                     "train", "output_layer_gd", "discover_fixed_space", "fit_output_layer")
-
-
-def _kit():
-    import verify.kit
-    return verify.kit
 
 
 def _arb_identity(z: Any, analytic: bool) -> Any:
@@ -1624,14 +1620,7 @@ def zlib_crc(text: str) -> int:
 
 #: surface targets with known failures in files this suite's owner does not own (the
 #: owners remove the entries once fixed; a census run prints the findings)
-KNOWN_SURFACE: dict[str, str] = {
-    f"verify.kit.{n}": "verify.kit strictness (issue 34, item 6: non-finite results, "
-    "unnamed TypeErrors/KeyErrors, AttributeErrors on wrong kinds, copies of huge views; "
-    "census after main 7150d70); verify/kit.py, _claim.py, _subchecks.py, derived.py and "
-    "plotting.py belong to the lead"
-    for n in ("Claim.outcome", "Claim.run", "RunContext.size", "combine", "compare",
-              "control_margin", "fmt", "for_all_instances", "jsonable", "lambdified",
-              "new_figure", "rate_study", "save_figure")}
+KNOWN_SURFACE: dict[str, str] = {}
 
 
 def _surface_param(t: SurfaceTarget):

@@ -126,13 +126,18 @@ class RunContext:
         return dict(self.size_items)
 
     def size(self, name: str) -> Any:
-        """One declared size of this run's profile, e.g. ``ctx.size("widths")``."""
+        """One declared size of this run's profile, e.g. ``ctx.size("widths")``; a name
+        the claim does not declare raises ValueError listing the declared ones."""
+        if not isinstance(name, str):
+            raise TypeError(f"size: name must be a declared size's name (text); got "
+                            f"{type(name).__name__}")
         for key, value in self.size_items:
             if key == name:
                 return value
         known = ", ".join(k for k, _ in self.size_items) or "none"
-        raise KeyError(f"claim {self.claim_id} declares no size {name!r} for profile "
-                       f"{self.profile!r} (declared: {known}); add it to the claim's sizes")
+        raise ValueError(f"size: claim {self.claim_id} declares no size name {name!r} for "
+                         f"profile {self.profile!r} (declared: {known}); add it to the "
+                         "claim's sizes")
 
     def n_examples(self, quick: int, full: int) -> int:
         """How many instances to draw: ``--examples N`` if given, else the profile's."""
@@ -271,7 +276,7 @@ class Claim:
     def context(self, profile: Profile = "quick", seed: int = 0, *,
                 negative_control: bool = False, examples: int | None = None) -> RunContext:
         """The :class:`RunContext` of one run (validated), with the profile's sizes."""
-        if profile not in PROFILES:
+        if not isinstance(profile, str) or profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
@@ -285,6 +290,12 @@ class Claim:
 
     def outcome(self, ctx: RunContext) -> Outcome:
         """Run the check (or the negative control, per ``ctx.negative_control``)."""
+        if not isinstance(ctx, RunContext):
+            raise TypeError(f"outcome: ctx must be a RunContext (from claim.context(profile, "
+                            f"seed)); got {type(ctx).__name__}")
+        if ctx.claim_id != self.id:
+            raise ValueError(f"outcome: ctx belongs to claim {ctx.claim_id}, not {self.id}; "
+                             f"build it with this claim's context()")
         if self.declares_variants:
             variant = self.near_miss if ctx.negative_control else (
                 None if self.exact is UNSET else self.exact)

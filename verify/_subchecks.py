@@ -52,6 +52,14 @@ def combine(compared: str, subchecks: list[SubCheck], *, headline: int = 0,
     bad = [type(x).__name__ for x in subchecks if not isinstance(x, SubCheck)]
     if bad:
         raise TypeError(f"combine: subchecks must be SubCheck objects; got {', '.join(bad)}")
+    for label, v, kinds, what in (("tables", tables, (list, tuple), "a list of Table"),
+                                  ("notes", notes, (list, tuple), "a list of strings"),
+                                  ("details", details, (dict,), "a dict"),
+                                  ("artifacts", artifacts, (dict,), "a dict")):
+        if v is not None and not isinstance(v, kinds):
+            raise TypeError(f"combine: {label} must be {what} or None; got {type(v).__name__}")
+    if tables is not None and not all(isinstance(t, Table) for t in tables):
+        raise TypeError("combine: tables must be Table objects")
     if isinstance(headline, bool) or not isinstance(headline, (int, np.integer)) \
             or not -len(subchecks) <= headline < len(subchecks):
         raise ValueError(f"combine: headline must index subchecks (0..{len(subchecks) - 1}); "
@@ -77,7 +85,10 @@ def combine(compared: str, subchecks: list[SubCheck], *, headline: int = 0,
 
 
 def fmt(x: Any, digits: int = 3) -> str:
-    """Compact, deterministic number formatting for tables."""
+    """Compact, deterministic number formatting for tables (``digits`` in 1..17)."""
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) \
+            or not 1 <= digits <= 17:
+        raise ValueError(f"fmt: digits must be an integer in 1..17; got {digits!r}")
     if isinstance(x, (bool, np.bool_)):
         return str(bool(x))
     if isinstance(x, (int, np.integer)):
@@ -192,7 +203,14 @@ def control_margin(evidence: Any, target: str = "") -> Margin:
     starts with ``target`` (a claim's ``negative_target``), else the failing ones, else
     all; among them a failing one first, then the one furthest beyond its bound.  An
     evidence without sub-checks gives its headline error and tolerance."""
-    details = getattr(evidence, "details", None) or {}
+    if not all(hasattr(evidence, a) for a in ("error", "tolerance", "passed")):
+        raise TypeError(f"control_margin: evidence must be an Evidence (a claim's run); got "
+                        f"{type(evidence).__name__}")
+    if not isinstance(target, str):
+        raise TypeError(f"control_margin: target must be a sub-check name (text); got "
+                        f"{type(target).__name__}")
+    details = getattr(evidence, "details", None)
+    details = details if isinstance(details, dict) else {}
     subs = [margin(_as_float(d["error"]), _as_float(d["tolerance"]), bool(d.get("passed", True)),
                    str(d.get("name", "")))
             for d in (details.get("subchecks") or [])
@@ -217,27 +235,29 @@ def loglog_slope(x: Any, y: Any, *, floor: float | None = None) -> float:
     return _fit_slope(np.log(x), np.log(y))
 
 
-def _loglog_arrays(fn: str, x: Any, y: Any, floor: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _loglog_arrays(fn: str, x: Any, y: Any, floor: float | None,
+                   names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
+    nx, ny = names
     try:
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{fn}: x and y must be arrays of real numbers ({exc})") from None
+        raise TypeError(f"{fn}: {nx} and {ny} must be arrays of real numbers ({exc})") from None
     if floor is not None:
         if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) \
                 or not (np.isfinite(floor) and floor > 0):
             raise ValueError(f"{fn}: floor must be a positive number; got {floor!r}")
         y = np.where(y < floor, floor, y)
     if x.ndim != 1 or x.size < 2 or y.shape[:1] != x.shape:
-        raise ValueError(f"{fn} needs >= 2 values of x and matching y; got shapes "
-                         f"{x.shape} and {y.shape}")
+        raise ValueError(f"{fn} needs {nx} with >= 2 values and {ny} with one row per value "
+                         f"of {nx}; got shapes {x.shape} and {y.shape}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError(f"{fn}: x and y must be finite (a nan or inf distance is a failed "
-                         "measurement, not a point of the fit)")
+        raise ValueError(f"{fn}: {nx} and {ny} must be finite (a nan or inf distance is a "
+                         "failed measurement, not a point of the fit)")
     if np.any(x <= 0) or np.any(y <= 0):
-        raise ValueError(f"{fn}: x and y must be positive (give floor= for exact zeros)")
+        raise ValueError(f"{fn}: {nx} and {ny} must be positive (give floor= for exact zeros)")
     if np.ptp(np.log(x)) == 0:
-        raise ValueError(f"{fn}: x must take at least two distinct values")
+        raise ValueError(f"{fn}: {nx} must take at least two distinct values")
     return x, y
 
 
@@ -318,7 +338,7 @@ def rate_study(name: str, widths: Any, distances: Any, *, predicted: float,
     """
     if not isinstance(name, str) or not name:
         raise ValueError("rate_study: name must be a non-empty string")
-    w, d = _loglog_arrays("rate_study", widths, distances, None)
+    w, d = _loglog_arrays("rate_study", widths, distances, None, ("widths", "distances"))
     if d.ndim != 2 or d.shape[1] < 3:
         raise ValueError(f"rate_study: distances must have shape (len(widths), n_seeds) with "
                          f">= 3 seeds; got {d.shape}")
@@ -364,18 +384,22 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     if rtol == 0 and atol == 0:
         raise ValueError("compare: give rtol > 0 or atol > 0")
     for label, arr in (("value", value), ("reference", reference)):
-        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)) \
-                or np.iscomplexobj(arr):
+        try:
+            complex_kind = np.iscomplexobj(arr)
+        except (TypeError, ValueError):
+            complex_kind = False  # ragged: refused by name below
+        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)) or complex_kind:
             raise TypeError(f"compare: {label} must be real numbers or an array of them; got "
                             f"{type(arr).__name__}")
     try:
         v, r = np.broadcast_arrays(np.asarray(value, dtype=np.float64),
                                    np.asarray(reference, dtype=np.float64))
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"compare: value and reference must be real arrays of broadcastable "
-                        f"shapes ({exc})") from None
+        raise TypeError(f"compare: value and reference must be real (rectangular) arrays of "
+                        f"broadcastable shapes ({exc})") from None
     if v.size == 0:
-        raise ValueError("compare: nothing to compare (empty arrays)")
+        raise ValueError(f"compare: nothing to compare: value and reference broadcast to the "
+                         f"empty shape {v.shape}")
     if not np.all(np.isfinite(r)):
         raise ValueError("compare: the reference has non-finite entries; a reference must be "
                          "a number")
@@ -510,6 +534,12 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     ``_SHRINK_BUDGET`` further measurements; after that, only instances already seen
     to fail are run again (so Hypothesis's final replay is consistent).
     """
+    if not isinstance(ctx, RunContext):
+        raise TypeError(f"for_all_instances: ctx must be the check's RunContext; got "
+                        f"{type(ctx).__name__}")
+    if isinstance(pinned, (str, bytes)) or not isinstance(pinned, (list, tuple)):
+        raise TypeError(f"for_all_instances: pinned must be a list of instances; got "
+                        f"{type(pinned).__name__}")
     if count is not None:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"for_all_instances: count must be a positive integer; got {count!r}")

@@ -147,14 +147,28 @@ def lambdified(claim_id: str, key: str | tuple, args: Any,
     """``sympy.lambdify(args, results(claim_id)[key], modules)``, cached per generation.
     ``key`` may be a tuple to index into nested results (``("K", "uniform")``)."""
     import sympy as sp
+    if not isinstance(claim_id, str):
+        raise TypeError(f"lambdified: claim_id must be a claim id (text); got "
+                        f"{type(claim_id).__name__}")
+    keys = key if isinstance(key, tuple) else (key,)
+    if not keys or not all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in keys):
+        raise TypeError(f"lambdified: key must be a result's name (text) or a tuple of names "
+                        f"and indices; got {key!r}"[:200])
     mods = tuple(modules) if isinstance(modules, (list, tuple)) else (modules,)
+    if not mods or not all(isinstance(m, (str, dict)) for m in mods):
+        raise TypeError("lambdified: modules must be a module name ('numpy', 'mpmath', ...), "
+                        "a dict of translations, or a list of them")
     ck = (claim_id, key, str(args), tuple(str(m) if not isinstance(m, dict) else id(m)
                                           for m in mods), _GENERATION)
     fn = _LAMBDIFIED.get(ck)
     if fn is None:
         expr: Any = results(claim_id)
-        for k in (key if isinstance(key, tuple) else (key,)):
-            expr = expr[k]
+        for k in keys:
+            try:
+                expr = expr[k]
+            except (KeyError, IndexError, TypeError):
+                raise ValueError(f"lambdified: claim {claim_id} has no derived result key "
+                                 f"{key!r}") from None
         fn = sp.lambdify(args, expr, modules=list(mods))
         if len(_LAMBDIFIED) > 4096:
             _LAMBDIFIED.clear()
