@@ -376,8 +376,26 @@ def _write_check_json(json_path: Path, args: argparse.Namespace, seeds: list[int
          "examples": args.examples, "evidence": rows}, indent=1).encode())
 
 
+def _check_counts(claims: list, results: list, seeds: list[int], neg: bool) -> tuple[str, int]:
+    """check's last line (verified / observed / failed, or controls that failed) and the
+    number of claims with a problem."""
+    from verify.runner import format_seeds
+    ns = len(seeds)
+    ok = [_claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] == ns
+          for k in range(len(claims))]
+    bad = ok.count(False)
+    at = f" at every seed ({format_seeds(seeds)})" if ns > 1 else ""
+    if neg:
+        counts = f"{len(claims) - bad}/{len(claims)} negative controls failed as required"
+    else:  # a numerical-evidence claim that passes is "observed", not "verified"
+        observed = sum(c.kind == "numerical-evidence" and good for c, good in zip(claims, ok))
+        counts = (f"{len(claims) - bad - observed}/{len(claims)} claims verified"
+                  + (f", {observed} observed (numerical evidence)" if observed else ""))
+    return counts + at + ("" if not bad else f"; {bad} problem(s)"), bad
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
-    from verify.runner import Task, format_seeds
+    from verify.runner import Task
     claims = _resolve(args.ids)
     seeds = _seed_list(args)
     json_path = _validate_file(args.json, "--json")
@@ -444,18 +462,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 ex.run(tasks, on_result=on_result)
         finally:
             display.stop()
-    bad = sum(_claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] != ns
-              for k in range(len(claims)))
-    at = f" at every seed ({format_seeds(seeds)})" if ns > 1 else ""
-    if neg:
-        counts = f"{len(claims) - bad}/{len(claims)} negative controls failed as required"
-    else:  # a numerical-evidence claim that passes is "observed", not "verified"
-        observed = sum(c.kind == "numerical-evidence" and
-                       _claim_summary(results[k * ns:(k + 1) * ns], neg)["ok"] == ns
-                       for k, c in enumerate(claims))
-        counts = (f"{len(claims) - bad - observed}/{len(claims)} claims verified"
-                  + (f", {observed} observed (numerical evidence)" if observed else ""))
-    print(counts + at + ("" if not bad else f"; {bad} problem(s)"))
+    counts, bad = _check_counts(claims, results, seeds, neg)
+    print(counts)
     if len(tasks) > 1:
         slow = max(results, key=lambda r: r.seconds)
         print(f"slowest run: {slow.task.label}, {slow.seconds:.1f} s")
