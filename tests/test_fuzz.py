@@ -1342,6 +1342,10 @@ MODULE_BASE["verify.kit"] = {
     "x": lambda: np.array([1.0, 2.0, 4.0, 8.0]), "y": lambda: np.array([1.0, 0.5, 0.25, 0.125]),
     "obj": lambda: {"a": [1.0, 2.0]}, "sense": "below", "evidence": lambda: _kit_evidence(),
     "fig": lambda: _kit().new_figure()[0], "path": "fig.png",
+    "ax": lambda: _kit().new_figure()[1], "ylabel": "y", "xlabel": "x",
+    "study": lambda: _kit().rate_study("s", np.array([10.0, 40.0, 160.0, 640.0]), np.array(
+        [10.0, 40.0, 160.0, 640.0])[:, None] ** -0.5
+        * np.exp(0.1 * np.cos(np.arange(16.0)).reshape(4, 4)), predicted=-0.5).to_json(),
     "f": lambda: (lambda t: t * t), "df": lambda: (lambda t: 2 * t),
     "points": lambda: np.array([0.5, 1.0]), "step": 1e-4,
     "widths": lambda: np.array([10.0, 40.0, 160.0, 640.0]),

@@ -24,7 +24,8 @@ never from the private modules behind it (``verify._claim``, ``verify._subchecks
   lies beyond its bound, in the direction of its verdict);
 - runs: :func:`without_local_constants` (seed-only Hypothesis draws) and
   :class:`no_shrinking` (report the first failing instance unshrunk);
-- figures: :func:`new_figure`, :func:`save_figure` (matplotlib, loaded on first use).
+- figures: :func:`new_figure`, :func:`save_figure`, :func:`rate_study_panel` (a width
+  study on log-log axes; matplotlib, loaded on first use).
 
 >>> import numpy as np
 >>> sc = compare("sin vs its series", np.sin(0.1), 0.1 - 0.1**3 / 6 + 0.1**5 / 120,
@@ -52,13 +53,13 @@ __all__ = ["Claim", "Derivation", "Step", "RunContext", "Outcome", "Evidence", "
            "SubCheck", "combine", "compare", "compare_derivative", "for_all_instances",
            "derived_results", "lambdified", "loglog_slope", "RateStudy", "rate_study", "fmt",
            "jsonable", "Margin", "margin", "control_margin", "without_local_constants",
-           "no_shrinking", "new_figure", "save_figure",
+           "no_shrinking", "new_figure", "save_figure", "rate_study_panel",
            "CertifiedInstance", "UndecidableCondition", "certified_compare", "certified_details"]
 
 
 def __getattr__(name: str) -> Any:
     # The figure helpers import matplotlib: only when a claim draws.
-    if name in ("new_figure", "save_figure"):
+    if name in ("new_figure", "save_figure", "rate_study_panel"):
         from verify import plotting
         return getattr(plotting, name)
     raise AttributeError(f"module 'verify.kit' has no attribute {name!r}")

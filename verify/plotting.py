@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 
 from verify._atomic import atomic_write_bytes  # noqa: E402
 
-__all__ = ["plt", "new_figure", "save_figure", "sample_lines", "particle_picture"]
+__all__ = ["plt", "new_figure", "save_figure", "rate_study_panel", "sample_lines",
+           "particle_picture"]
 
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110, "font.size": 9,
                      "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "verify"})
@@ -59,6 +60,40 @@ def save_figure(fig, path: str | Path) -> None:
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def rate_study_panel(ax, study: dict, ylabel: str, xlabel: str = "width m") -> None:
+    """A width study on log-log axes (``RateStudy.to_json()``): every seed (dots), the mean
+    per width, the fitted slope with its interval and the predicted rate, both through the
+    first mean."""
+    from matplotlib.axes import Axes
+    if not isinstance(ax, Axes):
+        raise TypeError(f"rate_study_panel: ax must be matplotlib Axes (from new_figure); got "
+                        f"{type(ax).__name__}")
+    keys = ("widths", "distances", "interval", "slope", "predicted")
+    if not isinstance(study, dict) or any(k not in study for k in keys):
+        raise TypeError("rate_study_panel: study must be a RateStudy's to_json() dict (keys "
+                        f"{', '.join(keys)})")
+    if not isinstance(ylabel, str) or not isinstance(xlabel, str):
+        raise TypeError("rate_study_panel: ylabel and xlabel must be text")
+    try:
+        w, D = np.asarray(study["widths"], float), np.asarray(study["distances"], float)
+        lo, hi = (float(v) for v in study["interval"])
+        slope, pred = float(study["slope"]), float(study["predicted"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"rate_study_panel: study holds non-numbers ({exc})") from None
+    if D.ndim != 2 or w.ndim != 1 or D.shape[0] != w.size or w.size < 2 \
+            or not (np.all(np.isfinite(w)) and np.all(w > 0) and np.all(np.isfinite(D))
+                    and np.all(D > 0) and np.isfinite([lo, hi, slope, pred]).all()):
+        raise ValueError("rate_study_panel: study needs positive finite widths (n,), "
+                         "distances (n, seeds) and finite slope, interval and predicted")
+    mean = D.mean(axis=1)
+    ax.loglog(w, D, ".", color="0.6", ms=3)
+    ax.loglog(w, mean, "o", color="C0", label="mean over seeds")
+    ax.loglog(w, mean[0] * (w / w[0]) ** slope, "-", color="C0",
+              label=f"fit: slope {slope:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    ax.loglog(w, mean[0] * (w / w[0]) ** pred, "--", color="k", label=f"predicted {pred:+g}")
+    ax.set_xlabel(xlabel), ax.set_ylabel(ylabel), ax.legend()
 
 
 def sample_lines(ax, x, radius: float) -> None:

@@ -117,22 +117,12 @@ def check(ctx: RunContext, gamma: float) -> Outcome:
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.kit import new_figure, save_figure
+    from verify.kit import new_figure, rate_study_panel, save_figure
     if "freeze" not in ev.artifacts:
         return []
     fig, axes = new_figure(2, 1, width=4.6)
-    for ax, key, lab in zip(axes, ("freeze", "lazy"),
-                            ("RMS move of the neurons", "distance to kernel GD")):
-        s = ev.artifacts[key]
-        w, D = np.array(s["widths"]), np.array(s["distances"])
-        ax.loglog(w, D, ".", color="0.6", ms=3)
-        mean = D.mean(axis=1)
-        lo, hi = s["interval"]
-        ax.loglog(w, mean, "o", color="C0")
-        ax.loglog(w, mean[0] * (w / w[0]) ** s["slope"], "-", color="C0",
-                  label=f"fit {s['slope']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
-        ax.loglog(w, mean[0] * (w / w[0]) ** -0.5, "--", color="k", label="derived -1/2")
-        ax.set_xlabel("width m"), ax.set_ylabel(lab), ax.legend()
+    rate_study_panel(axes[0], ev.artifacts["freeze"], "RMS move of the neurons")
+    rate_study_panel(axes[1], ev.artifacts["lazy"], "distance to kernel GD")
     save_figure(fig, outdir / "W2j_lazy.png")
     return [("W2j_lazy.png", "Lazy regime alpha(m) = sqrt(m): the neurons' move and the "
                              "residual's distance to kernel GD vs width, fitted slopes with "
