@@ -1325,6 +1325,11 @@ def _kit_evidence():
 
 
 #: base values of verify.kit's parameters (claim "H1a": a cheap derivation)
+MODULE_BASE["numerics.activations"] = {
+    "a": np.array([1.0, -0.5]), "B": np.array([[0.5, -0.2], [1.0, 0.3]]),
+    "X": np.array([[0.3, -0.7], [1.2, 0.4], [-0.5, 0.9]]), "Y": np.array([0.2, -0.1, 0.4]),
+    "activation": "tanh"}
+
 MODULE_BASE["verify.kit"] = {
     "id": "H1a", "title": "t", "source": "s", "statement": "st",
     "check": lambda: (lambda ctx: _kit_outcome()),
