@@ -34,7 +34,8 @@ __all__ = ["logistic", "swap_group", "cyclic_group", "matrix_symbols", "vector_s
            "derive_feature_averaging", "M1bDerivation", "derive_projection_vs_symmetrization",
            "eps", "DERIVATIONS", "PINNED_Z", "PINNED_X", "m1a_symbols", "m1c_symbols",
            "m1d_symbols", "fixed_space_basis", "derive_risk_gap", "derive_projected_drift",
-           "uv_group_matrices", "matrix_action_matrices", "rmd_symbols", "translate_symbols",
+           "uv_group_matrices", "matrix_action_matrices", "rmd_definition", "rmd_symbols",
+           "translate_symbols",
            "TranslateDerivation", "derive_translate_moments", "TRANSLATE_N", "TRANSLATE_D"]
 
 eps = sp.Symbol("epsilon", positive=True)
@@ -349,8 +350,7 @@ def derive_m1c() -> Derivation:
     G2, G3 = swap_group(), cyclic_group(3)
     gap2, var2, id2, wi2 = derive_risk_gap(G2)
     gap3, var3, id3, wi3 = derive_risk_gap(G3)
-    w2sq, ma, mb = rmd_symbols()
-    rmd_def = sp.sqrt(w2sq / (2 * (ma + mb)))
+    rmd_def = rmd_definition()
     tr = derive_translate_moments()
     rmd_sq = tr.rmd_sq
     steps = [
@@ -432,10 +432,18 @@ def derive_translate_moments(n: int = TRANSLATE_N, dim: int = TRANSLATE_D
         raise ArithmeticError("the moments of a translate did not reduce to c_2, m_2, m_c")
     # W2^2 = |c|^2 (cost of the translation map, optimal by Brenier); m_2(nu) as above
     w2sq, ma, mb = rmd_symbols()
-    rmd_def_sq = (sp.sqrt(w2sq / (2 * (ma + mb)))) ** 2
+    rmd_def_sq = rmd_definition() ** 2
     rmd_sq = sp.simplify(rmd_def_sq.subs({w2sq: c2, ma: m2, mb: m2 + 2 * mc + c2},
                                          simultaneous=True))
     return TranslateDerivation(cost_residual, moment_residual, rmd_sq)
+
+
+def rmd_definition() -> sp.Expr:
+    """The RMD convention, its one definition: sqrt(W_2^2 / (2 (m_2(mu) + m_2(nu)))) in the
+    symbols of :func:`rmd_symbols` (docs/conventions.md section 3; the M1c result ``rmd``
+    that ``verify.formulas.rmd`` evaluates)."""
+    w2sq, ma, mb = rmd_symbols()
+    return sp.sqrt(w2sq / (2 * (ma + mb)))
 
 
 def rmd_symbols() -> tuple[sp.Symbol, sp.Symbol, sp.Symbol]:

@@ -20,6 +20,7 @@ stored g-major, and the noise of M_g theta_i is M_g xi_i, which keeps that struc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -434,7 +435,8 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
                          config: SGDConfig, n_particles: int, rng: np.random.Generator, *,
                          rmd_threshold: float = 0.05, eigen_threshold: float = 0.01,
                          max_iter: int = 8, std: float = STUDENT_STD,
-                         scheme: str = "vanilla"
+                         scheme: str = "vanilla",
+                         distance: Callable[[np.ndarray, np.ndarray], float] | None = None
                          ) -> tuple[np.ndarray, list[HeuristicIterate], bool]:
     """Data-driven discovery of E^G (claim M1e): E_0 = {0}; initialize N particles SI on
     E_j (i.i.d. N(0, std^2) coordinates in an orthonormal basis of E_j), train freely
@@ -452,7 +454,12 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     data law) or ``da_orbit`` (every batch completed by its orbit: uses the action of G on
     the DATA only).  ``group`` is used only for its dimensions and, with ``da_orbit``, its
     data actions rho, rho^; the heuristic never looks at M_g.
+    ``distance(a, b)`` is the escape distance between particle clouds: the RMD convention
+    (``verify.formulas.rmd``, derived in claim M1c; required: numerics holds no copy of it).
     Returns ``(basis of the final E_j, iterates, converged)``."""
+    if not callable(distance):
+        raise ArgumentTypeError("distance must be a callable (a, b) -> float: the escape RMD, "
+                                "e.g. verify.formulas.rmd")
     _require_unit(unit)
     _require_group(group, unit)
     rng = require_generator(rng)
@@ -468,7 +475,6 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
     require_size(max_iter * config.steps * group.order * config.batch * n_particles * unit.dim_z,
                  "the work max_iter x steps x |G| batch x N x D", limit=_MAX_WORK,
                  what="multiply-adds", hint="use fewer steps, particles or iterations")
-    from numerics.transport import rmd as _rmd     # after validation (imports scipy)
     D = unit.dim_z
     basis = np.zeros((D, 0))
     iterates: list[HeuristicIterate] = []
@@ -480,7 +486,7 @@ def discover_fixed_space(unit: Unit, group: GroupAction, teacher: np.ndarray,
         Pj = basis @ basis.T
         proj = theta @ Pj
         resid = theta - proj
-        r = _rmd(theta, proj)
+        r = float(distance(theta, proj))
         m2 = float(np.mean(np.sum(theta * theta, axis=1)))
         w, V = np.linalg.eigh(resid.T @ resid / n_particles)
         order = np.argsort(w)[::-1]

@@ -1,5 +1,6 @@
-"""Exact 2-Wasserstein distance between uniform particle measures, and the relative
-measure distance RMD of Maass Martinez & Fontbona (2024) (docs/conventions.md, section 3; claims M1c-M1e).
+"""Exact 2-Wasserstein distance between uniform particle measures, and the parts of the
+relative measure distance RMD of Maass Martinez & Fontbona (2024) (docs/conventions.md,
+section 3; claims M1c-M1e).
 
 For mu = (1/N) sum_i delta_{a_i} and nu = (1/N) sum_j delta_{b_j} the optimal coupling
 is a permutation (Birkhoff-von Neumann), so W_2^2 = min_sigma (1/N) sum_i |a_i - b_sigma(i)|^2
@@ -7,9 +8,10 @@ is an assignment problem, solved exactly by ``scipy.optimize.linear_sum_assignme
 Measures of sizes N and M are handled by repeating every atom lcm(N, M)/N resp.
 lcm(N, M)/M times (the uniform measure is unchanged).
 
-RMD^2(mu, nu) = W_2^2(mu, nu) / (2 (m_2(mu) + m_2(nu))), m_2(mu) = E_mu |z|^2; since
-|a - b|^2 <= 2|a|^2 + 2|b|^2, any coupling gives RMD <= 1, so RMD lies in [0, 1].  By
-convention RMD(delta_0, delta_0) = 0.
+The RMD convention itself, RMD^2 = W_2^2 / (2 (m_2(mu) + m_2(nu))), has one definition:
+the SymPy object ``derivations.maass.rmd_definition`` (claim M1c), which
+``verify.formulas.rmd`` evaluates on :func:`rmd_parts`; this module computes only W_2^2 and
+the second moments (m_2(mu) = E_mu |z|^2).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from scipy.optimize import linear_sum_assignment
 from numerics.validation import (as_float_array, ldexp_clipped, pow2_exponent, require_choice,
                                  require_size)
 
-__all__ = ["w2_squared_uniform", "w2_uniform", "second_moment", "rmd", "optimal_matching",
+__all__ = ["w2_squared_uniform", "w2_uniform", "second_moment", "rmd_parts", "optimal_matching",
            "MAX_ASSIGNMENT_SIZE", "W2_METHODS"]
 
 #: exact solvers: ``lsa`` = scipy's linear_sum_assignment (shortest augmenting path);
@@ -153,15 +155,13 @@ def second_moment(a) -> float:
                                "rescale a"))
 
 
-def rmd(a, b, method: str = "lsa") -> float:
-    """RMD(mu, nu) = sqrt(W_2^2 / (2 (m_2(mu) + m_2(nu)))) in [0, 1] (0 if both are delta_0);
-    scale-invariant, computed on clouds scaled by a common power of two (any finite input)."""
+def rmd_parts(a, b, method: str = "lsa") -> tuple[float, float, float]:
+    """(W_2^2(mu, nu), m_2(mu), m_2(nu)) of the uniform measures on the rows of ``a`` and
+    ``b``, all three scaled by one power of two (exact; any finite input): the arguments of
+    the scale-invariant RMD convention (``verify.formulas.rmd``)."""
     w2, e = _w2_squared_scaled(a, b, method)
     a = _particles(a, "a (first particle measure)")
     b = _particles(b, "b (second particle measure)")
     if e:
         a, b = ldexp_clipped(a, -e), ldexp_clipped(b, -e)
-    den = 2.0 * (second_moment(a) + second_moment(b))
-    if den == 0.0:
-        return 0.0
-    return float(min(1.0, math.sqrt(w2 / den)))
+    return float(w2), second_moment(a), second_moment(b)

@@ -1310,6 +1310,11 @@ def _kit():
     return kit
 
 
+def _formula_rmd(a, b) -> float:
+    from verify import formulas
+    return float(formulas.rmd(a, b))
+
+
 def _kit_subcheck():
     return _kit().SubCheck("n", 0.1, 1.0, "r")
 
@@ -1393,7 +1398,7 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "numerics.relu1d.reduced_flow": {"max_steps": 100, "max_events": 100},
     "numerics.equivariant.make_teacher": {"kind": "arbitrary"},
     "numerics.equivariant.HiddenLayerUnit": {"n": 2},
-    "numerics.equivariant.discover_fixed_space": {"max_iter": 1},
+    "numerics.equivariant.discover_fixed_space": {"max_iter": 1, "distance": lambda: _formula_rmd},
     "numerics.groups.GroupAction": {"rho": lambda: _c2().rho, "rho_hat": lambda: _c2().rho_hat},
     "numerics.groups.dihedral_matrices": {"n": 4},
     "numerics.groups.permutation_action": {"n": 3},

@@ -19,6 +19,8 @@ from numerics.groups import (c2_swap, c2_swap_uv, cyclic_network_action, cyclic_
                              permutation_action, sign_flips, symmetric_group_matrices,
                              uv_action)
 from numerics.rng import make_rng
+from verify import formulas
+
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -174,7 +176,8 @@ def test_heuristic_recovers_fixed_space_with_orbit_batches():
     teacher = make_teacher("WI", u, G, make_rng(3, "t"))
     basis, its, conv = discover_fixed_space(u, G, teacher, SGDConfig(steps=200, beta=0.0), 40,
                                             make_rng(3, "h"), rmd_threshold=0.01,
-                                            eigen_threshold=1e-3, scheme="da_orbit")
+                                            eigen_threshold=1e-3, scheme="da_orbit",
+                                            distance=formulas.rmd)
     assert conv and basis.shape[1] == 2
     assert subspace_angles(basis, G.fixed_space_basis()).max() < 1e-8
 
@@ -320,7 +323,8 @@ def test_heuristic_reports_a_stall_as_not_converged():
     teacher = make_teacher("WI", u, G, make_rng(3, "t"))
     basis, its, conv = discover_fixed_space(u, G, teacher, SGDConfig(steps=5, beta=0.0), 20,
                                             make_rng(3, "h"), rmd_threshold=1e-9,
-                                            eigen_threshold=2.0, scheme="da_orbit")
+                                            eigen_threshold=2.0, scheme="da_orbit",
+                                            distance=formulas.rmd)
     assert not conv and its[-1].added == 0 and its[-1].rmd_escape > 1e-9
 
 
@@ -367,10 +371,13 @@ def test_rmd_of_a_translate_is_derived_from_the_definition() -> None:
 
 def test_maass_algorithms_say_so() -> None:
     from verify import formulas
-    for f, claim in ((formulas.symmetrize, "M1a"), (formulas.project_to_fixed_space, "M1b"),
-                     (formulas.rmd, "M1c")):
+    for f, claim in ((formulas.symmetrize, "M1a"), (formulas.project_to_fixed_space, "M1b")):
         assert f.algorithm is True and f.claim == claim
         assert "An algorithm, not a closed form" in f.__doc__ and f"claim {claim}" in f.__doc__
+    # RMD is a convention with one definition (M1c's derived ``rmd``), not an algorithm:
+    # its mutants are credited to M1c, whose normalisation sub-check catches them
+    assert not getattr(formulas.rmd, "algorithm", False) and formulas.rmd.claim == "M1c"
+    assert "A convention with one definition (claim M1c" in formulas.rmd.__doc__
 
 
 def test_maass_claims_draw_through_the_context() -> None:
@@ -436,3 +443,24 @@ def test_m1d_exactness_is_compared_where_float64_can_observe_it() -> None:
     assert not near.ok() and near.error >= md.M1D_OFFSET / 2
     stable = md._si_exact(ctx, (3, "fa", "WI", 38, 2), md.EXACT_T)
     assert "the first" not in stable.reason and stable.ok()
+
+
+def test_a_consistent_change_of_the_rmd_convention_fails_m1c(monkeypatch) -> None:
+    """RMD has one definition (derivations.maass.rmd_definition): changed there by 1e-3 (the
+    factor 2 of the denominator), every reader follows (the M1c results ``rmd`` and
+    ``rmd_sq_translate``, formulas.rmd), so the translate comparison still agrees, and
+    M1c fails by the convention's normalisation RMD(delta_c, delta_-c) = 1."""
+    import sympy as sp
+    from derivations import maass as dm
+    from verify import claims, derived
+    w2sq, ma, mb = dm.rmd_symbols()
+    monkeypatch.setattr(dm, "rmd_definition",
+                        lambda: sp.sqrt(w2sq / (2 * sp.Rational(1001, 1000) * (ma + mb))))
+    with derived.overridden("M1c", dm.derive_m1c()):
+        z = np.array([[1.0, -2.0]])
+        assert abs(float(formulas.rmd(z, -z)) - 1 / np.sqrt(1.001)) < 1e-15
+        ev = claims.run("M1c", "quick", seed=0)
+    assert not ev.passed
+    bad = [s for s in ev.details["subchecks"] if not s["passed"]]
+    assert [s["name"] for s in bad] == [s["name"] for s in bad if "translate" in s["name"]]
+    assert 4e-4 < min(s["error"] for s in bad) < 6e-4

@@ -174,16 +174,18 @@ def test_cli_runs_on_the_task_runner(registry, monkeypatch) -> None:
 def test_algorithm_formulas_are_listed_apart() -> None:
     ms = formula_mutants(["M1a", "M1b", "M1c", "W2a"])
     algos = {m.path[0] for m in ms if m.algorithm}
-    assert {"symmetrize", "project_to_fixed_space", "rmd"} <= algos
+    assert {"symmetrize", "project_to_fixed_space"} <= algos
+    # rmd is a convention with one derived definition: its mutant is M1c's to catch
+    assert "rmd" not in algos and any(m.claim_id == "M1c" and not m.algorithm for m in ms)
     assert not any(m.algorithm for m in ms if m.claim_id == "W2a")
     results = [MutantResult(m.claim_id, m.kind, m.label, 1e-6, MISSED if m.algorithm else CAUGHT,
                             algorithm=m.algorithm) for m in ms]
     rows = {r["claim"]: r for r in summarize(results, ["M1a", "M1b", "M1c", "W2a"])}
-    assert rows["M1c"]["formula"] == "0/0" and not rows["M1c"]["missed"]
+    assert rows["M1a"]["formula"] == "0/0" and not rows["M1a"]["missed"]
     assert rows["W2a"]["formula"] == f"{sum(m.claim_id == 'W2a' for m in ms)}/" \
                                      f"{sum(m.claim_id == 'W2a' for m in ms)}"
     listed = {a["algorithm"]: a for a in summarize_algorithms(results)}
-    assert listed["rmd"]["verified_by"] == "M1c" and listed["rmd"]["state"] == MISSED
+    assert listed["symmetrize"]["verified_by"] == "M1a" and listed["symmetrize"]["state"] == MISSED
 
 
 @pytest.mark.parametrize("claim_id, eps", [("W2a", 1e-2), ("W2e", 1e-14),

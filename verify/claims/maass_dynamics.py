@@ -25,7 +25,7 @@ from numerics.equivariant import (LogisticUnit, SGDConfig, discover_fixed_space,
                                   init_particles, make_teacher, model_output, scheme_gradient,
                                   symmetrized_output, train, train_schemes)
 from numerics.groups import GroupAction
-from numerics.transport import second_moment, w2_squared_uniform
+from numerics.transport import second_moment
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         derived_results, fmt, for_all_instances, lambdified)
 from verify.claims.maass import (EXACT_TOL, PREDICTED_RATE, RATE_THRESHOLD, SOURCE,
@@ -106,8 +106,8 @@ def _measure_risk_gap(ctx: RunContext, inst) -> SubCheck:
 
 
 def _measure_translate(ctx: RunContext, inst) -> SubCheck:
-    """formulas.rmd(mu, mu + c) vs the derived exact RMD of a translate, and vs the
-    derived definition evaluated on transport's W_2 and second moments."""
+    """formulas.rmd(mu, mu + c) vs the derived exact RMD of a translate, and the
+    convention's normalisation at point masses (1 at antipodes, 2^-1/2 against delta_0)."""
     from verify import formulas
     N, D, shift, seed = inst
     rng = ctx.rng("m1c-translate", seed)
@@ -122,13 +122,17 @@ def _measure_translate(ctx: RunContext, inst) -> SubCheck:
     c2s, m2s, mcs = dm.translate_symbols()
     f = lambdified("M1c", "rmd_sq_translate", [c2s, m2s, mcs], modules=NUMPY)
     ref = float(np.sqrt(f(float(c @ c), second_moment(a), float(a.mean(axis=0) @ c))))
-    w2s, mas, mbs = dm.rmd_symbols()
-    fdef = lambdified("M1c", "rmd", [w2s, mas, mbs], modules=NUMPY)
-    ref2 = float(fdef(w2_squared_uniform(a, a + c), second_moment(a), second_moment(a + c)))
-    err = max(abs(got - ref), abs(got - ref2)) / max(ref, 1e-300)
+    # the convention's normalisation (docs/conventions.md section 3: RMD in [0, 1]):
+    # |a - b|^2 <= 2|a|^2 + 2|b|^2 with equality at b = -a, so RMD(delta_c, delta_-c) = 1,
+    # and RMD(delta_c, delta_0) = 1/sqrt(2); a consistent change of the definition breaks them
+    one = float(formulas.rmd(c[None, :], -c[None, :]))
+    half = float(formulas.rmd(c[None, :], np.zeros((1, D))))
+    err = max(abs(got - ref) / max(ref, 1e-300), abs(one - 1.0), abs(half * np.sqrt(2) - 1.0))
     return SubCheck("translate", err, 1e-12, f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
                     "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
-                    "exact in float64); float64 sums of N squares: rounding ~ N eps relative")
+                    "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
+                    "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
+                    "2^-1/2 to a few eps")
 
 
 _instances_translate = st.tuples(st.integers(2, 60), st.integers(1, 6),
@@ -178,7 +182,7 @@ def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
                                   "orbit variance, WI and non-WI particles (relative)",
                              _instances_risk, lambda inst: _measure_risk_gap(ctx, inst), quick=8, full=40),
            for_all_instances(ctx, "formulas.rmd(mu, mu + c) vs the derived RMD of a translate "
-                                  "and the derived definition (relative)",
+                                  "(relative) and the normalisation at point masses",
                              _instances_translate, lambda inst: _measure_translate(ctx, inst), quick=8, full=40),
            for_all_instances(ctx, "full-orbit DA vs FA from a union-of-orbits init with "
                                   "orbit-coupled noise (max trajectory difference and orbit "
@@ -510,12 +514,13 @@ def heuristic_run(G: GroupAction, u, teacher_kind: str, hs: HeuristicSettings,
     and compare its subspace with E^G (``E``: orthonormal basis; default the numerics');
     the teacher is drawn from ``teacher_rng``, the heuristic's particles, data and noise
     from ``heuristic_rng``."""
+    from verify import formulas
     teacher = make_teacher(teacher_kind, u, G, teacher_rng)
     cfg = SGDConfig(steps=max(1, int(hs.N * hs.T)), beta=0.0)
     basis, its, conv = discover_fixed_space(
         u, G, teacher, cfg, hs.N, heuristic_rng,
         rmd_threshold=hs.rmd_threshold, eigen_threshold=hs.eigen_threshold,
-        max_iter=hs.max_iter, scheme=hs.scheme)
+        max_iter=hs.max_iter, scheme=hs.scheme, distance=formulas.rmd)
     E = G.fixed_space_basis() if E is None else E
 
     def angles(B):

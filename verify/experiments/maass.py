@@ -105,8 +105,8 @@ def sgd_config(params: dict[str, Any], steps: int, *, beta: float | None = None)
 
 def rmd2_to_fixed_space(group, theta: np.ndarray) -> float:
     """RMD^2(nu, P_{E^G} # nu) of the uniform measure on the rows of theta."""
-    from numerics.transport import rmd
-    return rmd(theta, group.project(theta)) ** 2
+    from verify import formulas
+    return float(formulas.rmd(theta, group.project(theta))) ** 2
 
 
 def _teacher(params: dict[str, Any], kind: str, G, u, seed: int) -> np.ndarray:
