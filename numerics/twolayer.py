@@ -622,13 +622,8 @@ _METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF":
 _KINK = "b_j . x_i = 0"
 _KINK_HINT = ("an error-controlled step size cannot pass it (it would shrink forever); "
               "perturb B or X off the kink, or use gradient_descent")
-#: crossings of one kink by one neuron that this engine's guard allows: 4, at the shared
-#: cost of SAMPLED_SWITCHES_PER_CROSSING (300) switches each (the pattern is compared
-#: between field evaluations), a limit of 1200 switches per (neuron, sample) pair, about
-#: this engine's limit before the guard was shared (1000).  Each field evaluation is a
-#: full blocked step: the shared 100 crossings (limit 30000) let a sliding mode run 1.2e5
-#: evaluations, 6.2 s of CPU instead of 0.2 s on the 1-neuron, 3-sample regression of the
-#: tests.  No claim runs a sample-loss flow (H1a integrates the population loss).
+#: crossings of one kink by one neuron that the guard allows (x SAMPLED_SWITCHES_PER_CROSSING
+#: switches): each field evaluation is a full blocked step, so a sliding mode stops early
 _CROSSINGS = 4
 
 

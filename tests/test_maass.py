@@ -329,7 +329,7 @@ def test_heuristic_reports_a_stall_as_not_converged():
 
 
 def test_rate_fit_and_false_alarm():
-    from verify.claims.maass import fit_rate
+    from verify.studies.maass import fit_rate
     Ns = [10, 20, 50, 100, 200]
     rng = np.random.default_rng(1)
     samples = [[n ** -0.5 * np.exp(0.1 * rng.standard_normal()) for _ in range(4)] for n in Ns]
@@ -409,8 +409,8 @@ def test_float32_trends_match_float64_far_below_their_standard_errors() -> None:
     sizes the fitted rates of M1c and M1d move by far less than their standard errors
     (measured ~1e-8 against SE ~0.05), and every RMD by < 1e-4 relative."""
     import dataclasses
-    from verify.claims.maass import QUICK, fit_rate
-    from verify.claims.maass_dynamics import scheme_trend, si_escape_trend
+    from verify.studies.maass import QUICK, fit_rate, scheme_trend
+    from verify.claims.maass_dynamics import si_escape_trend
     assert QUICK.precision == "float32"
     s64 = dataclasses.replace(QUICK, precision="float64")
     for seed in (0, 1):

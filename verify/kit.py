@@ -19,6 +19,7 @@ never from the private modules behind it (``verify._claim``, ``verify._subchecks
   :class:`CertifiedInstance`, :func:`certified_details`, :class:`UndecidableCondition`);
 - derived results: :func:`derived_results` and :func:`lambdified` (cached per mutation
   generation, so the mutation harness's perturbations reach your check);
+  :func:`derived_generation` to key your own caches of anything that reads them;
 - fits and formatting: :func:`loglog_slope`, :func:`fmt`, :func:`jsonable`;
 - verdicts: :class:`Margin`, :func:`margin`, :func:`control_margin` (how far a sub-check
   lies beyond its bound, in the direction of its verdict);
@@ -46,12 +47,14 @@ from verify._subchecks import (Margin, RateStudy, SubCheck, combine, compare,
                                without_local_constants)
 from verify.certify import (CertifiedInstance, UndecidableCondition, certified_compare,
                             certified_details)
+from verify.derived import generation as derived_generation
 from verify.derived import lambdified
 from verify.derived import results as derived_results
 
 __all__ = ["Claim", "Derivation", "Step", "RunContext", "Outcome", "Evidence", "Table",
            "SubCheck", "combine", "compare", "compare_derivative", "for_all_instances",
-           "derived_results", "lambdified", "loglog_slope", "RateStudy", "rate_study", "fmt",
+           "derived_results", "derived_generation", "lambdified", "loglog_slope", "RateStudy",
+           "rate_study", "fmt",
            "jsonable", "Margin", "margin", "control_margin", "without_local_constants",
            "no_shrinking", "new_figure", "save_figure", "rate_study_panel",
            "CertifiedInstance", "UndecidableCondition", "certified_compare", "certified_details"]

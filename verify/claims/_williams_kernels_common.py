@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
 from verify.strategies import datasets_1d
+from verify.studies.williams import fig4_data
 
 SOURCE = "Williams et al. (NeurIPS 2019), Sec. 4 (kernel regime)"
 X, XP = dk.x, dk.xp
@@ -34,16 +35,10 @@ EPS = float(np.finfo(np.float64).eps)
 REL_TOL = 1e-12
 
 
-def _fig4_float64() -> tuple[np.ndarray, np.ndarray]:
-    xs, ys = dk.fig4_data()
-    return (np.array([float(v) for v in xs], dtype=np.float64),
-            np.array([float(v) for v in ys], dtype=np.float64))
-
-
 # The square wave of Figure 4 (10 points x_j = -9/10 + j/5, y = +1, +1, -1, -1, ...) used by
 # W3b, W3c, W3d, W3f: the float64 values (correctly rounded) of ``dk.fig4_data()``, the one
 # source of the data (the exact rationals the derivation solves with).
-FIG4_X, FIG4_Y = _fig4_float64()
+FIG4_X, FIG4_Y = fig4_data()
 # Statistical checks: per-test false-alarm probability (two-sided); the number of tests
 # per run is stated in each check, so that 20 seeds pass together with prob >= 0.99.
 ALPHA_TEST = 2e-5

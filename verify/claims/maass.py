@@ -1,7 +1,8 @@
-"""Claims M1a-M1b and what M1a-M1e share: data augmentation, feature averaging and
-equivariant architectures in the mean-field regime (Maass Martinez & Fontbona, NeurIPS
-2024; docs/conventions.md, section 3).  The training-dynamics claims M1c-M1e are in
-:mod:`verify.claims.maass_dynamics`.
+"""Claims M1a-M1b: data augmentation, feature averaging and equivariant architectures in
+the mean-field regime (Maass Martinez & Fontbona, NeurIPS 2024; docs/conventions.md,
+section 3).  The training-dynamics claims M1c-M1e are in
+:mod:`verify.claims.maass_dynamics`; what the claims and experiments share (settings,
+instances, rate fits, the heuristic's runs) is in :mod:`verify.studies.maass`.
 
 Every check reads its closed forms from its own derivation (``derivations/maass.py``,
 through ``ctx.derivation().results``) or through the public ``verify.formulas`` callables,
@@ -20,7 +21,6 @@ in float32 (``TrendSettings.precision``), the exactness sub-checks in float64.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,197 +28,19 @@ import mpmath
 import numpy as np
 import sympy as sp
 from hypothesis import strategies as st
-from scipy.stats import t as student_t
 
 from derivations import maass as dm
-from numerics.equivariant import (HiddenLayerUnit, LinearUnit, LogisticUnit, TanhUnit, UVUnit,
-                                  model_output, symmetrized_output)
-from numerics.groups import (GroupAction, c2_swap, c2_swap_uv, cyclic_network_action,
-                             cyclic_shifts, permutation_action, sign_flips, uv_action,
-                             symmetric_group_matrices)
+from numerics.equivariant import LinearUnit, LogisticUnit, model_output, symmetrized_output
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
-                        for_all_instances, lambdified, loglog_slope)
-
-SOURCE = "Maass Martinez & Fontbona (NeurIPS 2024), arXiv 2405.19995"
-EXACT_TOL = 1e-12
-EXACT_REASON = ("both sides are sums of at most |G| N terms of size <= 1 evaluated in "
-                "float64: rounding <= |G| N eps ~ 1e-13; 1e-12 is the exactness bar")
-#: per-run false-alarm budget of one statistical sub-check: 20 seeds x <= 5 statistical
-#: sub-checks per claim x 1e-4 <= 0.01 (20 seeds pass together with probability >= 0.99)
-ALPHA_STAT = 1e-4
+                        for_all_instances, lambdified)
+from verify.studies.maass import (EXACT_REASON, EXACT_TOL, EXAMPLES, NUMPY, SOURCE, example,
+                                  group_action, reference, scaled_error)
 
 
 def _Eq(lhs, rhs) -> sp.Eq:
     return sp.Eq(lhs, rhs, evaluate=False)
 
 
-# ----------------------------------------------------------------------------------------
-# settings shared by the claims and the experiments
-# ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TrendSettings:
-    """Sizes of the N-trend runs (see the module docstring).  ``precision`` is that of the
-    unit evaluations in the SGD step (``numerics.equivariant.SGDConfig``): the trends are
-    statistical, and float32's per-step rounding is four to five decades below the step's
-    own batch fluctuation (bound in ``numerics.equivariant``; measured effect on the trend
-    statistics in the tests); every exactness sub-check runs in float64."""
-    Ns: tuple[int, ...]
-    T: float
-    replicates: int
-    beta: float = 1e-6
-    precision: str = "float32"
-
-    def steps(self, N: int) -> int:
-        return max(1, int(round(N * self.T)))
-
-
-QUICK = TrendSettings(Ns=(10, 20, 50, 100, 200), T=2.0, replicates=8)
-#: the full profile runs the paper's sizes: horizon T = 20 and N up to 5000 (a run costs
-#: ~ N^2 T unit evaluations, B |G| N dY per step for N T steps).  Measured on 2 shared
-#: cores (float32 trends, M1c's three schemes on one draw): M1c check 4.7 CPU-min, its
-#: control 6.3; M1d check 1.5, its control about as much.  Replicates: 4 up to N = 1000,
-#: 2 at 2000, 1 at 5000 (the rate fits over 31 points had SE 0.03-0.06 at seed 0: a true
-#: N^-1/2 trend fails the <= -1/4 test with probability 1e-8 to 7e-5, within ALPHA_STAT)
-FULL = TrendSettings(Ns=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000), T=20.0, replicates=4)
-
-
-def settings(ctx: RunContext) -> TrendSettings:
-    """The N-trend sizes of the run's profile."""
-    return QUICK if ctx.quick else FULL
-
-
-def reference() -> tuple[GroupAction, LogisticUnit]:
-    """The reference experiment: C_2 swap on R^2, sigma_*(x, z) = logistic(z x), z in R^{2x2}."""
-    return _group("C2"), LogisticUnit(2, 2)
-
-
-def cyclic_net() -> tuple[GroupAction, HiddenLayerUnit]:
-    """C_3 acting on a single-hidden-layer unit W tanh(A^T x + B) (parameter sharing)."""
-    return _group("C3 net"), HiddenLayerUnit(3)
-
-
-@lru_cache(maxsize=None)
-def _group(key: str) -> GroupAction:
-    makers = {"C2": c2_swap, "C3": lambda: cyclic_shifts(3),
-              "D3": lambda: permutation_action("dihedral", 3),
-              "S3": lambda: permutation_action("symmetric", 3),
-              "D4": lambda: permutation_action("dihedral", 4),
-              "flips3": lambda: sign_flips(3), "C3 net": lambda: cyclic_network_action(3),
-              "C2 uv": c2_swap_uv,
-              "S3 uv": lambda: uv_action(symmetric_group_matrices(3),
-                                         symmetric_group_matrices(3), name="S3 on (u, v)")}
-    return makers[key]()
-
-
-#: (name, group key, unit, alpha for dynamics): jointly equivariant pairs.  The C3
-#: hidden-layer unit uses alpha = 5: with alpha = 50 its step alpha/N is so large that the
-#: dynamics are chaotic and rounding differences between algebraically equal updates grow
-#: to O(1) (the identities are per-step algebra, not a stability statement).
-EXAMPLES = (("C2 swap, logistic(zx) [reference]", "C2", LogisticUnit(2, 2), 50.0),
-            ("C3 shifts, logistic(zx)", "C3", LogisticUnit(3, 3), 50.0),
-            ("D3, logistic(zx)", "D3", LogisticUnit(3, 3), 50.0),
-            ("S3, tanh(zx)", "S3", TanhUnit(3, 3), 50.0),
-            ("D4, logistic(zx)", "D4", LogisticUnit(4, 4), 50.0),
-            ("sign flips {+-1}^3, tanh(zx)", "flips3", TanhUnit(3, 3), 50.0),
-            ("C2 swap, paper's (u, v) unit v s(u.x/2)", "C2 uv", UVUnit(2, 2), 50.0),
-            ("S3, paper's (u, v) unit", "S3 uv", UVUnit(3, 3), 50.0),
-            ("C3 hidden layer W tanh(A^T x + B)", "C3 net", HiddenLayerUnit(3), 5.0))
-
-
-def examples() -> list[tuple[str, GroupAction, Any]]:
-    """Group / jointly equivariant unit pairs used by the exactness checks."""
-    return [(name, _group(key), u) for name, key, u, _ in EXAMPLES]
-
-
-def _example(i: int) -> tuple[str, GroupAction, Any, float]:
-    name, key, u, alpha = EXAMPLES[i]
-    return name, _group(key), u, alpha
-
-
-def _reps(s: TrendSettings, N: int) -> int:
-    return s.replicates if N <= 1000 else (2 if N <= 2000 else 1)
-
-
-def _slope(Ns, vals) -> float:
-    return loglog_slope(Ns, vals, floor=1e-300)  # an exact zero counts as 1e-300
-
-
-def _scaled_error(a, b) -> float:
-    """max |a - b| / max(1, max |b|): relative for large values, absolute below 1."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    return float(np.abs(a - b).max() / max(1.0, float(np.abs(b).max())))
-
-
-NUMPY = ("numpy",)  # lambdify into plain NumPy
-
-
-# ----------------------------------------------------------------------------------------
-# statistics of an N-trend
-# ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RateFit:
-    """Least-squares fit of log(value) = c + slope log(N) over all replicate points."""
-    slope: float
-    se: float
-    df: int
-
-    def false_alarm(self, predicted: float, threshold: float) -> float:
-        """P(fitted slope > threshold) if the true slope is ``predicted`` (t distribution
-        with the fit's standard error): the chance that a true O(N^predicted) trend fails
-        the test ``slope <= threshold``."""
-        if self.se <= 0:
-            return 0.0 if predicted <= threshold else 1.0
-        return float(student_t.sf((threshold - predicted) / self.se, self.df))
-
-
-def fit_rate(Ns, samples) -> RateFit:
-    """Fit over every replicate: ``samples[k]`` are the replicate values at ``Ns[k]``."""
-    x = np.concatenate([np.full(len(v), np.log(n)) for n, v in zip(Ns, samples)])
-    y = np.log(np.maximum(np.concatenate([np.asarray(v, float) for v in samples]), 1e-300))
-    A = np.stack([np.ones_like(x), x], axis=1)
-    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-    resid = y - A @ coef
-    df = max(1, len(x) - 2)
-    s2 = float(resid @ resid) / df
-    se = float(np.sqrt(s2 / np.sum((x - x.mean()) ** 2)))
-    return RateFit(float(coef[1]), se, df)
-
-
-#: the a-priori rate of a finite-N fluctuation (CLT): RMD = O(N^-1/2)
-PREDICTED_RATE = -0.5
-#: the test "shrinks with N": fitted slope <= -1/4, halfway between the predicted -1/2
-#: and "no shrinking" (0)
-RATE_THRESHOLD = -0.25
-
-
-def _shrink_subcheck(name: str, Ns, samples) -> tuple[SubCheck, RateFit]:
-    """'Shrinks with N': the slope fitted over all replicates is <= -1/4; the false-alarm
-    probability (a true N^-1/2 trend failing) is stated from the fit's standard error."""
-    fit = fit_rate(Ns, samples)
-    fa = fit.false_alarm(PREDICTED_RATE, RATE_THRESHOLD)
-    return SubCheck(f"{name}: fitted log-log rate in N (must be <= -1/4)", fit.slope,
-                    RATE_THRESHOLD,
-                    f"a finite-N fluctuation shrinks like N^-1/2 (CLT); the slope fitted over "
-                    f"{fit.df + 2} replicate points (SE {fit.se:.2g}) must be <= -1/4, halfway "
-                    f"to 'no shrinking'; false-alarm probability if the true rate is -1/2: "
-                    f"{fa:.1e}", passed=bool(fit.slope <= RATE_THRESHOLD)), fit
-
-
-def _plateau_subcheck(name: str, Ns, samples, floor: float) -> tuple[SubCheck, RateFit]:
-    """'Does not shrink': the fitted slope is > -1/4 and every replicate mean >= floor."""
-    fit = fit_rate(Ns, samples)
-    means = [float(np.mean(v)) for v in samples]
-    ok = fit.slope > RATE_THRESHOLD and min(means) >= floor
-    return SubCheck(f"{name}: min over N of the mean RMD (must be >= the bound, rate > -1/4)",
-                    min(means), floor,
-                    f"a different mean-field limit: the discrepancy must stay >= {floor} at "
-                    f"every N and its fitted rate ({fit.slope:.3g}, SE {fit.se:.2g}) must be "
-                    "> -1/4", passed=bool(ok)), fit
-
-
-# ----------------------------------------------------------------------------------------
-# M1a: Q_G Phi_mu = Phi_{mu^G}
-# ----------------------------------------------------------------------------------------
 def _random_measure(rng, N: int, D: int, scale: float = 1.0):
     z = scale * rng.standard_normal((N, D))
     w = rng.dirichlet(np.ones(N))
@@ -264,7 +86,7 @@ _instances_m1a = st.tuples(st.integers(0, len(EXAMPLES) - 1), st.integers(1, 400
 def _measure_m1a(ctx: RunContext, inst, offset: float = 0.0) -> SubCheck:
     from verify import formulas
     k, N, scale, seed = inst
-    name, G, u, _ = _example(k)
+    name, G, u, _ = example(k)
     if offset:
         u = OffsetUnit(u, offset)
     rng = ctx.rng("m1a-instance", seed)
@@ -273,7 +95,7 @@ def _measure_m1a(ctx: RunContext, inst, offset: float = 0.0) -> SubCheck:
     lhs = symmetrized_output(u, G, x, z, w)              # function side: Q_G Phi_mu
     zs, ws = formulas.symmetrize(z, G, w)                # parameter side: mu^G
     rhs = model_output(u, x, zs, ws)
-    return SubCheck(name, _scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(name, scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
 
 
 def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -281,7 +103,7 @@ def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
     x2, a2, b2, w = dm.m1a_symbols(2)
     x3, a3, b3, _ = dm.m1a_symbols(3)
     G, u = reference()
-    G3, u3 = _group("C3"), LogisticUnit(3, 3)
+    G3, u3 = group_action("C3"), LogisticUnit(3, 3)
     single = lambdified("M1a", "single_particle", [x2, a2], modules=NUMPY)
     res2 = lambdified("M1a", "residual", [x2, a2, b2, w], modules=NUMPY)
     res3 = lambdified("M1a", "residual_c3", [x3, a3, b3, w], modules=NUMPY)
@@ -292,7 +114,7 @@ def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
         xx, za, zb = 4 * rng.standard_normal(2), 2 * rng.standard_normal(4), 2 * rng.standard_normal(4)
         ww = rng.uniform(0.05, 0.95)
         num = symmetrized_output(u, G, xx[None], za[None])[0]
-        e_single = max(e_single, _scaled_error(np.ravel(single(xx, za)), num))
+        e_single = max(e_single, scaled_error(np.ravel(single(xx, za)), num))
         zab, wts = np.stack([za, zb]), np.array([ww, 1 - ww])
         diff = (symmetrized_output(u, G, xx[None], zab, wts)
                 - model_output(u, xx[None], *G.symmetrize_measure(zab, wts)))[0]
@@ -322,7 +144,7 @@ def _check_m1a(ctx: RunContext, offset: float = 0.0) -> Outcome:
              "(relative, worst drawn group/unit/measure)",
         _instances_m1a, lambda inst: _measure_m1a(ctx, inst, offset), quick=12, full=60)
     sub = [main] + _derived_vs_numeric_m1a(ctx)
-    rows = [[name, _group(key).order, u.dim_z, _group(key).fixed_space_basis().shape[1]]
+    rows = [[name, group_action(key).order, u.dim_z, group_action(key).fixed_space_basis().shape[1]]
             for name, key, u, _ in EXAMPLES]
     table = Table("Group / unit pairs drawn from", ["group / unit", "|G|", "D", "dim E^G"], rows)
     return combine("feature average Q_G Phi_mu (function side) vs the model of the "
@@ -366,14 +188,14 @@ _instances_m1b = st.tuples(st.sampled_from(_LINEAR_GROUPS), st.integers(1, 200),
 def _measure_m1b(ctx: RunContext, inst, kappa: float = 0.0) -> SubCheck:
     from verify import formulas
     key, N, seed = inst
-    G = _group(key)
+    G = group_action(key)
     u = CubicUnit(G.dim_x, G.dim_y, kappa=kappa) if kappa else LinearUnit(G.dim_x, G.dim_y)
     rng = ctx.rng("m1b-instance", seed)
     z, w = _random_measure(rng, N, u.dim_z)
     x = 4.0 * rng.standard_normal((16, u.dim_x))
     sym = model_output(u, x, *formulas.symmetrize(z, G, w))
     proj = model_output(u, x, *formulas.project_to_fixed_space(z, G, w))
-    return SubCheck(G.name, _scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(G.name, scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
 
 
 def _mp_taylor_D(uu: float, vv: float, n: int = 3):
@@ -394,7 +216,7 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
              "formulas.project_to_fixed_space; worst drawn group/measure)",
         _instances_m1b, lambda inst: _measure_m1b(ctx, inst, kappa), quick=12, full=60)]
     G, u = reference()
-    G3 = _group("C3")
+    G3 = group_action("C3")
     xs2, zs2 = list(dm.vector_symbols("x", 2)), list(dm.matrix_symbols("z", 2, 2))
     xs3, zs3 = list(dm.vector_symbols("x", 3)), list(dm.matrix_symbols("z", 3, 3))
     lin2 = lambdified("M1b", "linear_residual", [xs2, zs2], modules=NUMPY)
@@ -414,7 +236,7 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
               - model_output(lu3, x3v[None], *G3.project_measure(z3[None])))[0]
         e_lin = max(e_lin, float(np.abs(d2 - np.ravel(lin2(xx, zz)).astype(float)).max()),
                     float(np.abs(d3 - np.ravel(lin3(x3v, z3)).astype(float)).max()))
-        e_proj = max(e_proj, _scaled_error(np.ravel(proj(zz)).astype(float),
+        e_proj = max(e_proj, scaled_error(np.ravel(proj(zz)).astype(float),
                                       formulas.project_to_fixed_space(zz[None], G)[0][0]))
         dl = (model_output(u, xx[None], *G.symmetrize_measure(zz[None]))
               - model_output(u, xx[None], *G.project_measure(zz[None])))[0]

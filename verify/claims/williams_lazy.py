@@ -14,7 +14,8 @@ import numpy as np
 
 from numerics import relu1d
 from verify.kit import (Claim, Evidence, Outcome, RunContext, Table, combine,
-                        compare_derivative, derived_results, fmt, rate_study)
+                        compare_derivative, derived_generation, derived_results, fmt,
+                        rate_study)
 
 #: the verified run: alpha(m) = m^gamma with gamma = 1/2 (the neural-tangent scaling)
 EXACT = 0.5
@@ -82,8 +83,7 @@ def _study(run: RunContext, gamma: float, generation: int):
 
 def check(ctx: RunContext, gamma: float) -> Outcome:
     """W2j at alpha(m) = m^gamma (``EXACT`` or the near miss ``MEAN_FIELD``)."""
-    from verify.derived import generation
-    w, moves, dist, first = _study(ctx.shared(), float(gamma), generation())
+    w, moves, dist, first = _study(ctx.shared(), float(gamma), derived_generation())
     freeze = rate_study(_FREEZE, w, moves, predicted=PREDICTED)
     lazy = rate_study(_LAZY, w, dist, predicted=PREDICTED)
     x, y = _sample()

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 
 from numerics.rng import make_rng
-from verify.claims.maass import TrendSettings
 from verify.kit import loglog_slope
-from verify.claims.maass_dynamics import (HeuristicSettings, heuristic_examples, heuristic_run,
-                                          scheme_trend)
+from verify.studies.maass import (HeuristicSettings, TrendSettings, heuristic_examples,
+                                  heuristic_run, scheme_trend)
 from verify.experiments import Experiment, Setting
 
 __all__ = ["EXPERIMENTS", "FIXED_TEACHERS", "SCHEME_NAMES", "fixed_teacher", "setup",

@@ -18,9 +18,10 @@ def fig4(params: dict[str, Any], profile: str, seed: int) -> tuple[dict[str, Any
     from numerics import kernels as nk
     from numerics.rng import make_rng
     from verify import formulas as F
-    from verify.claims.williams_kernels import FIG4_X, FIG4_Y
+    from verify.studies.williams import fig4_data
     from verify.plotting import new_figure
 
+    FIG4_X, FIG4_Y = fig4_data()
     ms = [int(m) for m in params["m"]]
     reps = int(params["replicates"])
     init = str(params["init"])

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from derivations import williams_dynamics as D
+from derivations import williams_kernels as dk
 from numerics import meanfield1d, relu1d
 from verify.kit import lambdified
 
@@ -160,3 +161,12 @@ def tangent_kernel(z: Any, x: Any, m: int, P: Any, S: Any = None,
         vs = np.broadcast_to(h_s(*args, A(xs)), (m, x.size, x.size))
         vals = np.where(sl[:, None, None], vs, vals)
     return vals.sum(axis=0)
+
+
+def fig4_data() -> tuple[np.ndarray, np.ndarray]:
+    """Figure 4's square wave (10 points x_j = -9/10 + j/5, y = +1, +1, -1, -1, ...; claims
+    W3b-W3f and the fig4 experiment) in float64: the correctly rounded values of
+    ``derivations.williams_kernels.fig4_data()``, the one source of the data."""
+    xs, ys = dk.fig4_data()
+    return (np.array([float(v) for v in xs], dtype=np.float64),
+            np.array([float(v) for v in ys], dtype=np.float64))
