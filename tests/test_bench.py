@@ -18,6 +18,17 @@ def tiny_results():
     return bench.run_bench(bench.TINY_CASES, seed=3, log=lambda _s: None)
 
 
+
+def _dot_shapes(fn) -> list[tuple[int, ...]]:
+    """The shapes of the first operand of every np.dot that ``fn()`` calls."""
+    calls, orig = [], np.dot
+    try:
+        np.dot = lambda *a, **k: calls.append(a[0].shape) or orig(*a, **k)
+        fn()
+    finally:
+        np.dot = orig
+    return calls
+
 def test_results_structure(tiny_results):
     assert tiny_results["schema"] == bench.SCHEMA
     assert [c["problem"] for c in tiny_results["cases"]] == ["relu1d", "twolayer"]
@@ -93,14 +104,7 @@ def test_floor_is_the_two_gemms():
     """The floor runs exactly the two products of a step (no activation, no residual)."""
     rng = np.random.default_rng(2)
     B, X = rng.normal(size=(9, 3)), rng.normal(size=(50, 3))
-    calls = []
-    fn = bench._floor_twolayer(B, X, rows=16)
-    orig = np.dot
-    try:
-        np.dot = lambda *a, **k: calls.append(a[0].shape) or orig(*a, **k)
-        fn()
-    finally:
-        np.dot = orig
+    calls = _dot_shapes(bench._floor_twolayer(B, X, rows=16))
     assert calls == [(16, 3), (9, 16)] * 3 + [(2, 3), (9, 2)]
 
 
@@ -180,13 +184,6 @@ def test_split_floor_is_the_same_two_gemms():
     once, in two halves, with one BLAS thread."""
     rng = np.random.default_rng(4)
     B, X = rng.normal(size=(9, 3)), rng.normal(size=(50, 3))
-    calls = []
-    fn = bench._split_floor(B, X, 16, 2)
-    orig = np.dot
-    try:
-        np.dot = lambda *a, **k: calls.append(a[0].shape) or orig(*a, **k)
-        fn()
-    finally:
-        np.dot = orig
+    calls = _dot_shapes(bench._split_floor(B, X, 16, 2))
     rows = sorted(shape[0] for shape in calls if shape[1] == 3)
     assert sum(rows) == 50 and len(calls) == 2 * len(rows)
