@@ -146,7 +146,7 @@ ENTRIES = [("rf_kernel", {"init": "uniform"}), ("rf_kernel", {"init": "gaussian"
            ("active_probability", {"init": "uniform"}), ("active_probability", {"init": "gaussian"}),
            ("ntk_kernel", {"init": "uniform", "sigma_c": 1.3}), ("ntk_kernel", {"init": "gaussian", "sigma_c": 1.3}),
            ("rkhs_weight", {"init": "uniform"}), ("rkhs_weight", {"init": "gaussian"}),
-           ("alpha_constant", {})]
+           ("alpha_constant", {}), ("velocity_jump", {})]
 N_INPUTS = 10_000
 
 
@@ -158,6 +158,8 @@ def _inputs(name: str, seed: int) -> tuple:
         return (k,)
     if name == "rkhs_weight":
         return (_draw(rng, N_INPUTS),)
+    if name == "velocity_jump":  # (r, x*, rho*); |r|, |rho*| <= 1e6 (no overflow)
+        return (_draw(rng, N_INPUTS), _draw(rng, N_INPUTS), _draw(rng, N_INPUTS))
     return (_draw(rng, N_INPUTS), _draw(rng, N_INPUTS))
 
 
@@ -178,7 +180,7 @@ def test_float64_within_the_stated_ulp_bound(name, kw, seed) -> None:
     """At 10^4 inputs (one vectorized batch per Hypothesis example, extremes included) the
     float64 value lies within the formula's stated ulp bound of its certified ball."""
     f = getattr(formulas, name)
-    bound = f.ulp_bound if name == "alpha_constant" else f.ulp_bound[kw["init"]]
+    bound = f.ulp_bound[kw["init"]] if isinstance(f.ulp_bound, dict) else f.ulp_bound
     args = _inputs(name, seed)
     vals = np.asarray(f(*args, **kw), dtype=np.float64)
     worst = 0.0
@@ -261,6 +263,20 @@ def test_mutate_records_a_certified_disproof() -> None:
     from verify.mutate import CAUGHT, DISPROVED, Mutant, run_mutant
     status, how = run_mutant(Mutant("W3e", "derived", ("omega_gaussian",)), 1e-12)
     assert status == CAUGHT and how.startswith(DISPROVED), how
+
+
+#: the closed-form claims whose certified sub-checks are cheap (< 0.2 s per mutant)
+CERTIFIED_FAST = ["W2a", "W2e", "W2f", "M1a", "M1b"]
+
+
+@pytest.mark.parametrize("claim_id", CERTIFIED_FAST)
+def test_every_derived_result_is_disproved_at_1e12(claim_id: str) -> None:
+    """``mutate --eps 1e-12``: each derived result of the claim, perturbed by 1e-12, is
+    caught by a certified sub-check with disjoint balls (a disproof), at a seed other than 0."""
+    from verify.mutate import CAUGHT, DISPROVED, derivation_mutants, run_mutant
+    for m in derivation_mutants(claim_id):
+        status, how = run_mutant(m, 1e-12, seed=5)
+        assert status == CAUGHT and how.startswith(DISPROVED), (m.label, status, how)
 
 
 def test_flint_is_a_runtime_dependency() -> None:

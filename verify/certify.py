@@ -30,7 +30,6 @@ import math
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import sympy as sp
 
 from numerics.arb_quadrature import (UncertifiedError, UndecidableCondition, active_probability_ball,
@@ -240,7 +239,7 @@ def _compile_pow(e: sp.Pow, index: Mapping[sp.Symbol, int]) -> Callable[[Sequenc
     ex = e.exp
     if isinstance(ex, sp.Integer):
         n = int(ex)
-        return lambda v: base(v) ** n
+        return lambda v: _integer_power(base(v), n)
     if ex == sp.Rational(1, 2):
         return lambda v: base(v).sqrt()
     if ex == sp.Rational(-1, 2):
@@ -253,6 +252,21 @@ def _compile_pow(e: sp.Pow, index: Mapping[sp.Symbol, int]) -> Callable[[Sequenc
         return lambda v: base(v) ** (flint.arb(p) / q)
     expo = _compile(ex, index)
     return lambda v: base(v) ** expo(v)
+
+
+def _integer_power(b: Any, n: int) -> Any:
+    """``b ** n`` by repeated squaring: Arb's ``**`` is a real power, NaN for a ball that
+    contains 0 (where ``b * b`` is a valid ball)."""
+    if n < 0:
+        return 1 / _integer_power(b, -n)
+    out, sq = _flint().arb(1) if not isinstance(b, _flint().acb) else _flint().acb(1), b
+    while n:
+        if n & 1:
+            out = out * sq
+        n >>= 1
+        if n:
+            sq = sq * sq
+    return out
 
 
 def _real(b: Any, node: sp.Basic) -> Any:
@@ -331,12 +345,28 @@ def enclose_to(fn: Callable[[], Any], max_rel_radius: float = MAX_REL_RADIUS,
 class CertifiedInstance:
     """One certified comparison: the closed form's ball ``value``, the definition's ball
     ``reference``, a label (e.g. "(x, x') = (0.5, 0.333)") and optionally this instance's
-    own ``bound`` (overriding the comparator's; e.g. a remainder term that depends on k)."""
+    own ``bound`` (overriding the comparator's; e.g. a remainder term that depends on k).
 
-    __slots__ = ("label", "value", "reference", "bound")
+    ``scale`` (a number or ball > 0) compares at the scale of the terms instead of the
+    reference's own size, for closed forms that vanish or cancel (a residual that is 0, a
+    jump component that is 0): the radii and ``|value - reference|`` are then read relative
+    to ``scale`` (in a relative comparison)."""
 
-    def __init__(self, label: str, value: Any, reference: Any, bound: float | None = None):
+    __slots__ = ("label", "value", "reference", "bound", "scale")
+
+    def __init__(self, label: str, value: Any, reference: Any, bound: float | None = None,
+                 scale: Any = None):
         self.label, self.value, self.reference = str(label), ball(value), ball(reference)
+        self.scale = None
+        if scale is not None:
+            try:
+                s_ = ball(scale)
+            except (TypeError, ValueError):
+                s_ = None
+            if s_ is None or not (s_.is_finite() and s_ > 0):
+                raise ValueError(f"CertifiedInstance: scale must be a finite number > 0; got {scale!r}")
+            self.scale = s_
+            self.label += f" (at the scale {float(s_.mid()):.3g})"
         if bound is not None and not (isinstance(bound, (int, float)) and math.isfinite(bound)
                                       and bound >= 0):
             raise ValueError(f"CertifiedInstance: bound must be a finite number >= 0; got {bound!r}")
@@ -384,10 +414,14 @@ def certified_compare(name: str, instances: Sequence[CertifiedInstance], *,
     worst_err, worst_rad, disproof, unproven = 0.0, 0.0, None, None
     for it in insts:
         C, R = it.value, it.reference
-        rad = max(relative_radius(C), relative_radius(R)) if not (C.is_zero() and R.is_zero()) else 0.0
+        if it.scale is not None:
+            rad = max(float(C.rad()), float(R.rad())) / float(it.scale.lower())
+        else:
+            rad = max(relative_radius(C), relative_radius(R)) if not (C.is_zero() and R.is_zero()) else 0.0
         diff = abs(C - R)
-        scale_lo = float(abs(R).lower()) if relative else 1.0
-        scale_hi = float(abs(R).upper()) if relative else 1.0
+        size = abs(R) if it.scale is None else it.scale
+        scale_lo = float(size.lower()) if relative else 1.0
+        scale_hi = float(size.upper()) if relative else 1.0
         b_i = bound if it.bound is None else it.bound
         limit = b_i * scale_hi
         err = float(diff.upper()) / scale_lo if scale_lo > 0 else (0.0 if float(diff.upper()) == 0 else math.inf)

@@ -73,6 +73,22 @@ def draw_neurons(rng: np.random.Generator, m: int, scale_c: float = 1.0):
     return a, b, c
 
 
+def certified_draws(ctx: RunContext, stream: str, width: int) -> np.ndarray:
+    """``ctx.size("certified")`` rows of ``width`` nonzero floats for the certified
+    sub-checks, from the run's seed: a third uniform on [-3, 3], a third with log-uniform
+    magnitudes 1e-6..1e3 (random signs), a third uniform with one entry set to +-1."""
+    rng = ctx.rng("certified", stream)
+    n = ctx.size("certified")
+    out = rng.uniform(-3.0, 3.0, (n, width))
+    big = rng.choice([-1.0, 1.0], (n, width)) * 10.0 ** rng.uniform(-6, 3, (n, width))
+    out[1::3] = big[1::3]
+    cols = rng.integers(0, width, n)
+    for i in range(2, n, 3):
+        out[i, cols[i]] = rng.choice([-1.0, 1.0])
+    out[out == 0] = 1.0
+    return out
+
+
 def wrap_angle(angle: Any) -> np.ndarray:
     """The angle modulo 2 pi, in (-pi, pi]."""
     return np.angle(np.exp(1j * np.asarray(angle)))

@@ -22,9 +22,11 @@ import numpy as np
 from hypothesis import strategies as st
 
 from derivations import williams_dynamics as D
+from numerics import arb_units as AU
 from numerics import relu1d as N
-from verify.claims._williams_dynamics import (NUMPY, SIGN_NOTE, U, draw_data, draw_neurons,
-                                              williams_claim, wrap_angle)
+from verify.certify import certified_details
+from verify.claims._williams_dynamics import (NUMPY, SIGN_NOTE, U, certified_draws, draw_data,
+                                              draw_neurons, williams_claim, wrap_angle)
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
 from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare, fmt,
                         for_all_instances, lambdified)
@@ -108,9 +110,50 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
                    "derived expressions, |args| in 1e-150..1e200", got_all, ref_all, rtol=8 * U,
                    reason="a few roundings (hypot, sqrt, products); the 40-digit reference "
                           "rounded to float64 adds <= u/2")
+    subs = [s_f, s_fib, s_mp] + _certified_w2a(ctx, angle_offset)
     return combine("f_z (dense numerics) vs f~_{pi(z)} (canonical numerics with the derived pi); "
-                   "rescaling orbits vs pi; full_from_canonical o pi = id", [s_f, s_fib, s_mp],
-                   notes=[SIGN_NOTE])
+                   "rescaling orbits vs pi; full_from_canonical o pi = id; certified (Arb) at "
+                   "drawn neurons", subs, notes=[SIGN_NOTE],
+                   details={"certified": certified_details(subs)})
+
+
+def _certified_w2a(ctx: RunContext, angle_offset: float) -> list[SubCheck]:
+    """Proofs at drawn (a, b, c, x): the derived pi(z) in Arb gives the neuron's value
+    (definition c (ax - b)_+ vs r <x~, d(theta)>_+, both in Arb), and the derived |(a,b)|^2
+    of (r, delta) (and its rationalized form where delta > 0) is a^2 + b^2."""
+    from verify import certify
+    res = ctx.derivation().results
+    r_fn = certify.arb_function(res["r"], (D.a, D.b, D.c))
+    th_fn = certify.arb_function(res["theta"], (D.a, D.b))
+    dl_fn = certify.arb_function(res["delta"], (D.a, D.b, D.c))
+    nu2 = {k: certify.arb_function(res[k], (D.r, D.delta)) for k in ("nu2", "nu2_rationalized")}
+    neuron, fibre, rational = [], [], []
+    with certify.working_precision(128):
+        off = certify.ball(angle_offset)
+        for a, b, c, x in certified_draws(ctx, "W2a", 4).tolist():
+            lab = f"(a, b, c, x) = ({a!r}, {b!r}, {c!r}, {x!r})"
+            ab2 = certify.ball(a) ** 2 + certify.ball(b) ** 2
+            scale = abs(certify.ball(c)) * ab2.sqrt() * (1 + certify.ball(x) ** 2).sqrt()
+            val = AU.canonical_neuron(r_fn(a, b, c), th_fn(a, b) + off, x)
+            neuron.append(certify.CertifiedInstance(lab, val, AU.full_neuron(a, b, c, x), scale=scale))
+            fibre.append(certify.CertifiedInstance(
+                lab, certify.enclose_to(lambda: nu2["nu2"](r_fn(a, b, c), dl_fn(a, b, c))), ab2))
+            if dl_fn(a, b, c) > 0:
+                rational.append(certify.CertifiedInstance(
+                    lab, certify.enclose_to(lambda: nu2["nu2_rationalized"](r_fn(a, b, c), dl_fn(a, b, c))),
+                    ab2))
+    why = ("Arb balls at 128+ bits (floats enter exactly): the closed form from the derived "
+           "expressions, the reference from the definitions of f_z and |(a, b)|^2")
+    out = [certify.certified_compare(f"certified: c (ax - b)_+ vs r <x~, d(theta)>_+ at the derived "
+                                     f"pi(z), {len(neuron)} neurons (at the scale |c| |(a,b)| |x~|)",
+                                     neuron, reason=why),
+           certify.certified_compare(f"certified: derived |(a,b)|^2 = nu2(r, delta) at the derived "
+                                     f"(r, delta) vs a^2 + b^2, {len(fibre)} neurons", fibre, reason=why)]
+    if rational:
+        out.append(certify.certified_compare(
+            f"certified: rationalized nu2 (delta > 0) vs a^2 + b^2, {len(rational)} neurons",
+            rational, reason=why))
+    return out
 
 
 # ====================================================================== W2b
@@ -174,7 +217,6 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         # only neurons whose pattern cannot change within +-h (L is smooth there)
         ok = np.min(u, axis=1) > 4 * h * (1 + np.max(np.abs(x)))
         fd = -_fd_loss_grad(a, b, c, x, y, h)
-        m = a.size
         loss = N.loss_and_grad_dense(a, b, c, x, y, "m")[0]
         derived_field = np.concatenate([fa, fb, fc])
         mask = np.concatenate([ok, ok, ok])
@@ -437,7 +479,7 @@ CLAIMS = [
         r"$\pi(a,b,c) = (c|(a,b)|, \mathrm{atan2}(b,a))$ satisfies $\tilde f_{\pi(z)} = f_z$ "
         r"($\alpha(m)=m$), and $\pi(z)=\pi(z')$ iff $z' = (ka, kb, c/k)$, $k>0$, per neuron.",
         _w2a, 0.0, W2A_ANGLE_OFFSET, "the canonical angle off by 2e-13 rad", "f_z vs f~_pi(z)",
-        sizes={"quick": {"instances": 8}, "full": {"instances": 60}},
+        sizes={"quick": {"instances": 8, "certified": 24}, "full": {"instances": 60, "certified": 200}},
         notes=(SIGN_NOTE,), kind="convention"),
     williams_claim(
         "W2b", "delta_i = c_i^2 - a_i^2 - b_i^2 is conserved by the gradient flow",

@@ -20,8 +20,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from derivations import williams_dynamics as D
+from numerics import arb_units as AU
 from numerics import relu1d as N
-from verify.claims._williams_dynamics import (NUMPY, U, canonical_particles,
+from verify.certify import certified_details
+from verify.claims._williams_dynamics import (NUMPY, U, canonical_particles, certified_draws,
                                               particle_on_sample_line, williams_claim)
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
@@ -67,7 +69,6 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         r, th = r[keep], th[keep]
         if r.size == 0:
             return SubCheck("m x FD", 0.0, 1e-7, "no particle inside a region")
-        m = r.size
         Phi = _phi_matrix(r, th, x)
         rho = Phi.mean(axis=0) - y
         # V(w; mu) = sum_j rho_j phi(w; x_j) with the derived phi: its FD gradient at w_i
@@ -178,8 +179,10 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
     C = np.array(potential_gradient(2.5 * r, th, x, r1))
     E = np.array(potential_gradient(r, th, x, r1))
     sE = float(np.max(np.abs(E)))
+    cert = _certified_w2e(ctx, angular_factor)
     return combine("derived radial/angular components vs finite differences of the loss; "
-                   "linearity in rho; piecewise-linear structure on R x A_k", [
+                   "linearity in rho; piecewise-linear structure on R x A_k; certified (Arb) "
+                   "at drawn particles", [
         s_fd, s_in,
         compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
                 "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
@@ -187,7 +190,77 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
         compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
                 np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
                 rtol=0.0, atol=64 * U, reason="rounding"),
-    ])
+    ] + cert, details={"certified": certified_details(cert)})
+
+
+#: samples per instance of the certified W2e sub-check
+_W2E_CERT_SAMPLES = 3
+#: float64 error bound of potential_gradient in ulps of its scale, for 3 samples: 4 per
+#: sample term plus one per addition
+_W2E_FLOAT_ULPS = 4 * _W2E_CERT_SAMPLES + _W2E_CERT_SAMPLES
+_WHY_ARB = ("Arb balls at 128 bits (floats enter exactly): the closed form from the derived "
+            "expressions, the reference from the definition r <x~, d(theta)>_+ by Arb power "
+            "series (rigorous derivatives, no differencing)")
+
+
+def _certified_w2e(ctx: RunContext, angular_factor: float) -> list[SubCheck]:
+    """Proofs at drawn (r, theta, x_j, rho_j): sum over the active samples of the derived
+    terms (active set decided by the derived <x~, d(theta)>) vs the r- and theta-derivatives
+    of V = sum_j rho_j r <x~_j, d(theta)>_+ (Arb series); the derived inner product vs
+    x cos(theta) - sin(theta)."""
+    from verify import certify
+    res = ctx.derivation().results
+    args = (D.r, D.theta, D.x, D.rho)
+    inner, dvr, dvt = (certify.arb_function(res[k], args) for k in ("inner", "dV_dr_term", "dV_dtheta_term"))
+    s = _W2E_CERT_SAMPLES
+    radial, angular, inner_inst, floats = [], [], [], []
+    with certify.working_precision(128):
+        fac = certify.ball(angular_factor)
+        for row in certified_draws(ctx, "W2e", 2 + 2 * s).tolist():
+            r, th, xs, rhos = row[0], row[1], row[2:2 + s], row[2 + s:]
+            lab = f"(r, theta, x, rho) = ({r!r}, {th!r}, {xs}, {rhos})"
+            closed_r = closed_t = certify.ball(0)
+            for xj, rj in zip(xs, rhos):
+                u = inner(r, th, xj, rj)
+                if u > 0:
+                    closed_r, closed_t = closed_r + dvr(r, th, xj, rj), closed_t + dvt(r, th, xj, rj)
+                elif not u < 0:
+                    raise certify.UndecidableCondition(f"W2e certified: {lab} is on a sample line")
+                inner_inst.append(certify.CertifiedInstance(
+                    f"(theta, x) = ({th!r}, {xj!r})", u,
+                    certify.ball(xj) * certify.ball(th).cos() - certify.ball(th).sin(),
+                    scale=(1 + certify.ball(xj) ** 2).sqrt()))
+
+            def potential(rr, tt):
+                return sum((rj * AU.canonical_neuron(rr, tt, xj) for xj, rj in zip(xs, rhos)),
+                           0 * rr * tt)
+            ref_r = AU.taylor_coefficients(lambda t: potential(t, certify.ball(th) + 0 * t), r, 1)[1]
+            ref_t = AU.taylor_coefficients(lambda t: potential(certify.ball(r) + 0 * t, t), th, 1)[1]
+            scale = sum(abs(certify.ball(rj)) * (1 + certify.ball(xj) ** 2).sqrt()
+                        for xj, rj in zip(xs, rhos))
+            radial.append(certify.CertifiedInstance(lab, closed_r, ref_r, scale=scale))
+            angular.append(certify.CertifiedInstance(lab, fac * closed_t, ref_t,
+                                                     scale=abs(certify.ball(r)) * scale))
+            g_r, g_t = potential_gradient(r, th, np.array(xs), np.array(rhos))
+            floats.append(certify.CertifiedInstance(lab + " dV/dr", g_r, ref_r, scale=scale))
+            floats.append(certify.CertifiedInstance(lab + " dV/dtheta", g_t, ref_t,
+                                                    scale=abs(certify.ball(r)) * scale))
+    n = len(radial)
+    return [certify.certified_compare(f"certified: derived dV/dr (sum over the active samples) vs "
+                                      f"d/dr of V (Arb series), {n} particles x {s} samples",
+                                      radial, reason=_WHY_ARB),
+            certify.certified_compare(f"certified: derived dV/dtheta vs d/dtheta of V (Arb series), "
+                                      f"{n} particles x {s} samples", angular, reason=_WHY_ARB),
+            certify.certified_compare(f"certified: derived <x~, d(theta)> vs x cos(theta) - sin(theta), "
+                                      f"{len(inner_inst)} pairs (at the scale |x~|)", inner_inst,
+                                      reason=_WHY_ARB),
+            certify.certified_compare(f"certified: formulas.potential_gradient (float64) within "
+                                      f"{_W2E_FLOAT_ULPS} ulps of the scale sum_j |rho_j| |x~_j| "
+                                      f"(|r| times it for dV/dtheta), {len(floats)} values", floats,
+                                      bound=_W2E_FLOAT_ULPS * 2.0 ** -52,
+                                      reason=_WHY_ARB + "; the float64 value as an exact ball; "
+                                      "bound: per sample <= 4 roundings of |rho_j| |x~_j| (cos, sin, "
+                                      "two products) plus one per addition")]
 
 
 # ====================================================================== W2f
@@ -261,8 +334,60 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
                           "(radial, angular) vs one-sided limits of the numerics' gradient, "
                           "relative to the field scale", particle_on_sample_line(), measure,
                           count=ctx.size("instances"))
+    cert = _certified_w2f(ctx, magnitude_factor)
     return combine("one-sided limits of (dV/dr, dV/dtheta) from numerics' full-parameter gradient "
-                   "(Richardson) vs the derived jump", [s])
+                   "(Richardson) vs the derived jump; certified (Arb) at drawn (r, x*, rho*)",
+                   [s] + cert, details={"certified": certified_details(cert)})
+
+
+def _certified_w2f(ctx: RunContext, magnitude_factor: float) -> list[SubCheck]:
+    """Proofs at drawn (r, x*, rho*): the derived signed jumps at theta* = atan(x*) and
+    atan(x*) - pi, and the magnitude, vs the gradient of the active branch rho* r <x~*,
+    d(theta)> at the boundary angles of the definition, atan2(x*, 1) and atan2(-x*, -1)
+    (the unit vectors orthogonal to x~*), minus that of the inactive branch (0).  The
+    boundary is a simple root (the theta-derivative's ball excludes 0), so these are the
+    one-sided limits of the field."""
+    from verify import certify
+    res = ctx.derivation().results
+    args = (D.r, D.x, D.rho)
+    jumps = {key: [certify.arb_function(e, args) for e in res[key]] for key in ("jump_upper", "jump_lower")}
+    mag_fn = certify.arb_function(res["magnitude"], args)
+    ulps = velocity_jump.ulp_bound
+    comps, mags, floats = [], [], []
+    with certify.working_precision(128):
+        fac = certify.ball(magnitude_factor)
+        for r, x, rho in certified_draws(ctx, "W2f", 3).tolist():
+            rb, xb, pb = certify.ball(r), certify.ball(x), certify.ball(rho)
+            scale = abs(rb * pb) * (1 + xb ** 2).sqrt()
+            for key, th_star in (("jump_upper", _atan2(xb, certify.ball(1))),
+                                 ("jump_lower", _atan2(-xb, certify.ball(-1)))):
+                lab = f"(r, x*, rho*) = ({r!r}, {x!r}, {rho!r}), {key}"
+                branch_r = AU.taylor_coefficients(lambda t: pb * t * (xb * th_star.cos() - th_star.sin()), rb, 1)
+                branch_t = AU.taylor_coefficients(lambda t: pb * rb * (xb * t.cos() - t.sin()), th_star, 1)
+                if not (branch_r[0].contains(0) and (branch_t[1] > 0 or branch_t[1] < 0)):
+                    raise ArithmeticError(f"W2f certified: {lab}: theta* is not a simple boundary")
+                ref = (branch_r[1], branch_t[1])
+                for comp, (fn, rv) in enumerate(zip(jumps[key], ref)):
+                    comps.append(certify.CertifiedInstance(f"{lab}[{comp}]", fn(r, x, rho), rv, scale=scale))
+                mag_ref = (ref[0] * ref[0] + ref[1] * ref[1]).sqrt()
+                mags.append(certify.CertifiedInstance(lab, fac * mag_fn(r, x, rho), mag_ref))
+                floats.append(certify.CertifiedInstance(lab, velocity_jump(r, x, rho), mag_ref))
+    return [certify.certified_compare(f"certified: derived signed jumps (radial, angular) vs the "
+                                      f"active-branch gradient at the definition's boundary angles "
+                                      f"(Arb series), {len(comps)} components (at the scale |r rho*| |x~*|)",
+                                      comps, reason=_WHY_ARB),
+            certify.certified_compare(f"certified: derived |jump| (velocity_jump's expression) vs |the "
+                                      f"reference jump|, {len(mags)} boundaries", mags, reason=_WHY_ARB),
+            certify.certified_compare(f"certified: formulas.velocity_jump (float64) within its stated "
+                                      f"{ulps.ulps:g} ulps of the {ulps.unit}, {len(floats)} boundaries",
+                                      floats, bound=ulps.ulps * 2.0 ** -52,
+                                      reason=_WHY_ARB + "; the float64 value as an exact ball")]
+
+
+def _atan2(y, x):
+    """atan2 of two balls (Arb)."""
+    from flint import arb
+    return arb.atan2(y, x)
 
 
 # ====================================================================== W2h
@@ -445,13 +570,14 @@ CLAIMS = [
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "
         r"$\partial_\theta V = r\sum_{j\in C_k}\rho_j\langle\tilde x_j,t(\theta)\rangle$.",
         _w2e, 1.0, W2E_ANGULAR_FACTOR, "angular component off by 3e-9 relative",
-        "derived components", sizes={"quick": {"instances": 6}, "full": {"instances": 50}}),
+        "derived components", sizes={"quick": {"instances": 6, "certified": 24},
+                                     "full": {"instances": 50, "certified": 200}}),
     williams_claim(
         "W2f", "The jump of the velocity field at a boundary is angular, |r rho*| sqrt(1+x*^2)",
         r"Crossing $\langle\tilde x_{j^*},d(\theta)\rangle = 0$ changes only $\partial_\theta V$, by "
         r"$|r\rho_{j^*}|\sqrt{1+x_{j^*}^2}$.", _w2f, 1.0, W2F_MAGNITUDE_FACTOR,
         "magnitude off by 1e-8 relative", "angular jump magnitude",
-        sizes={"quick": {"instances": 12}, "full": {"instances": 100}}),
+        sizes={"quick": {"instances": 12, "certified": 24}, "full": {"instances": 100, "certified": 200}}),
     williams_claim(
         "W2h", "Attractors and repulsors at sample lines (Lemma 2); clustering of knots",
         r"With $S = \sum_{j\in C\setminus j^*}\rho_j(1+x_jx_*)$: attractor iff $rS < 0 < r(S + \rho_*(1+x_*^2))$, "

@@ -25,6 +25,7 @@ import sympy as sp
 from verify import derived
 
 __all__ = ["DerivedFunction", "VerifiedFormula", "perturbed_output", "MAX_DPS", "NotEnclosable",
+           "enclose_grid",
            "UlpBound"]
 
 MAX_DPS = 2000  # mpmath precision cap: beyond it a single special-function call takes minutes
@@ -148,6 +149,22 @@ class _Derived:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} (claim {self.claim})>"
+
+
+def enclose_grid(fn: Callable[..., Any], args: tuple, prec: int) -> Any:
+    """Balls of ``fn`` on broadcast float arguments (taken exactly); the working precision
+    is raised until the relative radius is <= 2^(8 - prec) (up to 16 prec bits)."""
+    from verify import certify
+
+    def one(*v: float) -> Any:
+        return certify.enclose_to(lambda: fn(*v), 2.0 ** (8 - prec), prec=prec, max_prec=16 * prec)
+    if all(np.ndim(v) == 0 for v in args):
+        return one(*(float(v) for v in args))
+    b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in args))
+    out = np.empty(b[0].shape, dtype=object)
+    for idx in np.ndindex(out.shape):
+        out[idx] = one(*(float(v[idx]) for v in b))
+    return out
 
 
 class DerivedFunction(_Derived):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import mpmath
 import numpy as np
 import sympy as sp
 

@@ -32,7 +32,7 @@ import sympy as sp
 from derivations import williams_dynamics as D
 from numerics.validation import as_float_array, dot2, require_same_shape
 from verify import derived
-from verify.formulas._base import DerivedFunction, check_dps
+from verify.formulas._base import DerivedFunction, UlpBound, check_dps, enclose_grid
 
 __all__ = ["canonical_from_full", "full_from_canonical", "potential_gradient", "velocity_jump"]
 
@@ -354,16 +354,30 @@ def _velocity_jump_mp(r: Any, x_star: Any, rho_star: Any, dps: int = 30):
                            (r, x_star, rho_star), 1, broadcast=True, dps=dps)[0]
 
 
+def _velocity_jump_enclose(r: Any, x_star: Any, rho_star: Any, *, prec: int = 128) -> Any:
+    from verify import certify
+    args = tuple(as_float_array(v, n) for v, n in ((r, "r"), (x_star, "x_star"), (rho_star, "rho_star")))
+    fn = certify.arb_function(derived.results("W2f")["magnitude"], (D.r, D.x, D.rho))
+    return enclose_grid(fn, args, prec)
+
+
+#: |r rho*| hypot(1, x*) with exact power-of-two scaling: hypot (<= 1 ulp) and two products
+VELOCITY_JUMP_ULPS = UlpBound(4, "value (|exact|)", "hypot(1, x*) to <= 1 ulp, two products, "
+                                 "exact frexp/ldexp scaling: <= 3 roundings")
+
+
 velocity_jump = DerivedFunction(
     "velocity_jump", "W2f", expr_fn=lambda: derived.results("W2f")["magnitude"],
-    impl=_velocity_jump, mpmath=_velocity_jump_mp,
+    impl=_velocity_jump, mpmath=_velocity_jump_mp, enclose=_velocity_jump_enclose,
+    ulp_bound=VELOCITY_JUMP_ULPS,
     doc="""Magnitude of the jump of grad V across the boundary line of sample x* (claim W2f):
 |r rho*| sqrt(1 + x*^2).  The jump is purely angular (the radial jump is 0); its sign
 depends on the crossing direction.
 
 Parameters: ``r`` (particle radius), ``x_star`` (sample), ``rho_star`` (residual at
-x_star), broadcasting.  Returns the magnitude (accurate over the whole float64 range;
-ValueError if it overflows).  ``.mpmath(r, x_star, rho_star, dps=30)``.
+x_star), broadcasting.  Returns the magnitude (within 4 ulps over the whole float64
+range, ``.ulp_bound``; ValueError if it overflows).  ``.mpmath(r, x_star, rho_star,
+dps=30)``; ``.enclose(r, x_star, rho_star, prec=128)`` (certified Arb balls).
 
 >>> velocity_jump(2.0, 0.0, -0.5)
 1.0

@@ -40,7 +40,7 @@ import sympy as sp
 from derivations import williams_kernels as dk
 from numerics.validation import as_float_array, require_choice, require_distinct
 from verify import derived
-from verify.formulas._base import DerivedFunction, UlpBound, check_dps
+from verify.formulas._base import DerivedFunction, UlpBound, check_dps, enclose_grid
 
 __all__ = ["rf_kernel", "ntk_kernel", "active_probability", "rkhs_weight",
            "kernel_interpolant", "KernelInterpolant"]
@@ -282,22 +282,6 @@ def _arb_fn(which: str, init: str) -> Callable[..., Any]:
 _ARB_MEMO: dict[tuple[str, str], tuple[int, Callable[..., Any]]] = {}
 
 
-def _enclose_grid(fn: Callable[..., Any], args: tuple, prec: int) -> Any:
-    """Balls of ``fn`` on broadcast float arguments (taken exactly); the working precision
-    is raised until the relative radius is <= 2^(8 - prec) (up to 16 prec bits)."""
-    from verify import certify
-
-    def one(*v: float) -> Any:
-        return certify.enclose_to(lambda: fn(*v), 2.0 ** (8 - prec), prec=prec, max_prec=16 * prec)
-    if all(np.ndim(v) == 0 for v in args):
-        return one(*(float(v) for v in args))
-    b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in args))
-    out = np.empty(b[0].shape, dtype=object)
-    for idx in np.ndindex(out.shape):
-        out[idx] = one(*(float(v[idx]) for v in b))
-    return out
-
-
 def _kernel_enclose(which: str) -> Callable[..., Any]:
     def enclose(x: Any, xp: Any, init: str = "uniform", sigma_c: float = 1.0, *, prec: int = 128) -> Any:
         x, xp = _mp_pair(x, xp)
@@ -305,8 +289,8 @@ def _kernel_enclose(which: str) -> Callable[..., Any]:
         fn = _arb_fn(which, init)
         if which == "ntk":
             sc = _sigma(sigma_c)
-            return _enclose_grid(lambda p, q: fn(p, q, sc), (x, xp), prec)
-        return _enclose_grid(fn, (x, xp), prec)
+            return enclose_grid(lambda p, q: fn(p, q, sc), (x, xp), prec)
+        return enclose_grid(fn, (x, xp), prec)
     return enclose
 
 
@@ -379,7 +363,7 @@ def _rkhs_enclose(x: Any, init: str = "uniform", *, prec: int = 128) -> Any:
     from verify import certify
     xv = as_float_array(_from_mp(x), "x")
     fn = certify.arb_function(derived.results("W3e")[f"omega_{_init(init)}"], (dk.x,))
-    return _enclose_grid(fn, (xv,), prec)
+    return enclose_grid(fn, (xv,), prec)
 
 
 rkhs_weight = DerivedFunction(

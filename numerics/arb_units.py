@@ -1,0 +1,212 @@
+"""Certified (Arb ball) evaluations of the DEFINING network units, their derivatives and
+group averages: the references of the certified sub-checks of Williams et al. (2019,
+Sec. 3; claims W2a, W2e, W2f) and Maass Martinez & Fontbona (2024, Sec. 3; claims M1a,
+M1b).  Each function computes a definition of docs/conventions.md directly, in ball
+arithmetic; none reads a derived expression.
+
+- :func:`relu`: ``(u)_+`` of an ``arb`` (rigorous: exact when the sign is decided, the hull
+  ``[0, max(u, 0)]`` otherwise) or of an ``arb_series`` (the branch is decided by the
+  constant term; a kink raises :class:`UndecidableCondition`: no derivative there);
+- :func:`full_neuron` ``c (a x - b)_+`` and :func:`canonical_neuron`
+  ``r <x~, d(theta)>_+`` with ``x~ = (x, -1)``, ``d(theta) = (cos theta, sin theta)``;
+- :func:`taylor_coefficients`: the Taylor coefficients of a function of one ball at a
+  point, by Arb power series (``arb_series``): rigorous derivatives, no differencing;
+- :func:`logistic` ``1 / (1 + e^-t)``;
+- :func:`unit_output` (``logistic(z x)`` or ``z x``, ``z`` a row-major ``dY x dX``
+  parameter), :func:`feature_average` ``(Q_G Phi_mu)(x)``, :func:`symmetrized_model`
+  ``Phi_{mu^G}(x)``, :func:`projected_model` ``Phi_{mu^{E^G}}(x)`` and
+  :func:`fixed_space_projection` ``P_{E^G} z``, for a finite group given by its matrices
+  (``rho``, ``rho_hat``, ``M``) with integer entries (permutation and sign actions: exact
+  in ball arithmetic; other entries are refused).
+
+Inputs are floats (entered exactly), ints, Fractions or balls.  This module imports
+neither SymPy nor the ``verify`` package.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from numerics.arb_quadrature import UndecidableCondition, exact_ball
+
+__all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "logistic",
+           "UNITS", "unit_output", "feature_average", "symmetrized_model", "projected_model",
+           "fixed_space_projection", "MAX_TAYLOR_ORDER"]
+
+#: highest Taylor order :func:`taylor_coefficients` computes
+MAX_TAYLOR_ORDER = 32
+#: the units of :func:`unit_output`
+UNITS = ("logistic", "linear")
+
+
+def _flint() -> Any:
+    import flint
+    return flint
+
+
+def _ball(v: Any, name: str) -> Any:
+    flint = _flint()
+    if isinstance(v, (flint.arb, flint.arb_series)):
+        return v
+    return exact_ball(v, name)
+
+
+def relu(u: Any) -> Any:
+    """``max(u, 0)`` of an ``arb`` or an ``arb_series`` (see the module docstring)."""
+    flint = _flint()
+    if isinstance(u, flint.arb_series):
+        coeffs = u.coeffs()
+        c0 = coeffs[0] if coeffs else flint.arb(0)
+        if c0 > 0:
+            return u
+        if c0 < 0:
+            return 0 * u
+        raise UndecidableCondition(f"relu of a series at a kink (constant term {c0}): the "
+                                   "derivative does not exist there; move off the kink")
+    u = _ball(u, "u")
+    if u > 0:
+        return u
+    if u <= 0:
+        return flint.arb(0)
+    return u.max(flint.arb(0))
+
+
+def full_neuron(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """``c (a x - b)_+``: one neuron of f_z, x~ = (x, -1) (Williams et al. 2019, Sec. 3)."""
+    a, b, c, x = (_ball(v, n) for v, n in ((a, "a"), (b, "b"), (c, "c"), (x, "x")))
+    return c * relu(a * x - b)
+
+
+def canonical_neuron(r: Any, theta: Any, x: Any) -> Any:
+    """``r <x~, d(theta)>_+ = r (x cos theta - sin theta)_+`` (Williams et al. 2019, Sec. 3,
+    alpha(m) = m); ``r`` and ``theta`` may be ``arb_series`` (derivatives)."""
+    r, theta, x = _ball(r, "r"), _ball(theta, "theta"), _ball(x, "x")
+    return r * relu(x * theta.cos() - theta.sin())
+
+
+def taylor_coefficients(f: Callable[[Any], Any], x0: Any, order: int) -> list[Any]:
+    """The Taylor coefficients ``f^(k)(x0) / k!``, k = 0..order, of ``f`` (which maps an
+    ``arb_series`` to an ``arb_series``) at the ball ``x0``: rigorous enclosures."""
+    flint = _flint()
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or not 0 <= order <= MAX_TAYLOR_ORDER:
+        raise ValueError(f"order must be an integer in 0..{MAX_TAYLOR_ORDER}; got {order!r}")
+    x0 = _ball(x0, "x0")
+    out = f(flint.arb_series([x0, 1], prec=int(order) + 1))
+    if not isinstance(out, flint.arb_series):
+        raise TypeError(f"f must return an arb_series; got {type(out).__name__}")
+    coeffs = list(out.coeffs())
+    return [coeffs[k] if k < len(coeffs) else flint.arb(0) for k in range(int(order) + 1)]
+
+
+def logistic(t: Any) -> Any:
+    """``1 / (1 + exp(-t))`` of an ``arb`` or ``arb_series``."""
+    t = _ball(t, "t")
+    return 1 / (1 + (-t).exp())
+
+
+# ------------------------------------------------------------------ finite group averages
+def _integer_matrices(mats: Any, name: str) -> np.ndarray:
+    A = np.asarray(mats, dtype=np.float64)
+    if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[0] < 1:
+        raise ValueError(f"{name} must be a stack of square matrices (|G|, d, d); got shape {A.shape}")
+    if not np.all(np.isfinite(A)) or np.any(A != np.round(A)):
+        raise ValueError(f"{name} must have integer entries (a permutation or sign action) to be "
+                         "exact in ball arithmetic; other representations are not supported")
+    return A.astype(np.int64)
+
+
+def _matvec(A: np.ndarray, v: Sequence[Any]) -> list[Any]:
+    flint = _flint()
+    out = []
+    for row in A:
+        acc = flint.arb(0)
+        for aij, vj in zip(row, v):
+            if aij:
+                acc = acc + int(aij) * vj
+        out.append(acc)
+    return out
+
+
+def _vector(v: Any, n: int, name: str) -> list[Any]:
+    vals = list(v)
+    if len(vals) != n:
+        raise ValueError(f"{name} must have {n} entries; got {len(vals)}")
+    return [_ball(e, name) for e in vals]
+
+
+def unit_output(unit: Any, x: Sequence[Any], z: Sequence[Any], dim_y: int) -> list[Any]:
+    """``sigma_*(x, z)``: ``logistic(z x)`` elementwise or ``z x``, for the row-major
+    ``dim_y x len(x)`` parameter ``z`` (Maass Martinez & Fontbona 2024, Sec. 3); ``unit``
+    may also be a callable ``(x balls, z balls, dim_y) -> dim_y balls``."""
+    if callable(unit):
+        return list(unit([_ball(e, "x") for e in x], [_ball(e, "z") for e in z], dim_y))
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS} or a callable; got {unit!r}")
+    dx = len(x)
+    x = _vector(x, dx, "x")
+    z = _vector(z, dim_y * dx, "z")
+    pre = [sum((z[i * dx + j] * x[j] for j in range(1, dx)), z[i * dx] * x[0]) for i in range(dim_y)]
+    return [logistic(p) for p in pre] if unit == "logistic" else pre
+
+
+def _weighted(particles: Sequence[Sequence[Any]], weights: Sequence[Any] | None) -> tuple[list, list]:
+    ps = [list(p) for p in particles]
+    if not ps:
+        raise ValueError("particles must hold at least one particle")
+    ws = [1] * len(ps) if weights is None else list(weights)
+    if len(ws) != len(ps):
+        raise ValueError(f"weights must have one entry per particle ({len(ps)}); got {len(ws)}")
+    return ps, [_ball(w, "weight") for w in ws]
+
+
+def _model(unit: Any, x: list, particles: list, weights: list, dim_y: int) -> list[Any]:
+    flint = _flint()
+    out = [flint.arb(0)] * dim_y
+    for z, w in zip(particles, weights):
+        out = [o + w * s for o, s in zip(out, unit_output(unit, x, z, dim_y))]
+    return out
+
+
+def feature_average(rho: Any, rho_hat: Any, unit: Any, particles: Sequence[Sequence[Any]],
+                    weights: Sequence[Any] | None, x: Sequence[Any]) -> list[Any]:
+    """``(Q_G Phi_mu)(x) = (1/|G|) sum_g rho^_g^T Phi_mu(rho_g x)`` for
+    ``mu = sum_i w_i delta_{z_i}`` (the function side of M1a)."""
+    R, RH = _integer_matrices(rho, "rho"), _integer_matrices(rho_hat, "rho_hat")
+    ps, ws = _weighted(particles, weights)
+    xv = _vector(x, R.shape[1], "x")
+    dy = RH.shape[1]
+    total = [_flint().arb(0)] * dy
+    for g, gh in zip(R, RH):
+        phi = _model(unit, _matvec(g, xv), ps, ws, dy)
+        total = [t + s for t, s in zip(total, _matvec(gh.T, phi))]
+    return [t / len(R) for t in total]
+
+
+def symmetrized_model(M: Any, unit: Any, particles: Sequence[Sequence[Any]],
+                      weights: Sequence[Any] | None, x: Sequence[Any], dim_y: int) -> list[Any]:
+    """``Phi_{mu^G}(x) = sum_i w_i (1/|G|) sum_g sigma_*(x, M_g z_i)`` (parameter side)."""
+    Ms = _integer_matrices(M, "M")
+    ps, ws = _weighted(particles, weights)
+    xv = [_ball(e, "x") for e in x]
+    orbit = [(_matvec(Mg, _vector(z, Ms.shape[1], "particle")), w / len(Ms))
+             for z, w in zip(ps, ws) for Mg in Ms]
+    return _model(unit, xv, [p for p, _ in orbit], [w for _, w in orbit], dim_y)
+
+
+def fixed_space_projection(M: Any, z: Sequence[Any]) -> list[Any]:
+    """``P_{E^G} z = (1/|G|) sum_g M_g z``."""
+    Ms = _integer_matrices(M, "M")
+    zv = _vector(z, Ms.shape[1], "z")
+    total = [_flint().arb(0)] * Ms.shape[1]
+    for Mg in Ms:
+        total = [t + s for t, s in zip(total, _matvec(Mg, zv))]
+    return [t / len(Ms) for t in total]
+
+
+def projected_model(M: Any, unit: Any, particles: Sequence[Sequence[Any]],
+                    weights: Sequence[Any] | None, x: Sequence[Any], dim_y: int) -> list[Any]:
+    """``Phi_{mu^{E^G}}(x) = sum_i w_i sigma_*(x, P_{E^G} z_i)``."""
+    ps, ws = _weighted(particles, weights)
+    xv = [_ball(e, "x") for e in x]
+    return _model(unit, xv, [fixed_space_projection(M, z) for z in ps], ws, dim_y)
