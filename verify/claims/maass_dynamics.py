@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from scipy.linalg import subspace_angles
 
 from derivations import maass as dm
-from numerics.equivariant import (SGDConfig, init_particles, make_teacher, model_output,
-                                  scheme_gradient,
+from numerics.equivariant import (LinearUnit, LogisticUnit, SGDConfig, TanhUnit, init_particles,
+                                  make_teacher, model_output, scheme_gradient,
                                   symmetrized_output, train)
 from numerics.groups import GroupAction
 from numerics.transport import second_moment
@@ -143,6 +143,54 @@ def _exact_pair(ctx: RunContext, inst, T: float, noise: str = "orbit", schemes=(
                     "not amplified over <= 200 steps")
 
 
+#: the N-trend's schemes: DA as the paper defines it (one random group element per sample,
+#: ``da_random``) next to full-orbit DA, FA and vanilla
+TREND_SCHEMES = ("vanilla", "da_random", "da_orbit", "fa")
+_instances_risks = st.tuples(st.sampled_from([0, 1, 6]), st.integers(1, 30),
+                             st.sampled_from(["iid", "SI"]), st.integers(0, 2**32 - 1))
+
+
+def _risks(u, G, x, y, z) -> dict[str, float]:
+    """R, R^DA, R^FA, R^EA of the particle measure z on the batch (x, y), from the model
+    outputs (quadratic loss, batch mean), and R at mu^G and mu^{E^G} (formulas)."""
+    from verify import formulas
+
+    def risk(out, yy):
+        return float(np.mean(0.5 * np.sum((out - yy) ** 2, axis=1)))
+    da = np.mean([risk(model_output(u, x @ G.rho[g].T, z), y @ G.rho_hat[g].T) for g in range(G.order)])
+    return {"R": risk(model_output(u, x, z), y), "DA": float(da),
+            "FA": risk(symmetrized_output(u, G, x, z), y),
+            "EA": risk(model_output(u, x, *formulas.project_to_fixed_space(z, G)), y),
+            "R(mu^G)": risk(model_output(u, x, *formulas.symmetrize(z, G)), y)}
+
+
+def _measure_risks(ctx: RunContext, inst) -> SubCheck:
+    """Paper Sec. 3: R^FA(mu) = R(mu^G) (M1a), R^EA(mu) = R(P_{E^G} # mu) by definition
+    (computed here from the projected particles, the other side from the risk of the
+    projected model); at an SI law (particles in E^G, so Phi_mu is equivariant) all four
+    risks coincide on orbit-closed data; for the linear unit R^EA = R^FA at any law (M1b)."""
+    k, n0, law, seed = inst
+    name, G, u, _ = example(k)
+    rng = ctx.rng("m1c-risks", seed)
+    z = init_particles(law, n0, u, G, rng, std=1.0)
+    x0 = 4.0 * rng.standard_normal((6, u.dim_x))
+    x = np.concatenate([x0 @ G.rho[g].T for g in range(G.order)])      # an orbit-closed batch
+    y = rng.standard_normal((6, u.dim_y))
+    y = np.concatenate([y @ G.rho_hat[g].T for g in range(G.order)])
+    r = _risks(u, G, x, y, z)
+    ea_def = float(np.mean(0.5 * np.sum((model_output(u, x, z @ G.projector().T) - y) ** 2, axis=1)))
+    scale = max(1.0, abs(r["R"]))
+    errs = [abs(r["FA"] - r["R(mu^G)"]), abs(r["EA"] - ea_def)]
+    if law == "SI":
+        errs += [abs(r[a] - r["R"]) for a in ("DA", "FA", "EA")]
+    if isinstance(u, (LogisticUnit, TanhUnit)):  # matrix action M_g z = rho^_g z rho_g^T
+        rl = _risks(LinearUnit(u.dim_x, u.dim_y), G, x, y, z)
+        errs.append(abs(rl["EA"] - rl["FA"]))
+    return SubCheck(name, max(errs) / scale, EXACT_TOL,
+                    f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
+                    "squares of O(1) model outputs; the identities are exact")
+
+
 def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
     s = settings(ctx)
     sub = [for_all_instances(ctx, "R^DA - R^FA (float64, pointwise in (x, y)) vs the derived "
@@ -156,9 +204,14 @@ def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
                                   "error, relative)",
                              _instances_exact, lambda inst: _exact_pair(ctx, inst, EXACT_T),
                              quick=4, full=12)]
-    tr = scheme_trend(trend_teacher, s, ctx.rng("trend"))
+    sub.append(for_all_instances(
+        ctx, "the four risks R, R^DA, R^FA, R^EA (float64, on a batch from a G-invariant law): "
+             "R^FA(mu) = R(mu^G), R^EA(mu) = R(mu^{E^G}); all four equal at SI laws; R^EA = R^FA "
+             "for linear units (relative)", _instances_risks, lambda inst: _measure_risks(ctx, inst),
+        quick=8, full=40))
+    tr = scheme_trend(trend_teacher, s, ctx.rng("trend"), schemes=TREND_SCHEMES)
     trows, fits = [], {}
-    for pair in ("vanilla|da_orbit", "da_orbit|fa", "vanilla|fa"):
+    for pair in ("vanilla|da_orbit", "da_orbit|fa", "da_random|fa", "vanilla|fa"):
         sc, fit = shrink_subcheck(f"RMD({pair.replace('|', ', ')}) vs N ({trend_teacher} "
                                    "teacher)", s.Ns, tr["samples"][pair])
         fits[pair] = fit
@@ -618,8 +671,10 @@ CLAIMS = [
                      r"initialization DA and FA (and vanilla, with symmetric data) follow the "
                      r"same mean-field dynamics.  At finite $N$ full-orbit DA and FA coincide "
                      r"exactly when the particle set is a union of orbits and the noise is "
-                     r"orbit-coupled; otherwise $\mathrm{RMD}$ between the schemes shrinks "
-                     r"with $N$ (measured rate)."),
+                     r"orbit-coupled; otherwise $\mathrm{RMD}$ between the schemes (DA with "
+                     r"one random $g$ per sample, as the paper defines it, included) shrinks "
+                     r"with $N$ (measured rate).  $R^{FA}(\mu) = R(\mu^G)$, "
+                     r"$R^{EA}(\mu) = R(\mu^{E^G})$, and the four risks coincide at SI laws."),
           check=check_m1c, negative_control=negative_control_m1c,
           negative_control_description="a non-symmetric (arbitrary) teacher in the N-trend "
                                        "(one change): vanilla and DA then have different "
