@@ -27,7 +27,7 @@ SEEDS = _seeds(os.environ.get("VERIFY_TEST_SEEDS", "0-2"))
 #: claims whose quick run takes over 8 s on a loaded core (the width studies and the
 #: finite-width training of Fig. 4): the default run checks them at the first seed, the
 #: slow profile at every seed
-LONG_QUICK = {"W2i", "W2j", "H1i", "H1k", "W3f"}
+LONG_QUICK = {"W2i", "W2j", "H1i", "H1k", "W3f", "M1f"}
 
 
 def _claim_seed_params() -> list:

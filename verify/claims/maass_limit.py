@@ -212,7 +212,7 @@ CLAIMS = [Claim(
               r"the McKean-Vlasov flow; at $\beta = 0$ the limit transports $\mu_0$ and "
               r"$\|\Phi_{\mu^N_T} - \Phi_{\mu_T}\|_{L^2(\pi_X)} = O(N^{-1/2})$.",
     check=check, exact=EXACT, near_miss=LATE_LIMIT,
-    sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048), "seeds": 8, "alpha": 16.0,
+    sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048, 4096), "seeds": 8, "alpha": 16.0,
                      "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 6, "nx": 16,
                      "rk4": 24, "n_eval": 32},
            "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 10,
