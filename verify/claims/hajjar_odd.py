@@ -10,8 +10,10 @@ the exact asymptotic rate (the near miss ``BOUND_AS_RATE``)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -112,36 +114,40 @@ def _h1c_system(rng_p: np.random.Generator, rng_d: np.random.Generator, m0: int,
     return d, a, B, X, Y, np.array(Z), np.array(S2), snaps, np.array(times)
 
 
-def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:
-    """H1c: the measured late-time rate against the derived local rate of the ray
-    (``DERIVED_RATE``), or against the bound rate (the near miss ``BOUND_AS_RATE``)."""
-    der = ctx.derivation()
-    eta = 0.1
-    d, a, B, X, Y, Z, S2, snaps, t = _h1c_run(ctx, eta)
-    from verify.formulas import best_linear_approximator, odd_target_rate
-    n, m = X.shape[0], a.shape[0]
-    Sig = X.T @ X / n
-    c = X.T @ Y / n
-    w_star = best_linear_approximator(X, Y)
-    v = 1.0 / d
-    w_pop = np.array([float(e) for e in der.results["w_star_population"]], dtype=float)
-    q = float(w_pop @ w_pop)
-    V = 1.0 + 1.0 / d                 # E a^2 = 1, E b b^T = I/d
-    F = _moment_field(der, d)
-    ws = np.array([0.5 * (aa @ BB) / aa.shape[0] for aa, BB in snaps])
-    # (1) linearity of the predictor (pair-closed particles)
+@dataclass(frozen=True)
+class _H1cRun:
+    """The reference run of H1c and what every part of the check reads from it."""
+    d: int
+    m: int
+    n: int
+    eta: float
+    a: np.ndarray
+    B: np.ndarray
+    X: np.ndarray
+    Z: np.ndarray
+    S2: np.ndarray
+    snaps: list
+    t: np.ndarray
+    Sig: np.ndarray
+    c: np.ndarray
+    w_star: np.ndarray
+    ws: np.ndarray
+    F: Any
+    V: float
+    v: float
+
+
+def _exact_identities(ctx: RunContext, r: _H1cRun) -> list[SubCheck]:
+    """(1) the predictor is linear; (2) every GD step moves the moments by eta F(z) +
+    eta^2 S2 (F the derived closed ODE); (1') both over drawn widths, samples and steps."""
+    d, F, eta = r.d, r.F, r.eta
     Xt = ctx.rng("test").standard_normal((40, d)) / np.sqrt(d)
     lin = max(float(np.abs(tl.forward(aa, BB, Xt) - Xt @ (0.5 * (aa @ BB) / aa.shape[0])).max())
-              for aa, BB in snaps)
-    # (2) every GD step of the particles moves the moments exactly by
-    #     eta F(z_k) + eta^2 S2_k  (F the derived closed ODE, S2 the exact second-order term)
-    incr = Z[1:] - Z[:-1]
-    pred = np.array([eta * F(z, c, Sig) for z in Z[:-1]]) + eta ** 2 * S2[:-1]
-    scale = float(np.abs(Z).max())
-    step_err = float(np.abs(incr - pred).max())
-    step_tol = 64 * np.finfo(float).eps * scale * (1 + d)
+              for aa, BB in r.snaps)
+    pred = np.array([eta * F(z, r.c, r.Sig) for z in r.Z[:-1]]) + eta ** 2 * r.S2[:-1]
+    scale = float(np.abs(r.Z).max())
+    step_err = float(np.abs(r.Z[1:] - r.Z[:-1] - pred).max())
 
-    # (1') the same two exact identities over drawn widths, samples and step sizes
     def measure_identities(inst) -> SubCheck:
         k0, n_i, eta_i, s = inst
         _, _, _, Xi, Yi, Zi, S2i, snaps_i, _ = _h1c_system(
@@ -163,110 +169,36 @@ def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:
         st.tuples(st.integers(1, 6), st.integers(10, 200), st.sampled_from([0.02, 0.1, 0.3]),
                   st.integers(0, 2 ** 32 - 1)), measure_identities,
         count=ctx.size("instances"))
-    # (3) the derived ODE integrated (DOP853) from the sample's exactly isotropic moments
-    #     M0 = I/d, A0 = 1 and E_n[x x^T] = I/d is the derived ray s(t) w*
-    z0 = np.concatenate([np.zeros(d), (B.T @ B / m).ravel(), [a @ a / m]])
-    iso = float(max(np.abs(B.T @ B / m - np.eye(d) / d).max(), np.abs(Sig - np.eye(d) / d).max(),
-                    abs(a @ a / m - 1.0)))
-    Z_ode = _ode_states(F, c, Sig, z0, t, 1e-12, 1e-14)
-    # a derived ODE that stops the integrator early (blow-up) is compared where it got to
-    got = np.isfinite(Z_ode).all(axis=1)
+    return [SubCheck("predictor exactly linear: max |f(x) - w.x|", lin, 1e-12,
+                     "identity relu(z) - relu(-z) = z; float64 rounding only"),
+            SubCheck("every GD step of the particles: |Delta z - eta F(z) - eta^2 S2| (F the "
+                     "derived moment ODE, z = (w, M, A))", step_err,
+                     64 * np.finfo(float).eps * scale * (1 + d),
+                     "exact identity for pair-closed particles (the moments are quadratic); "
+                     f"rounding of sums of O({fmt(scale)}) moments over m = {r.m} particles"),
+            s_ident]
+
+
+def _ode_vs_rays(der: Derivation, r: _H1cRun, z0: np.ndarray, iso: float, w_pop: np.ndarray,
+                 q: float) -> tuple[list[SubCheck], np.ndarray]:
+    """(3) the derived ODE (DOP853) from the isotropic sample moments vs the derived ray
+    s(t) w*, and vs the population ray; the population w* vs quadrature of its definition."""
+    d, V, v, t = r.d, r.V, r.v, r.t
+    Z_ode = _ode_states(r.F, r.c, r.Sig, z0, t, 1e-12, 1e-14)
+    got = np.isfinite(Z_ode).all(axis=1)  # a blow-up stops the integrator: compare what it reached
     w_ode, t_ode = Z_ode[got, :d], t[got]
-    qe = float(w_star @ w_star)
+    qe = float(r.w_star @ r.w_star)
     s_emp, _ = derived_s_of_t(der, V, v, qe)
-    w_ray = np.array([s_emp(tt) for tt in t_ode])[:, None] * w_star[None, :]
-    ray_err = float(np.abs(w_ode - w_ray).max())
+    ray_err = float(np.abs(w_ode - np.array([s_emp(tt) for tt in t_ode])[:, None] * r.w_star).max())
     s_pop, _ = derived_s_of_t(der, V, v, q)
     w_inf = np.array([s_pop(tt) for tt in t_ode])[:, None] * w_pop[None, :]
     dev_inf = float(np.abs(w_ode - w_inf).max())
-    dw = float(np.linalg.norm(w_star - w_pop))
-    # the derived population w* against quadrature of its definition d E[f* x]
+    dw = float(np.linalg.norm(r.w_star - w_pop))
     w_quad = d * gaussian_first_moment(h1c_target, d, _POP_NODES, var=v)
     pop_err = float(np.abs(w_pop - w_quad).max())
     pop_est = float(np.abs(d * gaussian_first_moment(h1c_target, d, _POP_NODES + 1, var=v)
                            - w_quad).max())
-    # (4) local rate along w*: -d log(1 - s)/dt of the particles vs the derived speed / (1 - s)
-    e_hat = w_star / np.linalg.norm(w_star)
-    one_m_s = (w_star - ws) @ e_hat / np.linalg.norm(w_star)
-    sel = (t >= t[-1] / 2)
-    meas_rate = float(-np.polyfit(t[sel], np.log(one_m_s[sel]), 1)[0])
-    s_mid = float(1 - np.exp(np.mean(np.log(one_m_s[sel]))))
-    sy = dh.ODD
-    vals = {sy["V"]: V, sy["v"]: v, sy["q"]: qe, sy["s"]: s_mid}
-    if rate_key == DERIVED_RATE:
-        rate_ref = float((der.results["speed"] / (1 - sy["s"])).subs(vals))
-    else:
-        rate_ref = float(der.results["rate_bound"].subs(vals))
-    rate_err = abs(meas_rate - rate_ref) / rate_ref
-    # (5) the formula odd_target_rate against the derived rate in mpmath (its careful
-    #     float64 rescaling is compared on a grid spanning magnitudes)
-    grid = [(V, v, q), (1.0, 1.0, 0.0), (1e-3, 2.0, 5e4), (1e150, 1e-100, 1e299), (3.0, 1e-5, 1e-300)]
-    rate_mp = sp.lambdify((sy["V"], sy["v"], sy["q"]), der.results["rate_inf"], "mpmath")
-    import mpmath
-    with mpmath.workdps(30):
-        rate_rel = max(abs(float(odd_target_rate(*g)) / float(rate_mp(*map(mpmath.mpf, g))) - 1)
-                       for g in grid)
-    # (6) the rates of the derived ODE, integrated numerically, vs the derived closed forms:
-    #     at t -> 0 the local rate is the reconstructed bound rate V v/4 (rate_bound); late,
-    #     lambda(s) -> lambda_inf (rate_inf) with 0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V
-    def ray_fraction(tt: np.ndarray) -> np.ndarray:
-        return 1.0 - (_ode_states(F, c, Sig, z0, tt, 1e-13, 1e-16)[:, :d] @ w_star) / qe
-    h = 1e-3
-    u0 = ray_fraction(np.array([h / 2, h]))
-    rate0 = float(-np.log(u0[1] / u0[0]) / (h / 2))
-    r_bound = float(der.results["rate_bound"].subs({sy["V"]: V, sy["v"]: v}))
-    rate0_err = abs(rate0 - r_bound) / r_bound
-    rate_inf_v = float(der.results["rate_inf"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: qe}))
-    t_late = 14.0 / rate_inf_v
-    uL = ray_fraction(np.array([t_late - 1.0, t_late]))
-    rateL = float(-np.log(uL[1] / uL[0]))
-    rateL_err = abs(rateL - rate_inf_v) / rate_inf_v
-    rateL_tol = 4 * v * qe * float(uL[0]) / V / rate_inf_v + 1e-6
-    # (7) the closed forms against the local rate measured from the derived moment field F
-    #     (F itself equals every GD step of the particles to rounding, sub-check above):
-    #     s = w.w*/|w*|^2 and ds/dt = F_w(z).w*/|w*|^2 on states of the integrated ODE
-    def field_rate(zs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        s_ = zs[:, :d] @ w_star / qe
-        ds_ = np.array([F(z, c, Sig)[:d] @ w_star / qe for z in zs])
-        return s_, ds_
-    speed_fn = sp.lambdify(sy["s"], der.results["speed"].subs({sy["V"]: V, sy["v"]: v,
-                                                               sy["q"]: qe}), "numpy")
-    s_v, ds_v = field_rate(_ode_states(F, c, Sig, z0, np.linspace(0.5, t[-1], 40), 1e-13, 1e-16))
-    mid = (s_v > 0.02) & (s_v < 0.98)
-    speed_err = (float(np.max(np.abs(ds_v[mid] - speed_fn(s_v[mid])) / np.abs(ds_v[mid])))
-                 if mid.any() else float("nan"))
-    speed_tol = 1e-10 + 100 * iso
-    s0, ds0 = field_rate(z0[None, :])
-    bound_err = abs(float(ds0[0]) - r_bound) / r_bound
-    # lambda(s) = (ds/dt)/(1 - s) -> lambda_inf linearly in u = 1 - s: extrapolate u -> 0
-    # from late ODE states (u ~ 1e-3 .. 1e-6) with a quadratic fit; the linear fit's
-    # intercept differs by the size of the neglected terms (the error estimate)
-    t_l = np.log(np.array([1e3, 3e3, 1e4, 3e4, 1e5])) / rate_inf_v
-    s_l, ds_l = field_rate(_ode_states(F, c, Sig, z0, t_l, 1e-13, 1e-16))
-    u_l = 1.0 - s_l
-    lam_l = ds_l / u_l
-    fin = np.isfinite(lam_l)
-    lam_q, lam_c = ((float(np.polyfit(u_l[fin], lam_l[fin], 2)[-1]),
-                     float(np.polyfit(u_l[fin], lam_l[fin], 3)[-1])) if fin.all()
-                    else (float("nan"), float("nan")))
-    inf_err = abs(lam_c - rate_inf_v) / rate_inf_v
-    inf_tol = 10 * abs(lam_c - lam_q) / rate_inf_v + 1e-10
-    bound_ratio = float(np.max(np.linalg.norm(ws - w_star, axis=1)
-                               / (np.linalg.norm(w_star) * np.exp(-V * v * t / 4))))
-    lam_inf = float(odd_target_rate(V, v, q))
-    subs = [
-        SubCheck("measured late-time rate of (w* - w).e vs "
-                 + ("derived (ds/dt)/(1 - s)" if rate_key == DERIVED_RATE
-                    else "reconstructed V v/4 taken as the rate"), rate_err, 0.05,
-                 "relative: a slowly varying local rate fitted over [T/2, T] (<~2%) and the "
-                 "O(eta rate) <~1% forward-Euler error"),
-        SubCheck("predictor exactly linear: max |f(x) - w.x|", lin, 1e-12,
-                 "identity relu(z) - relu(-z) = z; float64 rounding only"),
-        SubCheck("every GD step of the particles: |Delta z - eta F(z) - eta^2 S2| (F the "
-                 "derived moment ODE, z = (w, M, A))", step_err, step_tol,
-                 "exact identity for pair-closed particles (the moments are quadratic); "
-                 f"rounding of sums of O({fmt(scale)}) moments over m = {m} particles"),
-        s_ident,
+    return [
         SubCheck("derived ODE (DOP853, rtol 1e-12) from the isotropic sample moments vs the "
                  "derived ray s(t) w*, s from the closed-form inverse (w* of the formula)",
                  ray_err, 1e-9 + 10 * iso,
@@ -282,7 +214,91 @@ def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:
                  f"{2 * _POP_NODES} per coordinate on each orthant (f* x_i: degree <= 2); "
                  "rounding of the rule (Stieltjes, ~1e-15) and of the sums; its error, "
                  f"estimated with {2 * _POP_NODES + 2} nodes, is {fmt(pop_est)} (must be <= tol)",
-                 passed=bool(pop_err <= _POP_TOL and pop_est <= _POP_TOL)),
+                 passed=bool(pop_err <= _POP_TOL and pop_est <= _POP_TOL))], w_inf
+
+
+def _measured_rate(der: Derivation, r: _H1cRun, rate_key: str) -> tuple[SubCheck, float, float, float]:
+    """(4) the particles' late-time rate -d log(1 - s)/dt along w* vs the derived local rate
+    (ds/dt)/(1 - s) at the measured s (or the near miss: the bound rate read as the rate)."""
+    qe = float(r.w_star @ r.w_star)
+    e_hat = r.w_star / np.linalg.norm(r.w_star)
+    one_m_s = (r.w_star - r.ws) @ e_hat / np.linalg.norm(r.w_star)
+    sel = (r.t >= r.t[-1] / 2)
+    meas_rate = float(-np.polyfit(r.t[sel], np.log(one_m_s[sel]), 1)[0])
+    s_mid = float(1 - np.exp(np.mean(np.log(one_m_s[sel]))))
+    sy = dh.ODD
+    vals = {sy["V"]: r.V, sy["v"]: r.v, sy["q"]: qe, sy["s"]: s_mid}
+    if rate_key == DERIVED_RATE:
+        rate_ref = float((der.results["speed"] / (1 - sy["s"])).subs(vals))
+    else:
+        rate_ref = float(der.results["rate_bound"].subs(vals))
+    return SubCheck("measured late-time rate of (w* - w).e vs "
+                    + ("derived (ds/dt)/(1 - s)" if rate_key == DERIVED_RATE
+                       else "reconstructed V v/4 taken as the rate"),
+                    abs(meas_rate - rate_ref) / rate_ref, 0.05,
+                    "relative: a slowly varying local rate fitted over [T/2, T] (<~2%) and the "
+                    "O(eta rate) <~1% forward-Euler error"), meas_rate, rate_ref, s_mid
+
+
+def _formula_rate(der: Derivation, V: float, v: float, q: float) -> SubCheck:
+    """(5) odd_target_rate (careful float64 rescaling) vs the derived rate in mpmath, on a
+    grid spanning magnitudes."""
+    import mpmath
+    from verify.formulas import odd_target_rate
+    sy = dh.ODD
+    grid = [(V, v, q), (1.0, 1.0, 0.0), (1e-3, 2.0, 5e4), (1e150, 1e-100, 1e299), (3.0, 1e-5, 1e-300)]
+    rate_mp = sp.lambdify((sy["V"], sy["v"], sy["q"]), der.results["rate_inf"], "mpmath")
+    with mpmath.workdps(30):
+        rate_rel = max(abs(float(odd_target_rate(*g)) / float(rate_mp(*map(mpmath.mpf, g))) - 1)
+                       for g in grid)
+    return SubCheck("odd_target_rate (float64, rescaled) vs the derived rate in mpmath, 5 points "
+                    "from 1e-300 to 1e299", rate_rel, 1e-13, "a few float64 roundings")
+
+
+def _ode_rates(der: Derivation, r: _H1cRun, z0: np.ndarray, iso: float) -> list[SubCheck]:
+    """(6) the rates of the derived ODE, integrated numerically, vs the derived closed forms:
+    at t -> 0 the local rate is the bound rate V v/4; late, lambda(s) -> lambda_inf with
+    0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V.  (7) the closed forms vs the local rate
+    measured from the derived moment field F on states of the integrated ODE."""
+    d, F, c, Sig, V, v, w_star = r.d, r.F, r.c, r.Sig, r.V, r.v, r.w_star
+    qe = float(w_star @ w_star)
+    sy = dh.ODD
+
+    def ray_fraction(tt: np.ndarray) -> np.ndarray:
+        return 1.0 - (_ode_states(F, c, Sig, z0, tt, 1e-13, 1e-16)[:, :d] @ w_star) / qe
+
+    def field_rate(zs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s_ = zs[:, :d] @ w_star / qe
+        return s_, np.array([F(z, c, Sig)[:d] @ w_star / qe for z in zs])
+    h = 1e-3
+    u0 = ray_fraction(np.array([h / 2, h]))
+    r_bound = float(der.results["rate_bound"].subs({sy["V"]: V, sy["v"]: v}))
+    rate0_err = abs(float(-np.log(u0[1] / u0[0]) / (h / 2)) - r_bound) / r_bound
+    rate_inf_v = float(der.results["rate_inf"].subs({sy["V"]: V, sy["v"]: v, sy["q"]: qe}))
+    t_late = 14.0 / rate_inf_v
+    uL = ray_fraction(np.array([t_late - 1.0, t_late]))
+    rateL_err = abs(float(-np.log(uL[1] / uL[0])) - rate_inf_v) / rate_inf_v
+    rateL_tol = 4 * v * qe * float(uL[0]) / V / rate_inf_v + 1e-6
+    speed_fn = sp.lambdify(sy["s"], der.results["speed"].subs({sy["V"]: V, sy["v"]: v,
+                                                               sy["q"]: qe}), "numpy")
+    s_v, ds_v = field_rate(_ode_states(F, c, Sig, z0, np.linspace(0.5, r.t[-1], 40), 1e-13, 1e-16))
+    mid = (s_v > 0.02) & (s_v < 0.98)
+    speed_err = (float(np.max(np.abs(ds_v[mid] - speed_fn(s_v[mid])) / np.abs(ds_v[mid])))
+                 if mid.any() else float("nan"))
+    _, ds0 = field_rate(z0[None, :])
+    bound_err = abs(float(ds0[0]) - r_bound) / r_bound
+    # lambda(s) = (ds/dt)/(1 - s) -> lambda_inf linearly in u = 1 - s: extrapolate u -> 0
+    # from late ODE states (u ~ 1e-3 .. 1e-6) with a cubic fit; the change of the intercept
+    # from the quadratic fit estimates the neglected terms
+    t_l = np.log(np.array([1e3, 3e3, 1e4, 3e4, 1e5])) / rate_inf_v
+    s_l, ds_l = field_rate(_ode_states(F, c, Sig, z0, t_l, 1e-13, 1e-16))
+    u_l = 1.0 - s_l
+    lam_l = ds_l / u_l
+    fin = np.isfinite(lam_l)
+    lam_q, lam_c = ((float(np.polyfit(u_l[fin], lam_l[fin], 2)[-1]),
+                     float(np.polyfit(u_l[fin], lam_l[fin], 3)[-1])) if fin.all()
+                    else (float("nan"), float("nan")))
+    return [
         SubCheck("derived ODE (DOP853) initial rate -d log(1-s)/dt at t < 1e-3 vs the derived "
                  "bound rate V v/4 (the local rate at s = 0), relative", rate0_err, 1e-6,
                  "lambda(s) = lambda(0)(1 + O(q s^2/V^2)) with s(1e-3) ~ 1e-4; integration "
@@ -292,19 +308,47 @@ def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:
                  "0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V (derived speed); integration "
                  "error of 1 - s ~ 1e-6 of its value"),
         SubCheck("derived speed ds/dt(s) vs the rate measured from the derived moment field "
-                 "on DOP853 states (s in (0.02, 0.98)), relative", speed_err, speed_tol,
+                 "on DOP853 states (s in (0.02, 0.98)), relative", speed_err, 1e-10 + 100 * iso,
                  "the states lie on the ray up to integration (rtol 1e-13) and isotropy "
                  f"({fmt(iso)}) errors"),
         SubCheck("derived bound rate V v/4 vs the field's local rate at w = 0, relative",
                  bound_err, 1e-12 + 100 * iso, "one field evaluation; rounding and isotropy"),
         SubCheck("derived asymptotic rate vs lambda(s) = (ds/dt)/(1 - s) of the field on late "
                  "DOP853 states (1 - s in 1e-5..1e-3), extrapolated to s = 1 (cubic fit in "
-                 "1 - s), relative", inf_err, inf_tol, "10 x the change of the intercept "
+                 "1 - s), relative", abs(lam_c - rate_inf_v) / rate_inf_v,
+                 10 * abs(lam_c - lam_q) / rate_inf_v + 1e-10, "10 x the change of the intercept "
                  "between the quadratic and cubic fits (neglected terms), plus 1e-10 for the "
-                 "rounding of 1 - s and of the residual correlation g at 1 - s ~ 1e-5"),
-        SubCheck("odd_target_rate (float64, rescaled) vs the derived rate in mpmath, 5 points "
-                 "from 1e-300 to 1e299", rate_rel, 1e-13, "a few float64 roundings"),
-    ]
+                 "rounding of 1 - s and of the residual correlation g at 1 - s ~ 1e-5")]
+
+
+def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:
+    """H1c: the measured late-time rate against the derived local rate of the ray
+    (``DERIVED_RATE``), or against the bound rate (the near miss ``BOUND_AS_RATE``)."""
+    from verify.formulas import best_linear_approximator, odd_target_rate
+    der = ctx.derivation()
+    eta = 0.1
+    d, a, B, X, Y, Z, S2, snaps, t = _h1c_run(ctx, eta)
+    n, m = X.shape[0], a.shape[0]
+    r = _H1cRun(d=d, m=m, n=n, eta=eta, a=a, B=B, X=X, Z=Z, S2=S2, snaps=snaps, t=t,
+                Sig=X.T @ X / n, c=X.T @ Y / n, w_star=best_linear_approximator(X, Y),
+                ws=np.array([0.5 * (aa @ BB) / aa.shape[0] for aa, BB in snaps]),
+                F=_moment_field(der, d), V=1.0 + 1.0 / d, v=1.0 / d)  # E a^2 = 1, E b b^T = I/d
+    w_pop = np.array([float(e) for e in der.results["w_star_population"]], dtype=float)
+    q = float(w_pop @ w_pop)
+    # the ODE starts from the sample's exactly isotropic moments M0 = I/d, A0 = 1
+    z0 = np.concatenate([np.zeros(d), (B.T @ B / m).ravel(), [a @ a / m]])
+    iso = float(max(np.abs(B.T @ B / m - np.eye(d) / d).max(), np.abs(r.Sig - np.eye(d) / d).max(),
+                    abs(a @ a / m - 1.0)))
+    rate_sub, meas_rate, rate_ref, s_mid = _measured_rate(der, r, rate_key)
+    lin, step, ident = _exact_identities(ctx, r)
+    rays, w_inf = _ode_vs_rays(der, r, z0, iso, w_pop, q)
+    subs = [rate_sub, lin, step, ident] + rays + _ode_rates(der, r, z0, iso) \
+        + [_formula_rate(der, r.V, r.v, q)]
+    V, v, w_star, ws = r.V, r.v, r.w_star, r.ws
+    qe = float(w_star @ w_star)
+    bound_ratio = float(np.max(np.linalg.norm(ws - w_star, axis=1)
+                               / (np.linalg.norm(w_star) * np.exp(-V * v * t / 4))))
+    lam_inf = float(odd_target_rate(V, v, q))
     tab = Table("Odd target: rates", ["quantity", "value"], [
         ["v_rho", fmt(v)], ["V = E a^2 + v_b", fmt(V)], ["|w*| (population)", fmt(math.sqrt(q))],
         ["w* (sample)", np.array2string(w_star, precision=4)],
