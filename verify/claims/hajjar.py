@@ -82,6 +82,115 @@ def _h1a_instances():
         st.just(d), st.integers(1, d - 1), st.integers(2, 24), st.integers(0, 2 ** 32 - 1)))
 
 
+class _H1aFlows:
+    """The flows of H1a's instances (memoized: the pinned instance is measured by both
+    sub-checks) and the rates measured along them, for the balance k a^2 - |b|^2 (k = 1:
+    the claim; k = 2: the negative control)."""
+
+    rtol, atol = 1e-12, 1e-14
+    T, h = 2.0, 1e-2
+    centres = np.array([0.5, 1.0, 1.5])
+
+    def __init__(self, ctx: RunContext, k: int):
+        res = ctx.derivation().results
+        S = dh.BALANCE
+        args = (S["a"], S["r"], S["p"])
+        self.ctx, self.k, self.n = ctx, k, ctx.size("samples")
+        self.rate_a2 = _rate_fn(res["rate_a2"], args)
+        self.rate_b2 = _rate_fn(res["rate_b2"], args)
+        # the claimed rate of k a^2 - |b|^2: the derivation's integrand (k = 1), or that of
+        # the relu^2 law applied to the ReLU flow (k = 2, the negative control)
+        self.rate_q = _rate_fn(res["integrand"] if k == 1 else tuple(dh.balance_law(2).integrand), args)
+        self.t_eval = np.unique(np.round(np.concatenate(
+            [[0.0, self.T]] + [self.centres + j * self.h for j in (-2, -1, 0, 1, 2)]), 12))
+        self.shown: dict = {}
+        self.memo: dict = {}
+
+    def simulate(self, inst):
+        if inst not in self.memo:
+            d, d_H, m, s = inst
+            rng = self.ctx.rng("flow", d, d_H, m, s)
+            # k a^2 - |b|^2 need not vanish: |a| = u |b|, u ~ U(0.2, 0.9), keeps |b|^2 >=
+            # |b_0|^2 - a_0^2 > 0 along the flow (b = 0, where the field is discontinuous,
+            # is never reached, so the error-controlled integrator never stalls there)
+            B = rng.standard_normal((m, d))
+            a = (rng.choice([-1.0, 1.0], size=m) * rng.uniform(0.2, 0.9, size=m)
+                 * np.linalg.norm(B, axis=1))
+            X = rng.standard_normal((self.n, d)) / np.sqrt(d)
+            Y = np.linalg.norm(X[:, :d_H], axis=1)  # f* = |x_H| on the draws of rho
+            run = tl.gradient_flow(a, B, None, None, self.t_eval, rtol=self.rtol, atol=self.atol,
+                                   grad_fn=_norm_target_grad(d, d_H), max_evals=200_000)
+            self.memo[inst] = (X, Y, run)
+        return self.memo[inst]
+
+    def derived_rates(self, aa, BB, X, Y):
+        """Per-sample derived rates (m, n) of a^2, |b|^2, k a^2 - |b|^2 and the scale
+        |2 a r z| of the summed terms, at the state (aa, BB), residual r = f* - f."""
+        r = Y - tl.forward(aa, BB, X)
+        Z = BB @ X.T
+        A_, R_ = aa[:, None], r[None, :]
+        return (self.rate_a2(A_, R_, Z), self.rate_b2(A_, R_, Z), self.rate_q(A_, R_, Z),
+                np.abs(2 * A_ * R_ * Z))
+
+    def defined_rate(self, aa, BB, X, Y):
+        """Per-sample d/dt (k a^2 - |b|^2) from the definitions (never the derivation):
+        2 k a da/dt - 2 b . db/dt with da/dt = r relu(b.x), db/dt = a r 1{b.x > 0} x. Its
+        Monte Carlo SE over the n draws is the error of the sample mean of the derived rate
+        when that rate is right (so a wrong derivation cannot widen its own tolerance)."""
+        r = Y - tl.forward(aa, BB, X)
+        Z = BB @ X.T
+        A_, R_ = aa[:, None], r[None, :]
+        return 2 * self.k * A_ * (R_ * np.maximum(Z, 0)) - 2 * (A_ * R_ * (Z > 0)) * Z
+
+    def measure_fd(self, inst) -> SubCheck:
+        d, k, h, n = inst[0], self.k, self.h, self.n
+        X, Y, run = self.simulate(inst)
+        q = k * run.a ** 2 - np.einsum("tij,tij->ti", run.B, run.B)
+        at = {round(float(t), 12): i for i, t in enumerate(run.times)}
+        # global integration error of the states: one rtol/atol per DOP853 step
+        # (12 evaluations per step), propagated to q (|dq| <= 2 (k + d) |y| |dy|)
+        ymax = float(max(np.abs(run.a).max(), np.abs(run.B).max()))
+        q_err = (run.nfev / 12 + 1) * (self.rtol * ymax + self.atol) * 2 * (k + d) * ymax
+        err, tol = 0.0, 0.0
+        for c in self.centres:
+            i = [at[round(float(c + j * h), 12)] for j in (-2, -1, 0, 1, 2)]
+            fd_h = (q[i[3]] - q[i[1]]) / (2 * h)
+            fd_2h = (q[i[4]] - q[i[0]]) / (4 * h)
+            trunc = np.abs(fd_2h - fd_h)  # Richardson: ~3x the h^2 truncation of fd_h
+            _, _, dq, sc = self.derived_rates(run.a[i[2]], run.B[i[2]], X, Y)
+            rate = dq.mean(axis=1)
+            se = self.defined_rate(run.a[i[2]], run.B[i[2]], X, Y).std(axis=1) / np.sqrt(n)
+            scale = sc.mean(axis=1) + 1e-300
+            err = max(err, float(np.max(np.abs(fd_h - rate) / scale)))
+            tol = max(tol, float(np.max((2 * q_err / h + trunc + 5 * se) / scale)))
+        if not self.shown:
+            self.shown.update(times=run.times, gap=q - q[0], inst=list(inst), nfev=run.nfev)
+        return SubCheck("fd", err, tol, "central difference (h = 1e-2) of the DOP853 states: "
+                        "integration error (one rtol 1e-12 per step) / h, the FD truncation "
+                        "(Richardson, h vs 2h) and 5 Monte Carlo SE of the per-sample rate from the "
+                        "definitions (0 for k = 1: the ReLU flow conserves a^2 - |b|^2 "
+                        "sample by sample)")
+
+    def measure_velocity(self, inst) -> SubCheck:
+        d, _, m, _ = inst
+        X, Y, run = self.simulate(inst)
+        err = 0.0
+        for i in range(0, run.times.size, 4):
+            aa, BB = run.a[i], run.B[i]
+            _, (ga, gB) = tl.loss_and_grad(aa, BB, X, Y)
+            va, vB = -m * ga, -m * gB          # velocity of the flow of the sample loss
+            meas_a = 2 * aa * va
+            meas_b = 2 * np.einsum("ij,ij->i", BB, vB)
+            da, db, dq, sc = (v.mean(axis=1) for v in self.derived_rates(aa, BB, X, Y))
+            sc = sc + 1e-300
+            e = max(np.max(np.abs(da - meas_a) / sc), np.max(np.abs(db - meas_b) / sc),
+                    np.max(np.abs(dq - (self.k * meas_a - meas_b)) / sc))
+            err = max(err, float(e))
+        return SubCheck("velocity", err, 16 * (d + 2) * _U * math.sqrt(self.n),
+                        "float64 sums of n products of d + 2 factors: rounding ~ (d + 2) "
+                        "sqrt(n) u of the summed magnitudes (x16)")
+
+
 def check_h1a(ctx: RunContext, k: int) -> Outcome:
     """Time derivatives of a_j^2, |b_j|^2 and k a_j^2 - |b_j|^2 measured along the full
     particle flow against the derived per-sample rates averaged over data; k = 1 is the
@@ -92,124 +201,25 @@ def check_h1a(ctx: RunContext, k: int) -> Outcome:
     expectations: smooth, no sliding modes as a finite sample has); the derived rates are
     averaged over n i.i.d. draws of x (the Monte Carlo standard error enters the
     tolerance), and, exactly, compared with the velocity -m grad L of the sample loss."""
-    res = ctx.derivation().results
-    S = dh.BALANCE
-    args = (S["a"], S["r"], S["p"])
-    rate_a2 = _rate_fn(res["rate_a2"], args)
-    rate_b2 = _rate_fn(res["rate_b2"], args)
-    # the claimed rate of k a^2 - |b|^2: the derivation's integrand (k = 1), or that of
-    # the relu^2 law applied to the ReLU flow (k = 2, the negative control)
-    claimed = res["integrand"] if k == 1 else tuple(dh.balance_law(2).integrand)
-    rate_q = _rate_fn(claimed, args)
-    rtol, atol = 1e-12, 1e-14
-    T, h = 2.0, 1e-2
-    centres = np.array([0.5, 1.0, 1.5])
-    t_eval = np.unique(np.round(np.concatenate(
-        [[0.0, T]] + [centres + j * h for j in (-2, -1, 0, 1, 2)]), 12))
-    n = ctx.size("samples")
-    shown: dict = {}
-    memo: dict = {}
-
-    def simulate(inst):
-        if inst not in memo:  # the pinned instance is measured by both sub-checks
-            d, d_H, m, s = inst
-            rng = ctx.rng("flow", d, d_H, m, s)
-            # k a^2 - |b|^2 need not vanish: |a| = u |b|, u ~ U(0.2, 0.9), keeps |b|^2 >=
-            # |b_0|^2 - a_0^2 > 0 along the flow (b = 0, where the field is discontinuous,
-            # is never reached, so the error-controlled integrator never stalls there)
-            B = rng.standard_normal((m, d))
-            a = (rng.choice([-1.0, 1.0], size=m) * rng.uniform(0.2, 0.9, size=m)
-                 * np.linalg.norm(B, axis=1))
-            X = rng.standard_normal((n, d)) / np.sqrt(d)
-            Y = np.linalg.norm(X[:, :d_H], axis=1)  # f* = |x_H| on the draws of rho
-            run = tl.gradient_flow(a, B, None, None, t_eval, rtol=rtol, atol=atol,
-                                   grad_fn=_norm_target_grad(d, d_H), max_evals=200_000)
-            memo[inst] = (X, Y, run)
-        return memo[inst]
-
-    def derived_rates(aa, BB, X, Y):
-        """Per-sample derived rates (m, n) of a^2, |b|^2, k a^2 - |b|^2 and the scale
-        |2 a r z| of the summed terms, at the state (aa, BB), residual r = f* - f."""
-        r = Y - tl.forward(aa, BB, X)
-        Z = BB @ X.T
-        A_, R_ = aa[:, None], r[None, :]
-        return (rate_a2(A_, R_, Z), rate_b2(A_, R_, Z), rate_q(A_, R_, Z),
-                np.abs(2 * A_ * R_ * Z))
-
-    def defined_rate(aa, BB, X, Y):
-        """Per-sample d/dt (k a^2 - |b|^2) from the definitions (never the derivation):
-        2 k a da/dt - 2 b . db/dt with da/dt = r relu(b.x), db/dt = a r 1{b.x > 0} x. Its
-        Monte Carlo SE over the n draws is the error of the sample mean of the derived rate
-        when that rate is right (so a wrong derivation cannot widen its own tolerance)."""
-        r = Y - tl.forward(aa, BB, X)
-        Z = BB @ X.T
-        A_, R_ = aa[:, None], r[None, :]
-        return 2 * k * A_ * (R_ * np.maximum(Z, 0)) - 2 * (A_ * R_ * (Z > 0)) * Z
-
-    def measure_fd(inst) -> SubCheck:
-        d = inst[0]
-        X, Y, run = simulate(inst)
-        q = k * run.a ** 2 - np.einsum("tij,tij->ti", run.B, run.B)
-        at = {round(float(t), 12): i for i, t in enumerate(run.times)}
-        # global integration error of the states: one rtol/atol per DOP853 step
-        # (12 evaluations per step), propagated to q (|dq| <= 2 (k + d) |y| |dy|)
-        ymax = float(max(np.abs(run.a).max(), np.abs(run.B).max()))
-        q_err = (run.nfev / 12 + 1) * (rtol * ymax + atol) * 2 * (k + d) * ymax
-        err, tol = 0.0, 0.0
-        for c in centres:
-            i = [at[round(float(c + j * h), 12)] for j in (-2, -1, 0, 1, 2)]
-            fd_h = (q[i[3]] - q[i[1]]) / (2 * h)
-            fd_2h = (q[i[4]] - q[i[0]]) / (4 * h)
-            trunc = np.abs(fd_2h - fd_h)  # Richardson: ~3x the h^2 truncation of fd_h
-            _, _, dq, sc = derived_rates(run.a[i[2]], run.B[i[2]], X, Y)
-            rate = dq.mean(axis=1)
-            se = defined_rate(run.a[i[2]], run.B[i[2]], X, Y).std(axis=1) / np.sqrt(n)
-            scale = sc.mean(axis=1) + 1e-300
-            err = max(err, float(np.max(np.abs(fd_h - rate) / scale)))
-            tol = max(tol, float(np.max((2 * q_err / h + trunc + 5 * se) / scale)))
-        if not shown:
-            shown.update(times=run.times, gap=q - q[0], inst=list(inst), nfev=run.nfev)
-        return SubCheck("fd", err, tol, "central difference (h = 1e-2) of the DOP853 states: "
-                        "integration error (one rtol 1e-12 per step) / h, the FD truncation "
-                        "(Richardson, h vs 2h) and 5 Monte Carlo SE of the per-sample rate from the "
-                        "definitions (0 for k = 1: the ReLU flow conserves a^2 - |b|^2 "
-                        "sample by sample)")
-
-    def measure_velocity(inst) -> SubCheck:
-        d, _, m, _ = inst
-        X, Y, run = simulate(inst)
-        err = 0.0
-        for i in range(0, run.times.size, 4):
-            aa, BB = run.a[i], run.B[i]
-            _, (ga, gB) = tl.loss_and_grad(aa, BB, X, Y)
-            va, vB = -m * ga, -m * gB          # velocity of the flow of the sample loss
-            meas_a = 2 * aa * va
-            meas_b = 2 * np.einsum("ij,ij->i", BB, vB)
-            da, db, dq, sc = (v.mean(axis=1) for v in derived_rates(aa, BB, X, Y))
-            sc = sc + 1e-300
-            e = max(np.max(np.abs(da - meas_a) / sc), np.max(np.abs(db - meas_b) / sc),
-                    np.max(np.abs(dq - (k * meas_a - meas_b)) / sc))
-            err = max(err, float(e))
-        return SubCheck("velocity", err, 16 * (d + 2) * _U * math.sqrt(n),
-                        "float64 sums of n products of d + 2 factors: rounding ~ (d + 2) "
-                        "sqrt(n) u of the summed magnitudes (x16)")
-
+    flows = _H1aFlows(ctx, k)
     inst = _h1a_instances()
     pinned = [(5, 2, 12, 0)]
     s_fd = for_all_instances(ctx, f"derived d/dt({k} a_j^2 - |b_j|^2) (Monte Carlo over rho) "
                              "vs central differences along the DOP853 population flow "
                              "(relative to the rate scale)",
-                             inst, measure_fd, count=ctx.size("instances"), pinned=pinned)
+                             inst, flows.measure_fd, count=ctx.size("instances"), pinned=pinned)
     s_vel = for_all_instances(ctx, "derived d/dt a_j^2, d/dt |b_j|^2 and their combination "
                               "(sample average) vs the sample-loss velocity -m grad L "
                               "(numerics) at states of the flow",
-                              inst, measure_velocity, count=ctx.size("instances"),
+                              inst, flows.measure_velocity, count=ctx.size("instances"),
                               pinned=pinned)
+    shown = flows.shown
     return combine(f"conservation of {k} a^2 - |b|^2 along the full particle gradient flow "
                    "(f* = |x_H|, random (a, b) with 0.2 |b| <= |a| <= 0.9 |b|): derived per-sample rates "
                    "vs derivatives measured along the flow", [s_fd, s_vel],
-                   details={"T": T, "h": h, "rtol": rtol, "atol": atol, "data_draws": n,
-                            "shown_instance": shown.get("inst"), "nfev": shown.get("nfev")},
+                   details={"T": flows.T, "h": flows.h, "rtol": flows.rtol, "atol": flows.atol,
+                            "data_draws": flows.n, "shown_instance": shown.get("inst"),
+                            "nfev": shown.get("nfev")},
                    artifacts={"times": shown.get("times"), "gap": shown.get("gap")})
 
 
