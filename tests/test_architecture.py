@@ -181,7 +181,6 @@ KNOWN_LONG = {
     "verify.claims.hajjar.check_h1b": 81,
     "verify.claims.hajjar.check_h1d": 89,
     "verify.claims.hajjar_alpha._check": 110,
-    "verify.claims.williams_dynamics._w2c": 85,
     "verify.claims.williams_kernels._check_w3d": 102,
     "verify.claims.williams_kernels_finite_width._check_w3f": 112,
 }

@@ -434,27 +434,33 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
                              "difference (up to the first exit from sliding)", inst,
                              measure_events, count=ctx.size("instances"))
     reg = _w2c_regimes(ctx)
-    sk, sa, kern, adapt = reg["sk"], reg["sa"], reg["kern"], reg["adapt"]
-    kern_rows, adapt_rows = reg["kern_rows"], reg["adapt_rows"]
     return combine("pi(full flow of z) vs reduced flow of (r, theta) integrated with the derived "
-                   "metric G(r, delta); kernel/adaptive limits", [
-        s_flow, s_ev,
-        SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
-                 abs(sk + 2.0), 0.15, "G^-1_thth / G^-1_rr = 1/delta^2 + O(delta^-4); "
-                 "at fixed radial progress (T0/|delta|) angles move O(delta^-2)"),
-        SubCheck("adaptive regime: fitted slope of the distance to the particle-plane flow vs delta "
-                 "(expect -2)", abs(sa + 2.0), 0.15, "derived: G^-1 = delta diag(1, 1/r^2) + "
-                 "diag(2 r^2, 1) / delta + ...: relative field error O(delta^-2)"),
-    ], details={"kernel_slope": sk, "adaptive_slope": sa,
-                "collapse_times": info.get("collapse_times", []),
-                "scope": "pi is singular at |(a, b)| = 0, which a neuron with delta > 0 can reach "
-                         "in finite time (then it stays there under ReLU'(0) = 0): the "
-                         "correspondence is checked up to 0.9 of the first such time"},
-        tables=[Table("Kernel regime (delta -> -inf), horizon T0/|delta|, T0 = 2",
-                      ["delta", "max |theta(T) - theta(0)|", "x delta^2"], kern_rows),
-                Table("Adaptive regime (delta -> +inf): full flow at T0/delta vs particle-plane "
-                      "reduced flow at T0", ["delta", "max deviation", "x delta^2"], adapt_rows)],
-        artifacts={"kern": kern, "adapt": adapt})
+                   "metric G(r, delta); kernel/adaptive limits", [s_flow, s_ev] + _regime_subchecks(reg),
+                   details={"kernel_slope": reg["sk"], "adaptive_slope": reg["sa"],
+                            "collapse_times": info.get("collapse_times", []),
+                            "scope": "pi is singular at |(a, b)| = 0, which a neuron with delta > 0 "
+                                     "can reach in finite time (then it stays there under ReLU'(0) "
+                                     "= 0): the correspondence is checked up to 0.9 of the first "
+                                     "such time"},
+                   tables=_regime_tables(reg), artifacts={"kern": reg["kern"], "adapt": reg["adapt"]})
+
+
+def _regime_subchecks(reg: dict[str, Any]) -> list[SubCheck]:
+    """The kernel (delta -> -inf) and adaptive (delta -> +inf) limits of W2c as fitted slopes."""
+    return [SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
+                     abs(reg["sk"] + 2.0), 0.15, "G^-1_thth / G^-1_rr = 1/delta^2 + O(delta^-4); "
+                     "at fixed radial progress (T0/|delta|) angles move O(delta^-2)"),
+            SubCheck("adaptive regime: fitted slope of the distance to the particle-plane flow vs "
+                     "delta (expect -2)", abs(reg["sa"] + 2.0), 0.15, "derived: G^-1 = delta "
+                     "diag(1, 1/r^2) + diag(2 r^2, 1) / delta + ...: relative field error "
+                     "O(delta^-2)")]
+
+
+def _regime_tables(reg: dict[str, Any]) -> list[Table]:
+    return [Table("Kernel regime (delta -> -inf), horizon T0/|delta|, T0 = 2",
+                  ["delta", "max |theta(T) - theta(0)|", "x delta^2"], reg["kern_rows"]),
+            Table("Adaptive regime (delta -> +inf): full flow at T0/delta vs particle-plane "
+                  "reduced flow at T0", ["delta", "max deviation", "x delta^2"], reg["adapt_rows"])]
 
 
 def _fig_w2c(ev: Evidence, outdir: Path):
