@@ -335,6 +335,23 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
                     "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)")
 
 
+def _h1b_iid_asymmetry(ctx: RunContext, name: str, T: np.ndarray, X: np.ndarray, Y: np.ndarray,
+                       Xtest: np.ndarray, ms: list, seeds: int, eta: float, steps: int) -> list[float]:
+    """i.i.d. particles (not closed) on invariant data: the RMS asymmetry |f(Tx) - f(x)|
+    after ``steps`` GD steps, mean over seeds, per width (it falls like m^-1/2)."""
+    d = X.shape[1]
+    A_m = []
+    for m in ms:
+        vals = []
+        for s in range(seeds):
+            ai, Bi = init_particles(ctx.rng("iid", name, m, s), m, d)
+            r2 = tl.gradient_descent(ai, Bi, X, Y, eta, steps)
+            diff = tl.forward(r2.a, r2.B, Xtest @ T.T) - tl.forward(r2.a, r2.B, Xtest)
+            vals.append(float(np.sqrt(np.mean(diff ** 2))))
+        A_m.append(float(np.mean(vals)))
+    return A_m
+
+
 def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
     """H1b: the T-invariant target f* = |x_(12)| + x_3 (``wrong`` False), or the target
     plus x_1 (the near miss ``NON_INVARIANT_TERM``)."""
@@ -366,16 +383,7 @@ def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
         pre_err, vel_err = max(pre_err, e_pre), max(vel_err, e_vel)
         if wrong:
             continue
-        # i.i.d. particles (not closed), invariant data: asymmetry ~ m^{-1/2}
-        A_m = []
-        for m in ms:
-            vals = []
-            for s in range(seeds):
-                ai, Bi = init_particles(ctx.rng("iid", name, m, s), m, d)
-                r2 = tl.gradient_descent(ai, Bi, X, Y, eta, steps // 2)
-                diff = tl.forward(r2.a, r2.B, Xtest @ T.T) - tl.forward(r2.a, r2.B, Xtest)
-                vals.append(float(np.sqrt(np.mean(diff ** 2))))
-            A_m.append(float(np.mean(vals)))
+        A_m = _h1b_iid_asymmetry(ctx, name, T, X, Y, Xtest, ms, seeds, eta, steps // 2)
         slope = loglog_slope(ms, A_m)
         slopes[name] = slope
         iid_tab += [[name, m, fmt(v)] for m, v in zip(ms, A_m)]
