@@ -479,6 +479,28 @@ def _h1d_target(Z: np.ndarray, d_H: int) -> np.ndarray:
     return np.maximum(Z[:, 0], 0) - 0.5 * np.abs(Z[:, d_H - 1])
 
 
+def _h1d_closed_invariance(ctx: RunContext) -> tuple[float, int]:
+    """(b) exact invariance under a finite subgroup <cyclic shift, -I> of O(H^perp) during
+    training of a closed particle set on closed data: max |f(gx) - f(x)| after 100 GD steps,
+    and the set's size."""
+    d, d_H = dh.H1D_DIMS
+    kP = d - d_H
+    S = np.eye(d)
+    S[d_H:, d_H:] = np.roll(np.eye(kP), 1, axis=0)
+    R = np.eye(d)
+    R[d_H:, d_H:] *= -1
+    a0, B0 = init_particles(ctx.rng("closed"), 8, d)
+    a1, B1 = tl.orbit_particles(a0, B0, tl.cyclic_group(S))
+    a1, B1 = tl.orbit_particles(a1, B1, tl.cyclic_group(R))
+    X0 = ctx.rng("closed-data").standard_normal((40, d)) / np.sqrt(d)
+    Xs = tl.orbit_samples(tl.orbit_samples(X0, tl.cyclic_group(S)), tl.cyclic_group(R))
+    run2 = tl.gradient_descent(a1, B1, Xs, _h1d_target(Xs, d_H), 0.1, 100)
+    Xt = ctx.rng("test").standard_normal((8, d)) / np.sqrt(d)
+    inv = max(float(np.abs(tl.forward(run2.a, run2.B, Xt @ g.T) - tl.forward(run2.a, run2.B, Xt)).max())
+              for g in (S, R, S @ R))
+    return inv, int(a1.shape[0])
+
+
 def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     """H1d: the Haar averages derived for H^perp itself (``kperp_shift`` 0), or for the
     sphere of one dimension more (the near miss ``SPHERE_ONE_UP``)."""
@@ -535,22 +557,8 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
         "d_H-dim predictor, max |err|/SE over 6 inputs, (d_H, d - d_H) drawn",
         _h1d_instances(), measure, count=ctx.size("instances"),
         pinned=[(2, kP, 0) for kP in dh.H1D_KPERP])
-    # (b) exact invariance under a finite subgroup of O(H^perp) during training
+    inv, n_closed = _h1d_closed_invariance(ctx)
     d, d_H = dh.H1D_DIMS
-    kP = d - d_H
-    S = np.eye(d)
-    S[d_H:, d_H:] = np.roll(np.eye(kP), 1, axis=0)
-    R = np.eye(d)
-    R[d_H:, d_H:] *= -1
-    a0, B0 = init_particles(ctx.rng("closed"), 8, d)
-    a1, B1 = tl.orbit_particles(a0, B0, tl.cyclic_group(S))
-    a1, B1 = tl.orbit_particles(a1, B1, tl.cyclic_group(R))
-    X0 = ctx.rng("closed-data").standard_normal((40, d)) / np.sqrt(d)
-    Xs = tl.orbit_samples(tl.orbit_samples(X0, tl.cyclic_group(S)), tl.cyclic_group(R))
-    run2 = tl.gradient_descent(a1, B1, Xs, _h1d_target(Xs, d_H), 0.1, 100)
-    Xt = ctx.rng("test").standard_normal((8, d)) / np.sqrt(d)
-    inv = max(float(np.abs(tl.forward(run2.a, run2.B, Xt @ g.T) - tl.forward(run2.a, run2.B, Xt)).max())
-              for g in (S, R, S @ R))
     subs = [s_mc,
             SubCheck("derived Haar averages E_g relu(y + zS), k = "
                      f"{', '.join(map(str, derived_avgs))}, vs mpmath quadrature of the "
@@ -563,7 +571,7 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     return combine("d_H-dimensional reduction (Lemma 4.2) on trained networks, (d_H, d - d_H) "
                    "drawn" + (f" [S marginal of the sphere of one dimension more]"
                               if kperp_shift else ""), subs,
-                   details={"haar_draws": n_g, "closed_set_size": int(a1.shape[0]),
+                   details={"haar_draws": n_g, "closed_set_size": n_closed,
                             "closed_set_dims": [d, d_H]},
                    tables=[Table("Group average vs reduced predictor (first input per instance)",
                                  ["d_H", "d - d_H", "MC E_g f(gx)", "reduced", "SE", "|err|/SE"],
