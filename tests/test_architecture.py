@@ -178,7 +178,6 @@ def test_module_size(name: str) -> None:
 KNOWN_LONG = {
     "derivations.hajjar.odd_target_dynamics": 105,
     "numerics.filippov._integrate": 183,
-    "verify.claims.hajjar_alpha._check": 110,
     "verify.claims.williams_kernels._check_w3d": 102,
     "verify.claims.williams_kernels_finite_width._check_w3f": 112,
 }

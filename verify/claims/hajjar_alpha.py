@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import mpmath
 import numpy as np
@@ -138,10 +138,9 @@ def _predictor_instances():
         st.just(dH), st.integers(dH + 1, 40), st.integers(0, 2 ** 32 - 1)))
 
 
-def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
-    res = ctx.derivation().results
-    alpha_mp = sp.lambdify(K, alpha_expr, modules="mpmath")
-    alpha_np = sp.lambdify(K, alpha_expr, modules=["scipy", "numpy"])
+def _quadrature_subchecks(ctx: RunContext, res: dict, alpha_mp: Any) -> tuple[list[SubCheck], list]:
+    """The derived alpha(d_H), d_H = 1..60, vs two mpmath quadratures of 1/E[(u.e)_+], and the
+    derived mean and identity alpha E[(u.e)_+] = 1; the table rows."""
     ks = list(range(1, 61))
     radial_ks = ks if not ctx.quick else [1, 2, 3, 4, 5, 6, 8, 10]
     rows, worst = [], 0.0
@@ -169,8 +168,12 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
     sub.append(SubCheck("derived E[(u.e)_+] x (1 / coordinate quadrature) vs the derived "
                         "identity alpha E[(u.e)_+] (d_H = 2..60)", mean_err, 1e-25,
                         "30-digit arithmetic, as above"))
-    # the derived large-k log gaps vs log(alpha_ref / sqrt(2 pi k)), alpha_ref the
-    # defining 1/E[(u.e)_+] by quadrature (never the derived alpha)
+    return sub, rows
+
+
+def _stirling_subchecks(res: dict) -> list[SubCheck]:
+    """The derived large-k log gaps vs log(alpha_ref / sqrt(2 pi k)), alpha_ref by quadrature."""
+    sub: list[SubCheck] = []
     gap = sp.lambdify(K, res["log_gap"], modules="mpmath")
     series = sp.lambdify(K, res["log_gap_series"], modules="mpmath")
     gap_err, gap_tol, ser_err, ser_tol = 0.0, 0.0, 0.0, 0.0
@@ -189,16 +192,29 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
                         "beyond Gamma's range) vs log(alpha_ref/sqrt(2 pi k)), k = 341..1e6",
                         ser_err, ser_tol, "first dropped term 435330/(55440 k^11) (x1.5) "
                         "plus the 1e-28 of the 30-digit references"))
-    # the importable formula (float64 Gamma ratio + derived Stirling form) vs the defining
-    # references, not vs the derived alpha
+    return sub
+
+
+def _formula_subcheck() -> SubCheck:
+    """formulas.alpha_constant (float64 Gamma ratio + derived Stirling form) vs the defining
+    references (never the derived alpha)."""
     from verify.formulas import alpha_constant
-    ks_f = ks + list(_LARGE_K)
+    ks_f = list(range(1, 61)) + list(_LARGE_K)
     vals = np.asarray(alpha_constant(np.array(ks_f)), float)
     f_err = max(abs(float(v) / float(_alpha_reference(kk)) - 1) for v, kk in zip(vals, ks_f))
-    sub.append(SubCheck("formulas.alpha_constant (float64) vs 1/E[(u.e)_+] by quadrature, "
-                        "d_H = 1..60, 200, 340, 341, 1e3, 1e4, 1e6 (relative)", f_err, 1e-13,
-                        "a few float64 roundings of Gamma ratios / the Stirling series"))
+    return SubCheck("formulas.alpha_constant (float64) vs 1/E[(u.e)_+] by quadrature, "
+                    "d_H = 1..60, 200, 340, 341, 1e3, 1e4, 1e6 (relative)", f_err, 1e-13,
+                    "a few float64 roundings of Gamma ratios / the Stirling series")
 
+
+def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
+    res = ctx.derivation().results
+    alpha_mp = sp.lambdify(K, alpha_expr, modules="mpmath")
+    alpha_np = sp.lambdify(K, alpha_expr, modules=["scipy", "numpy"])
+    ks = list(range(1, 61))
+    sub, rows = _quadrature_subchecks(ctx, res, alpha_mp)
+    sub += _stirling_subchecks(res)
+    sub.append(_formula_subcheck())
     # Monte Carlo on the actual sphere: sampling error bound 5 standard errors
     n = 200_000 if ctx.quick else 4_000_000
     mc_rows, z_worst = [], 0.0
