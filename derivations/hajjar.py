@@ -140,10 +140,9 @@ def _close_moments(e: sp.Expr, a, b, r, x, n: int) -> sp.Expr:
     return out
 
 
-def odd_target_dynamics(n: int = 2) -> OddTargetDerivation:
-    """H1c.  Notation: g = E[r x] = E[f* x] - E[x x^T] w (residual correlation), v = v_rho,
-    q = |w*|^2, V = E a_0^2 + v_b, w(0) = 0, M_0 = v_b I, A_0 = E a_0^2.  The moment ODE
-    is derived in dimension ``n`` from the particle velocities (docs/conventions.md, section 2)."""
+def _pair_moment_ode(n: int) -> tuple:
+    """H1c, step 1: the pair-closed particles' per-sample velocities, their pair averages and
+    the closed moment ODE (w, M, A) in dimension ``n``; with the identities it rests on."""
     z = sp.Symbol("z", real=True, nonzero=True)
     relu = lambda u: sp.Max(u, 0)  # noqa: E731
     rd = sign_cases(relu(z) - relu(-z) - z, z)
@@ -184,6 +183,12 @@ def odd_target_dynamics(n: int = 2) -> OddTargetDerivation:
     ode_A = sp.expand(_close_moments(d_aa[0], a, b, r, x, n))
     pair_vel = sp.Matrix(d_ab)
 
+    return rd, hs, pair_pred, pair_vel, act_free, ode_w, ode_M, ode_A
+
+
+def _ray_reduction(ode_w: sp.Matrix, ode_M: sp.Matrix, ode_A: sp.Expr, n: int) -> tuple:
+    """H1c, step 2: the moment ODE on the ray w = s w* (isotropic data), its speed ds/dt
+    and the asymptotic rate."""
     # reduction along w*: w = s w*, w* = sqrt(q) e_1, isotropic data g = v (w* - w),
     # M = v_b I + mu e_1 e_1^T, A = A0 + al, V = A0 + v_b
     s, v, q, V, u, t = (ODD[k] for k in "svqVut")
@@ -213,7 +218,12 @@ def odd_target_dynamics(n: int = 2) -> OddTargetDerivation:
     inv = [e for e in sols if sp.simplify(e.subs({s: 1, q: 1, V: 1})).is_nonnegative][0]
     speed = sp.simplify(ds_dt.subs(al, inv))
     rate_inf = sp.simplify(sp.limit(speed / (1 - s), s, 1))
-    rate_bound = V * v / 4
+    return ds_dt, dmu_dt, dA, dal_ds, off_ray, same_growth, inv, speed, rate_inf
+
+
+def _ray_time(speed: sp.Expr, off_ray: sp.Expr, same_growth: sp.Expr) -> tuple:
+    """H1c, step 3: the time t(s) along the ray in closed form and its inverse s(t)."""
+    s, v, q, V, u, t = (ODD[k] for k in "svqVut")
     c = V ** 2 + 16 * q
     bq = -32 * q
     aq = 16 * q
@@ -240,6 +250,19 @@ def odd_target_dynamics(n: int = 2) -> OddTargetDerivation:
     remaining = root.subs(Y, Y1 * sp.exp(sp.sqrt(c) * v * t / 4))
     probe = {V: sp.Rational(6, 5), v: sp.Rational(1, 5), q: sp.Rational(3, 2), t: sp.Rational(7, 2)}
     inv_check = sp.N((t_s.subs(s, 1 - remaining) - t).subs(probe), 40)
+    return F, check, t_s, remaining, inv_check
+
+
+def odd_target_dynamics(n: int = 2) -> OddTargetDerivation:
+    """H1c.  Notation: g = E[r x] = E[f* x] - E[x x^T] w (residual correlation), v = v_rho,
+    q = |w*|^2, V = E a_0^2 + v_b, w(0) = 0, M_0 = v_b I, A_0 = E a_0^2.  The moment ODE
+    is derived in dimension ``n`` from the particle velocities (docs/conventions.md, section 2)."""
+    rd, hs, pair_pred, pair_vel, act_free, ode_w, ode_M, ode_A = _pair_moment_ode(n)
+    ds_dt, dmu_dt, dA, dal_ds, off_ray, same_growth, inv, speed, rate_inf = \
+        _ray_reduction(ode_w, ode_M, ode_A, n)
+    F, check, t_s, remaining, inv_check = _ray_time(speed, off_ray, same_growth)
+    V, v = ODD["V"], ODD["v"]
+    rate_bound = V * v / 4
     return OddTargetDerivation(rd, hs, pair_pred, pair_vel, act_free, ode_w, ode_M, ode_A,
                                {"ds_dt": ds_dt, "dmu_dt": dmu_dt, "dalpha_dt": dA,
                                 "dalpha_ds": dal_ds, "off_ray": off_ray},

@@ -176,7 +176,6 @@ def test_module_size(name: str) -> None:
 #: length when listed: the test fails when one grows, when one is split (remove it here),
 #: and for any other function over 80 lines
 KNOWN_LONG = {
-    "derivations.hajjar.odd_target_dynamics": 105,
     "numerics.filippov._integrate": 183,
     "verify.claims.williams_kernels._check_w3d": 102,
     "verify.claims.williams_kernels_finite_width._check_w3f": 112,
