@@ -65,7 +65,7 @@ def _mean_ball(kk: int, prec: int = 128):
 def _certified_ks(ctx: RunContext) -> list[int]:
     """Every d_H <= 10^4 (full profile); quick: 1..60, the float64 formula's switch
     340 | 341, 10^4 and 100 dimensions drawn from the run's seed in 61..10^4."""
-    if not ctx.quick:
+    if ctx.size("certified_all"):
         return list(range(1, 10_001))
     drawn = ctx.rng("certified d_H").integers(61, 10_001, 100)
     return sorted(set(range(1, 61)) | {200, 340, 341, 1000, 10_000} | {int(k) for k in drawn})
@@ -142,7 +142,7 @@ def _quadrature_subchecks(ctx: RunContext, res: dict, alpha_mp: Any) -> tuple[li
     """The derived alpha(d_H), d_H = 1..60, vs two mpmath quadratures of 1/E[(u.e)_+], and the
     derived mean and identity alpha E[(u.e)_+] = 1; the table rows."""
     ks = list(range(1, 61))
-    radial_ks = ks if not ctx.quick else [1, 2, 3, 4, 5, 6, 8, 10]
+    radial_ks = list(ctx.size("radial_d_H"))
     rows, worst = [], 0.0
     for kk in ks:
         radial, coord = _mp_reference(kk, kk in radial_ks)
@@ -216,7 +216,7 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
     sub += _stirling_subchecks(res)
     sub.append(_formula_subcheck())
     # Monte Carlo on the actual sphere: sampling error bound 5 standard errors
-    n = 200_000 if ctx.quick else 4_000_000
+    n = ctx.size("sphere_points")
     mc_rows, z_worst = [], 0.0
     for kk in (1, 2, 3, 5, 10, 30):
         mean, se = positive_part_mean_mc(ctx.rng("sphere", kk), n, kk)
@@ -230,7 +230,7 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
 
     # predictor level: alpha * Unif(S^{d_H-1}) reproduces |x_H| on random inputs, for
     # (d_H, d) drawn by Hypothesis
-    m = 50_000 if ctx.quick else 400_000
+    m = ctx.size("predictor_particles")
     pred_rows: list[list] = []
 
     def measure(inst) -> SubCheck:
@@ -314,6 +314,11 @@ CLAIM = Claim(
     negative_control_description="Gamma arguments shifted by 1/2: "
                                  "2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2)",
     figures=figures,
+    sizes={"quick": {"radial_d_H": (1, 2, 3, 4, 5, 6, 8, 10), "sphere_points": 200_000,
+                     "predictor_particles": 50_000, "certified_all": False},
+           "full": {"radial_d_H": tuple(range(1, 61)), "sphere_points": 4_000_000,
+                    "predictor_particles": 400_000,
+                    "certified_all": True}},
 )
 
 CLAIMS = [CLAIM]
