@@ -29,6 +29,7 @@ from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, c
                         derived_generation, derived_results, fmt, for_all_instances,
                         lambdified)
 from verify.studies.maass import (EXACT_TOL, H_FULL, H_QUICK, H_VANILLA, NUMPY, PREDICTED_RATE,
+                                  HeuristicSettings,
                                   RATE_THRESHOLD, SOURCE, TrendSettings, example, group_action,
                                   heuristic_examples, heuristic_run, plateau_subcheck,
                                   reference, scaled_error, scheme_trend, settings,
@@ -557,7 +558,7 @@ def _derived_basis(key: str) -> np.ndarray:
 
 
 def _check_m1e(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
-    hs = H_QUICK if ctx.quick else H_FULL
+    hs = HeuristicSettings(N=ctx.size("heuristic_N"), T=ctx.size("heuristic_T"))
     d = ctx.derivation().results
     sub, rows, runs = [], [], {}
     # (a) derived E^G vs the numerics' Haar-average projector
@@ -708,5 +709,7 @@ CLAIMS = [
                                        "free-training rate test (one change): the escape "
                                        "direction no longer converges to E^G",
           negative_target="free vanilla training: angle of the first escape direction",
+          sizes={"quick": {"heuristic_N": H_QUICK.N, "heuristic_T": H_QUICK.T},
+                 "full": {"heuristic_N": H_FULL.N, "heuristic_T": H_FULL.T}},
           figures=figures_m1e, kind="reconstructed"),
 ]
