@@ -29,7 +29,7 @@ from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, c
                         derived_generation, derived_results, fmt, for_all_instances,
                         lambdified)
 from verify.studies.maass import (EXACT_TOL, H_FULL, H_QUICK, H_VANILLA, NUMPY, PREDICTED_RATE,
-                                  HeuristicSettings,
+                                  TREND_SIZES, HeuristicSettings,
                                   RATE_THRESHOLD, SOURCE, TrendSettings, example, group_action,
                                   heuristic_examples, heuristic_run, plateau_subcheck,
                                   reference, scaled_error, scheme_trend, settings,
@@ -680,7 +680,7 @@ CLAIMS = [
           negative_control_description="a non-symmetric (arbitrary) teacher in the N-trend "
                                        "(one change): vanilla and DA then have different "
                                        "mean-field limits and their RMD stops shrinking",
-          negative_target="RMD(vanilla, da_orbit) vs N",
+          negative_target="RMD(vanilla, da_orbit) vs N", sizes=TREND_SIZES,
           figures=figures_m1c),
     Claim(id="M1d", title="Strongly invariant laws are preserved",
           source=SOURCE + ", Section 4 (SI preserved by the free dynamics with symmetric data)",
@@ -694,7 +694,7 @@ CLAIMS = [
           negative_control_description=f"the initialization moved off E^G by {M1D_OFFSET:g} "
                                        "(relative; not SI): one change, a near miss of about "
                                        "a decade at the start of the run",
-          negative_target="noiseless FA / full-orbit DA from an SI init",
+          negative_target="noiseless FA / full-orbit DA from an SI init", sizes=TREND_SIZES,
           figures=figures_m1d),
     Claim(id="M1e", title="A data-driven heuristic discovers E^G",
           source=SOURCE + ", Section 5 / experiments (heuristic for E^G)",

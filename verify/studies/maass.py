@@ -60,8 +60,15 @@ FULL = TrendSettings(Ns=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000), T=20.0, r
 
 
 def settings(ctx: RunContext) -> TrendSettings:
-    """The N-trend sizes of the run's profile."""
-    return QUICK if ctx.quick else FULL
+    """The N-trend sizes the claim declares for the run's profile (``trend_Ns``,
+    ``trend_T``, ``trend_replicates``; see :data:`TREND_SIZES`)."""
+    return TrendSettings(Ns=tuple(ctx.size("trend_Ns")), T=float(ctx.size("trend_T")),
+                         replicates=int(ctx.size("trend_replicates")))
+
+
+#: the N-trend sizes per profile, as a claim declares them (``Claim(sizes=...)``)
+TREND_SIZES = {p: {"trend_Ns": s.Ns, "trend_T": s.T, "trend_replicates": s.replicates}
+               for p, s in (("quick", QUICK), ("full", FULL))}
 
 
 def reference() -> tuple[GroupAction, LogisticUnit]:
