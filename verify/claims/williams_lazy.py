@@ -141,7 +141,7 @@ CLAIMS = [Claim(
     sizes={"quick": {"widths": (1024, 2048, 4096, 8192, 16384, 32768, 65536), "seeds": 10,
                      "h": 0.1,
                      "steps": 100},
-           "full": {"widths": (1024, 4096, 16384, 65536, 262144, 1048576), "seeds": 16,
+           "full": {"widths": (1024, 4096, 16384, 65536, 262144, 1048576), "seeds": 10,
                     "h": 0.1,
                     "steps": 100}},
     negative_control_description="the same study at alpha(m) = m (the mean-field scaling, "
