@@ -215,7 +215,7 @@ CLAIMS = [Claim(
     sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048, 4096), "seeds": 8, "alpha": 16.0,
                      "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 6, "nx": 16,
                      "rk4": 24, "n_eval": 32},
-           "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 10,
+           "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8,
                     "alpha": 16.0, "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 7,
                     "nx": 20, "rk4": 32, "n_eval": 32}},
     negative_control_description="the limit read at time 1.2 T (the derived time per step "
