@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from numerics.arb_quadrature import UndecidableCondition, exact_ball
+from numerics.validation import ArgumentTypeError, require_size
 
 __all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "logistic",
            "UNITS", "unit_output", "feature_average", "symmetrized_model", "projected_model",
@@ -38,6 +39,9 @@ __all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "lo
 MAX_TAYLOR_ORDER = 32
 #: the units of :func:`unit_output`
 UNITS = ("logistic", "linear")
+#: entries of one vector, particles of one measure, matrices of one group (ball arithmetic
+#: costs ~1 us per operation: beyond, one call takes minutes)
+MAX_ENTRIES = 10 ** 5
 
 
 def _flint() -> Any:
@@ -106,8 +110,28 @@ def logistic(t: Any) -> Any:
 
 
 # ------------------------------------------------------------------ finite group averages
+def _sequence(v: Any, name: str) -> list:
+    """``v`` as a list (a list, tuple or 1-D array of numbers, balls or vectors), or a named
+    error."""
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, np.ndarray)) or np.ndim(v) == 0:
+        raise ArgumentTypeError(f"{name} must be a list (or array) of entries; got "
+                                f"{type(v).__name__} {v!r:.40}")
+    require_size(len(v), name, limit=MAX_ENTRIES)
+    return list(v)
+
+
 def _integer_matrices(mats: Any, name: str) -> np.ndarray:
-    A = np.asarray(mats, dtype=np.float64)
+    if isinstance(mats, np.ndarray):
+        require_size(mats.size, name, limit=MAX_ENTRIES)
+    elif isinstance(mats, (str, bytes)) or not isinstance(mats, (list, tuple)):
+        raise ArgumentTypeError(f"{name} must be a stack of square integer matrices (|G|, d, d); "
+                                f"got {type(mats).__name__} {mats!r:.40}")
+    try:
+        A = np.asarray(mats, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{name} must be a stack of square integer matrices (|G|, d, d) "
+                                f"of numbers; got {mats!r:.60}") from None
+    require_size(A.size, name, limit=MAX_ENTRIES)
     if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[0] < 1:
         raise ValueError(f"{name} must be a stack of square matrices (|G|, d, d); got shape {A.shape}")
     if not np.all(np.isfinite(A)) or np.any(A != np.round(A)):
@@ -129,7 +153,7 @@ def _matvec(A: np.ndarray, v: Sequence[Any]) -> list[Any]:
 
 
 def _vector(v: Any, n: int, name: str) -> list[Any]:
-    vals = list(v)
+    vals = _sequence(v, name)
     if len(vals) != n:
         raise ValueError(f"{name} must have {n} entries; got {len(vals)}")
     return [_ball(e, name) for e in vals]
@@ -140,7 +164,8 @@ def unit_output(unit: Any, x: Sequence[Any], z: Sequence[Any], dim_y: int) -> li
     ``dim_y x len(x)`` parameter ``z`` (Maass Martinez & Fontbona 2024, Sec. 3); ``unit``
     may also be a callable ``(x balls, z balls, dim_y) -> dim_y balls``."""
     if callable(unit):
-        return list(unit([_ball(e, "x") for e in x], [_ball(e, "z") for e in z], dim_y))
+        return list(unit([_ball(e, "x") for e in _sequence(x, "x")],
+                         [_ball(e, "z") for e in _sequence(z, "z")], dim_y))
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS} or a callable; got {unit!r}")
     dx = len(x)
@@ -151,10 +176,10 @@ def unit_output(unit: Any, x: Sequence[Any], z: Sequence[Any], dim_y: int) -> li
 
 
 def _weighted(particles: Sequence[Sequence[Any]], weights: Sequence[Any] | None) -> tuple[list, list]:
-    ps = [list(p) for p in particles]
+    ps = [_sequence(p, "particles entry") for p in _sequence(particles, "particles")]
     if not ps:
         raise ValueError("particles must hold at least one particle")
-    ws = [1] * len(ps) if weights is None else list(weights)
+    ws = [1] * len(ps) if weights is None else _sequence(weights, "weights")
     if len(ws) != len(ps):
         raise ValueError(f"weights must have one entry per particle ({len(ps)}); got {len(ws)}")
     return ps, [_ball(w, "weight") for w in ws]
@@ -189,7 +214,11 @@ def symmetrized_model(M: Any, unit: Any, particles: Sequence[Sequence[Any]],
     Ms = _integer_matrices(M, "M")
     ps, ws = _weighted(particles, weights)
     xv = [_ball(e, "x") for e in x]
-    orbit = [(_matvec(Mg, _vector(z, Ms.shape[1], "particle")), w / len(Ms))
+    D = Ms.shape[1]
+    if any(len(z) != D for z in ps):
+        raise ValueError(f"particles must have D = {D} entries each (M acts on R^{D}); got "
+                         f"{sorted({len(z) for z in ps})}")
+    orbit = [(_matvec(Mg, _vector(z, D, "particles entry")), w / len(Ms))
              for z, w in zip(ps, ws) for Mg in Ms]
     return _model(unit, xv, [p for p, _ in orbit], [w for _, w in orbit], dim_y)
 
@@ -208,5 +237,5 @@ def projected_model(M: Any, unit: Any, particles: Sequence[Sequence[Any]],
                     weights: Sequence[Any] | None, x: Sequence[Any], dim_y: int) -> list[Any]:
     """``Phi_{mu^{E^G}}(x) = sum_i w_i sigma_*(x, P_{E^G} z_i)``."""
     ps, ws = _weighted(particles, weights)
-    xv = [_ball(e, "x") for e in x]
+    xv = [_ball(e, "x") for e in _sequence(x, "x")]
     return _model(unit, xv, [fixed_space_projection(M, z) for z in ps], ws, dim_y)

@@ -31,11 +31,14 @@ from numerics.validation import (as_float_array, as_float_scalar, require_positi
                                  require_size)
 
 __all__ = ["gauss_hermite_product", "weighted_output", "population_velocity", "meanfield_flow",
-           "MAX_RULE_DIM", "MAX_NODES_PER_DIM", "MAX_FLOW_WORK"]
+           "MAX_RULE_DIM", "MAX_NODES_PER_DIM", "MAX_RULE_STD", "MAX_FLOW_WORK"]
 
 #: the product rule's dimension and nodes per coordinate are bounded (n^dim nodes)
 MAX_RULE_DIM = 8
 MAX_NODES_PER_DIM = 200
+#: the largest standard deviation of a rule (its nodes, up to ~20 std, stay finite and
+#: their squares too)
+MAX_RULE_STD = 1e150
 #: steps x particles x data nodes of one :func:`meanfield_flow` call (about a minute)
 MAX_FLOW_WORK = 2 ** 33
 
@@ -45,7 +48,7 @@ def gauss_hermite_product(dim: int, n: int, std: float) -> tuple[np.ndarray, np.
     rule of N(0, std^2 I_dim): exact for polynomials of degree < 2n in each coordinate."""
     dim = require_positive_int(dim, "dim", maximum=MAX_RULE_DIM)
     n = require_positive_int(n, "n (nodes per coordinate)", maximum=MAX_NODES_PER_DIM)
-    std = as_float_scalar(std, "std", lo=0.0, lo_open=True)
+    std = as_float_scalar(std, "std", lo=0.0, lo_open=True, hi=MAX_RULE_STD)
     require_size(n ** dim * dim, "the product rule (n^dim x dim entries)",
                  hint="use fewer nodes per coordinate")
     t, w = np.polynomial.hermite_e.hermegauss(n)

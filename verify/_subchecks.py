@@ -540,6 +540,9 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     if isinstance(pinned, (str, bytes)) or not isinstance(pinned, (list, tuple)):
         raise TypeError(f"for_all_instances: pinned must be a list of instances; got "
                         f"{type(pinned).__name__}")
+    if not callable(measure):
+        raise TypeError(f"for_all_instances: measure must be a callable (instance) -> SubCheck; "
+                        f"got {type(measure).__name__}")
     if count is not None:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"for_all_instances: count must be a positive integer; got {count!r}")
