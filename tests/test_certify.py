@@ -285,3 +285,46 @@ def test_flint_is_a_runtime_dependency() -> None:
     deps = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["dependencies"]
     assert any(d.replace(" ", "").startswith("python-flint") for d in deps)
     assert math.isfinite(float(certify.ball(0.5).mid()))
+
+
+# ------------------------------------ the W2a maps (three outputs each): .enclose and ulps
+def _w2a_inputs(name: str, seed: int) -> tuple:
+    """10^4 inputs with magnitudes 1e-8..1e6 (and 0, +-1); no (a, b) = (0, 0) for pi, no
+    r = 0 with delta >= 0 for its inverse (both refused by the formulas)."""
+    rng = np.random.default_rng(seed)
+    u, v, w = (_draw(rng, N_INPUTS) for _ in range(3))
+    if name == "canonical_from_full":
+        u = np.where((u == 0) & (v == 0), 1.0, u)
+    else:
+        v = rng.uniform(-np.pi, np.pi, N_INPUTS)  # theta
+        u = np.where((u == 0) & (w >= 0), 0.5, u)
+    return u, v, w
+
+
+@pytest.mark.parametrize("name", ["canonical_from_full", "full_from_canonical"])
+@given(seed=st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=1, deadline=None)
+def test_w2a_maps_within_their_ulp_bounds(name, seed) -> None:
+    """Each of the three float64 outputs lies within the stated ulps of its certified ball at
+    10^4 inputs; 200 of the balls contain the 50-digit mpmath value."""
+    f = getattr(formulas, name)
+    args = _w2a_inputs(name, seed)
+    outs = [np.asarray(o, dtype=np.float64) for o in f(*args)]
+    balls = f.enclose(*args)
+    worst = 0.0
+    tiny = np.finfo(np.float64).tiny
+    for o, b in zip(outs, balls):
+        for i in range(o.size):
+            if float(abs(b[i]).upper()) < tiny / EPS:
+                continue
+            err = float(abs(b[i] - o[i]).upper()) / (EPS * float(abs(b[i]).upper()))
+            worst = max(worst, err)
+            assert err <= f.ulp_bound.ulps, f"{name} at {[a[i] for a in args]}: {err:.3g} ulps"
+    assert worst > 0
+    for i in np.random.default_rng(seed).choice(N_INPUTS, 200, replace=False):
+        m = f.mpmath(*(float(a[i]) for a in args), dps=50)
+        for mv, b in zip(m, balls):
+            with mpmath.workdps(60):
+                mid = mpmath.mpf(b[i].mid().str(60, radius=False))
+                rad = mpmath.mpf(b[i].rad().str(10, radius=False))
+                assert abs(mv - mid) <= rad + abs(mv) * mpmath.mpf(10) ** -49, (name, i)

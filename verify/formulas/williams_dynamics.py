@@ -190,10 +190,34 @@ def _canonical_from_full_mp(a: Any, b: Any, c: Any, dps: int = 30):
     return _mp_elementwise(one, ("a", "b", "c"), (a, b, c), 3, broadcast=False, dps=dps)
 
 
+def _tuple_enclose(fns: list, args: tuple, prec: int) -> tuple:
+    """Balls of several functions of balls on broadcast float arguments."""
+    return tuple(enclose_grid(f, args, prec) for f in fns)
+
+
+def _canonical_from_full_enclose(a: Any, b: Any, c: Any, *, prec: int = 128) -> tuple:
+    from verify import certify
+    vals = tuple(as_float_array(v, n) for v, n in ((a, "a"), (b, "b"), (c, "c")))
+    require_same_shape(a=vals[0], b=vals[1], c=vals[2])
+    if np.any((vals[0] == 0) & (vals[1] == 0)):
+        raise ValueError("a and b must not both vanish: theta = atan2(b, a) is undefined")
+    res = derived.results("W2a")
+    fns = [certify.arb_function(res[k], (D.a, D.b, D.c)) for k in ("r", "theta", "delta")]
+    return _tuple_enclose(fns, vals, prec)
+
+
+#: float64 error of canonical_from_full, per output: r = c hypot(a, b) (hypot <= 1 ulp, one
+#: product), theta = atan2 (<= 2 ulp), delta correctly rounded (dot2)
+CANONICAL_FROM_FULL_ULPS = UlpBound(4, "value of each output (|exact|)",
+                                    "r: hypot and one product; theta: atan2; delta: the exact "
+                                    "dot product of its derived terms, rounded once")
+
+
 canonical_from_full = DerivedFunction(
     "canonical_from_full", "W2a",
     expr_fn=lambda: tuple(derived.results("W2a")[k] for k in ("r", "theta", "delta")),
     impl=_canonical_from_full, mpmath=_canonical_from_full_mp,
+    enclose=_canonical_from_full_enclose, ulp_bound=CANONICAL_FROM_FULL_ULPS,
     doc="""pi(z) and the invariant: (r, theta, delta) = (c |(a,b)|, atan2(b, a), c^2 - a^2 - b^2)
 (claims W2a, W2b).
 
@@ -255,10 +279,36 @@ def _full_from_canonical_mp(r: Any, theta: Any, delta: Any, dps: int = 30):
                            broadcast=False, dps=dps)
 
 
+def _full_from_canonical_enclose(r: Any, theta: Any, delta: Any, *, prec: int = 128) -> tuple:
+    from flint import arb
+    from verify import certify
+    vals = tuple(as_float_array(v, n) for v, n in ((r, "r"), (theta, "theta"), (delta, "delta")))
+    require_same_shape(r=vals[0], theta=vals[1], delta=vals[2])
+    if np.any((vals[0] == 0) & (vals[2] >= 0)):
+        raise ValueError("no real preimage with a defined angle: r = 0 and delta >= 0")
+    res = derived.results("W2a")
+    nu2 = {k: certify.arb_function(res[k], (D.r, D.delta)) for k in ("nu2", "nu2_rationalized")}
+
+    def nu(R: Any, Dl: Any) -> Any:
+        return nu2["nu2_rationalized" if Dl > 0 else "nu2"](R, Dl).sqrt()
+    fns = [lambda R, T, Dl: nu(R, Dl) * arb(T).cos(), lambda R, T, Dl: nu(R, Dl) * arb(T).sin(),
+           lambda R, T, Dl: arb(R) / nu(R, Dl)]
+    return _tuple_enclose(fns, vals, prec)
+
+
+#: float64 error of full_from_canonical, per output: |(a, b)|^2 by the cancellation-free
+#: branch (a few roundings in hypot, sqrt and the division), its sqrt, and one product
+#: with cos/sin (<= 1 ulp each) or one division
+FULL_FROM_CANONICAL_ULPS = UlpBound(8, "value of each output (|exact|)",
+                                    "the cancellation-free branch of |(a, b)|^2 (<= 4 roundings), "
+                                    "its square root, one product with cos/sin or one division")
+
+
 full_from_canonical = DerivedFunction(
     "full_from_canonical", "W2a",
     expr_fn=lambda: (derived.results("W2a")["nu2"], derived.results("W2a")["nu2_rationalized"]),
     impl=_full_from_canonical, mpmath=_full_from_canonical_mp,
+    enclose=_full_from_canonical_enclose, ulp_bound=FULL_FROM_CANONICAL_ULPS,
     doc="""The point of the fibre pi^{-1}(r, theta) with invariant delta (claim W2a):
 |(a, b)|^2 = (sqrt(delta^2 + 4 r^2) - delta) / 2 (the positive root of
 nu^4 + delta nu^2 - r^2 = 0; its rationalized form for delta > 0), (a, b) = |(a, b)| d(theta),
