@@ -84,6 +84,10 @@ class Evidence:
         return jsonable(d)
 
 
+#: the largest array :func:`jsonable` converts (evidence is for results, not raw data)
+MAX_JSON_ENTRIES = 10 ** 7
+
+
 def jsonable(obj: Any) -> Any:
     """``obj`` as plain JSON data: dicts, lists, numbers (non-finite floats as text),
     strings; numpy arrays and scalars converted, anything else by ``str``."""
@@ -92,6 +96,9 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
+        if obj.size > MAX_JSON_ENTRIES:
+            raise ValueError(f"jsonable: obj is an array of {obj.size} entries, too large for the "
+                             f"evidence (at most {MAX_JSON_ENTRIES}); store a summary instead")
         return jsonable(obj.tolist())
     if isinstance(obj, (np.bool_, bool)):
         return bool(obj)

@@ -23,6 +23,8 @@ import pkgutil
 import threading
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from derivations.base import Derivation
 
 __all__ = ["derivation", "results", "generation", "overridden", "lambdified",
@@ -142,6 +144,26 @@ def per_generation(fn: Callable[[], Any]) -> Callable[[], Any]:
 _LAMBDIFIED: dict[tuple, Callable] = {}
 
 
+#: the most argument symbols a lambdified result takes (nested lists included)
+MAX_ARG_SYMBOLS = 10_000
+
+
+def _symbol_args(args: Any, budget: list | None = None) -> bool:
+    """True iff ``args`` is a SymPy symbol or a (nested) list/tuple of them, with at most
+    MAX_ARG_SYMBOLS symbols (checked without building anything)."""
+    import sympy as sp
+    budget = [MAX_ARG_SYMBOLS] if budget is None else budget
+    if isinstance(args, sp.Symbol) or (isinstance(args, sp.MatrixBase) and all(
+            isinstance(e, sp.Symbol) for e in args)):
+        budget[0] -= 1 if isinstance(args, sp.Symbol) else len(args)
+        return budget[0] >= 0
+    if isinstance(args, (list, tuple)):
+        if len(args) > budget[0]:
+            return False
+        return all(_symbol_args(a, budget) for a in args)
+    return False
+
+
 def lambdified(claim_id: str, key: str | tuple, args: Any,
                modules: Any = ("scipy", "numpy")) -> Callable:
     """``sympy.lambdify(args, results(claim_id)[key], modules)``, cached per generation.
@@ -154,6 +176,9 @@ def lambdified(claim_id: str, key: str | tuple, args: Any,
     if not keys or not all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in keys):
         raise TypeError(f"lambdified: key must be a result's name (text) or a tuple of names "
                         f"and indices; got {key!r}"[:200])
+    if isinstance(args, np.ndarray) or not _symbol_args(args):
+        raise TypeError("lambdified: args must be SymPy symbols (a symbol, or a list/tuple of "
+                        f"symbols and lists of symbols); got {type(args).__name__} {args!r:.60}")
     mods = tuple(modules) if isinstance(modules, (list, tuple)) else (modules,)
     if not mods or not all(isinstance(m, (str, dict)) for m in mods):
         raise TypeError("lambdified: modules must be a module name ('numpy', 'mpmath', ...), "
