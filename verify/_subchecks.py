@@ -316,6 +316,24 @@ class RateStudy:
                             "predicted": self.predicted,
                             "excludes_zero": self.excludes_zero()})
 
+    def bias_subcheck(self, name: str, error: float, how: str, fraction: float = 0.05) -> SubCheck:
+        """A systematic error of the study (its limit reference, its integrator) as a
+        :class:`SubCheck`: ``error`` (an estimate, e.g. against a refined reference) must be
+        at most ``fraction`` of the smallest mean distance, so that it moves no
+        log-distance by more than ~``fraction`` and the slope by far less than its interval."""
+        if not isinstance(name, str) or not name or not isinstance(how, str) or not how.strip():
+            raise ValueError("RateStudy.bias_subcheck: name and how must be non-empty text")
+        err = _real("RateStudy.bias_subcheck", "error", error)
+        frac = _real("RateStudy.bias_subcheck", "fraction", fraction)
+        if not (err >= 0 and 0 < frac < 1):
+            raise ValueError(f"RateStudy.bias_subcheck: error must be >= 0 (a finite estimate) "
+                             f"and fraction in (0, 1); got {error!r}, {fraction!r}")
+        bound = frac * float(self.distances.mean(axis=1).min())
+        return SubCheck(name, err, bound,
+                        f"{how}: {fmt(err)}, at most {frac:g} x the smallest mean distance "
+                        f"({fmt(bound)}), so it moves no log-distance by more than {frac:g} "
+                        "and the slope by far less than its interval")
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "widths": list(self.widths),
                 "distances": self.distances.tolist(), "predicted": self.predicted,

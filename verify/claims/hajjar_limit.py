@@ -125,13 +125,6 @@ def _reference(X, d_H: int, T: float, sz: dict, velocity, refine: bool) -> np.nd
                               velocity=velocity, kernel=phi_kernel())
 
 
-def _bias_check(name: str, err: float, bound: float, how: str) -> SubCheck:
-    return SubCheck(name, err, bound,
-                    f"{how}: {fmt(err)}, at most {_BIAS_FRACTION:g} x the smallest mean "
-                    f"distance ({fmt(bound)}), so it moves no log-distance by more than "
-                    f"{_BIAS_FRACTION:g} and the slope by far less than its interval")
-
-
 def check(ctx: RunContext, time_factor: float) -> Outcome:
     """H1i: the width study against the limit read at time_factor * T (1 for the claim)."""
     sz = {k: ctx.size(k) for k in ("d", "d_H", "T", "dt", "widths", "seeds", "n_test",
@@ -150,7 +143,6 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                         passed=False)])
     D = np.array([[sh.l2_distance(F[i, k], f_inf) for k in range(sz["seeds"])]
                   for i in range(len(widths))])
-    bound = _BIAS_FRACTION * float(D.mean(axis=1).min())
     ref_err = sh.l2_distance(_reference(X, d_H, T * time_factor, sz, velocity, True), f_inf)
     i2 = len(widths) - 2
     half = sh.width_predictor(ctx.rng("init", widths[i2], 0), X, widths[i2], d_H,
@@ -160,11 +152,12 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     subs = [study.subcheck("fluctuations of i.i.d. particles around the mean-field flow "
                            "(law of large numbers with CLT scaling; docs/conventions.md §2)"),
             step_check, field,
-            _bias_check("limit reference error (quadrature and phi~ table refined)", ref_err,
-                        bound, f"2n nodes per sign, theta grid 2x, +16 phi nodes, vs n = "
-                        f"{sz['nodes']}"),
-            _bias_check("Runge-Kutta error of the width-m flow (step halved)", int_err, bound,
-                        f"m = {widths[i2]}, seed 0, flow step {dt:g} vs {dt / 2:g}")]
+            study.bias_subcheck("limit reference error (quadrature and phi~ table refined)", ref_err,
+                                f"2n nodes per sign, theta grid 2x, +16 phi nodes, vs n = "
+                                f"{sz['nodes']}", _BIAS_FRACTION),
+            study.bias_subcheck("Runge-Kutta error of the width-m flow (step halved)", int_err,
+                                f"m = {widths[i2]}, seed 0, flow step {dt:g} vs {dt / 2:g}",
+                                _BIAS_FRACTION)]
     rows = [[m, fmt(etas[i]), fmt(float(D[i].mean())), fmt(float(D[i].std(ddof=1)))]
             for i, m in enumerate(widths)]
     return combine(f"H1i: d = {d}, d_H = {d_H}, flow time T = {T:g} ({steps} RK4 steps), "

@@ -141,13 +141,6 @@ def _noise_check(ctx: RunContext, alpha: float, tau: float, x_std: float) -> Sub
                     f"deviation of the sample variance stays within {fmt(tol)}")
 
 
-def _bias_check(name: str, err: float, bound: float, how: str) -> SubCheck:
-    return SubCheck(name, err, bound,
-                    f"{how}: {fmt(err)}, at most {_BIAS_FRACTION:g} x the smallest mean "
-                    f"distance ({fmt(bound)}), so it moves no log-distance by more than "
-                    f"{_BIAS_FRACTION:g} and the slope by far less than its interval")
-
-
 def check(ctx: RunContext, time_factor: float) -> Outcome:
     """M1f: the width study against the limit read at time_factor * T (1 for the claim)."""
     sz = {k: ctx.size(k) for k in ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch",
@@ -161,7 +154,6 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     ew = _eval_rule(sz)[1]
     D = np.array([[_distance(F[i, k], f_inf, ew) for k in range(sz["seeds"])]
                   for i in range(len(widths))])
-    bound = _BIAS_FRACTION * float(D.mean(axis=1).min())
     ref_err = _distance(coarse, f_inf, ew)
     f0 = _limit(0.0, nq=sz["nq"], nx=sz["nx"], rk4=1, **lim)
     move = _distance(f_inf, f0, ew)
@@ -171,11 +163,11 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                            "scaling): 99.9% Student-t interval of the per-seed slopes"),
             _time_change_check(ctx, sz["alpha"], sz["tau"]),
             _noise_check(ctx, sz["alpha"], sz["tau"], sz["x_std"]),
-            _bias_check("limit reference error (bounded by the coarser rule: nq - 1 nodes, "
-                        "nx - 4 data nodes, half the RK4 steps)", ref_err, bound,
-                        f"|reference - coarser reference| (spectral convergence: the finer rule "
-                        f"is the more accurate) at nq = {sz['nq']}, nx = {sz['nx']}, "
-                        f"{sz['rk4']} RK4 steps")]
+            study.bias_subcheck("limit reference error (bounded by the coarser rule: nq - 1 nodes, "
+                                "nx - 4 data nodes, half the RK4 steps)", ref_err,
+                                f"|reference - coarser reference| (spectral convergence: the "
+                                f"finer rule is the more accurate) at nq = {sz['nq']}, nx = "
+                                f"{sz['nx']}, {sz['rk4']} RK4 steps", _BIAS_FRACTION)]
     rows = [[N, steps[i], fmt(_time_per_step(N, sz["alpha"])), fmt(float(D[i].mean())),
              fmt(float(D[i].std(ddof=1)))] for i, N in enumerate(widths)]
     return combine(f"M1f: logistic unit 2 x 2, teacher of 5 N(0, 1) particles, X ~ N(0, "
