@@ -146,7 +146,7 @@ ENTRIES = [("rf_kernel", {"init": "uniform"}), ("rf_kernel", {"init": "gaussian"
            ("active_probability", {"init": "uniform"}), ("active_probability", {"init": "gaussian"}),
            ("ntk_kernel", {"init": "uniform", "sigma_c": 1.3}), ("ntk_kernel", {"init": "gaussian", "sigma_c": 1.3}),
            ("rkhs_weight", {"init": "uniform"}), ("rkhs_weight", {"init": "gaussian"}),
-           ("alpha_constant", {}), ("velocity_jump", {})]
+           ("alpha_constant", {}), ("velocity_jump", {}), ("odd_target_rate", {})]
 N_INPUTS = 10_000
 
 
@@ -160,6 +160,9 @@ def _inputs(name: str, seed: int) -> tuple:
         return (_draw(rng, N_INPUTS),)
     if name == "velocity_jump":  # (r, x*, rho*); |r|, |rho*| <= 1e6 (no overflow)
         return (_draw(rng, N_INPUTS), _draw(rng, N_INPUTS), _draw(rng, N_INPUTS))
+    if name == "odd_target_rate":  # (V, v_rho, q): V, v_rho > 0, q >= 0
+        V, v, q = (np.abs(_draw(rng, N_INPUTS)) for _ in range(3))
+        return (np.where(V == 0, 1.0, V), np.where(v == 0, 0.5, v), q)
     return (_draw(rng, N_INPUTS), _draw(rng, N_INPUTS))
 
 

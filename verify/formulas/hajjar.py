@@ -14,7 +14,7 @@ from derivations.hajjar import ODD
 from numerics import reduced
 from numerics.validation import as_float_array
 from verify import derived
-from verify.formulas._base import DerivedFunction, VerifiedFormula, check_dps
+from verify.formulas._base import DerivedFunction, UlpBound, VerifiedFormula, check_dps
 
 __all__ = ["phi_tilde", "phi_tilde_dtheta", "best_linear_approximator", "odd_target_rate"]
 
@@ -258,10 +258,17 @@ def _rate_numpy(expr: sp.Expr):
     return rate
 
 
+#: float64 error of odd_target_rate: the scale max(V, sqrt q) and the scaled V^2 + 16 q
+#: (sqrt, two divisions, two squares, one addition), its sqrt and three products: <= 8
+#: roundings of the value (all terms are positive: no cancellation)
+ODD_TARGET_RATE_ULPS = UlpBound(8, "value (|exact|)", "positive terms only (no cancellation): "
+                                   "the scaling, V^2 + 16 q, a square root and three products")
+
+
 odd_target_rate = VerifiedFormula(
     name="odd_target_rate", claim="H1c", symbols=(ODD["V"], ODD["v"], ODD["q"]),
     expr_fn=lambda: derived.results("H1c")["rate_inf"], validate=_rate_validate,
-    numpy_impl=_rate_numpy,
+    numpy_impl=_rate_numpy, ulp_bound=ODD_TARGET_RATE_ULPS,
     doc="""Asymptotic exponential rate of |w(t) - w*| for an odd target in the infinite-width
 limit (derived in claim H1c): v_rho sqrt(V^2 + 16 |w*|^2) / 4, with w(0) = 0, isotropic
 data E[x x^T] = v_rho I and isotropic E[b_0 b_0^T] = v_b I, V = E a_0^2 + v_b.  It is at
