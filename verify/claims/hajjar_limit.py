@@ -172,21 +172,11 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.kit import new_figure, save_figure
-    s = ev.artifacts.get("study")
-    if not s:
+    from verify.kit import new_figure, rate_study_panel, save_figure
+    if not ev.artifacts.get("study"):
         return []
-    w, D = np.array(s["widths"]), np.array(s["distances"])
     fig, ax = new_figure()
-    ax.loglog(w, D, ".", color="0.6", ms=3)
-    mean = D.mean(axis=1)
-    ax.loglog(w, mean, "o", color="C0", label="mean over seeds")
-    lo, hi = s["interval"]
-    ax.loglog(w, mean[0] * (w / w[0]) ** s["slope"], "-", color="C0",
-              label=f"fit: slope {s['slope']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
-    ax.loglog(w, mean[0] * (w / w[0]) ** -0.5, "--", color="k", label="predicted -1/2")
-    ax.set_xlabel("width m"), ax.set_ylabel(r"$\|f_m(T) - f_\infty(T)\|_{L^2(\rho)}$")
-    ax.legend()
+    rate_study_panel(ax, ev.artifacts["study"], r"$\|f_m(T) - f_\infty(T)\|_{L^2(\rho)}$")
     save_figure(fig, outdir / "H1i_width_study.png")
     return [("H1i_width_study.png", "Distance of the width-m network to the mean-field limit "
                                     "(the reduced flow) at time T: seeds (dots), mean, fitted "
