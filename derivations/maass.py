@@ -263,11 +263,29 @@ def derive_m1a() -> Derivation:
              "M_{g^{-1}} z)$, so $Q_G\\Phi_\\mu(x) = \\int\\int \\sigma_*(x, M_{g^{-1}}z)\\,"
              "d\\lambda_G\\, d\\mu = \\Phi_{\\mu^G}(x)$ by inversion invariance of Haar measure."),
     ]
-    # residuals are kept UNSIMPLIFIED-free: they are the simplified differences (zero);
-    # the check compares them with the float64 difference of the two sides
+    from derivations.maass_projection import derive_so2_feature_averaging
+    so2 = derive_so2_feature_averaging()
+    steps += [
+        Step("A compact infinite group: SO(2) rotating $X = Y = \\mathbb R^2$, $M_g z = R z R^T$, "
+             "Haar integral $\\frac1{2\\pi}\\int_0^{2\\pi}d\\varphi$ (by ``sp.integrate``), "
+             "with the cubic norm-gated unit $\\sigma_*(x, z) = (zx)|zx|^2$ (rotation "
+             "equivariant; the elementwise logistic unit is not).  Joint equivariance "
+             "$\\sigma_*(Rx, RzR^T) - R\\sigma_*(x, z)$, reduced modulo $\\cos^2 + \\sin^2 = 1$:",
+             _Eq(sp.Symbol("r_R"), so2.equivariance_residual)),
+        Step("$Q_G\\Phi_\\mu - \\Phi_{\\mu^G}$ for $\\mu = w\\delta_a + (1-w)\\delta_b$, both "
+             "Haar integrals done symbolically:", _Eq(sp.Symbol("Delta_SO2"), so2.residual)),
+        Step("Single atom under SO(2): $\\Phi_{\\varphi_z}(x) = \\int\\sigma_*(x, RzR^T)\\,"
+             "d\\lambda$, first entry (a cubic in $x$ and in $z$):",
+             _Eq(sp.Symbol("Phi_phi_z_1"), so2.single_particle[0])),
+    ]
+    # residuals are the simplified differences (zero); the check compares them with the
+    # float64 difference of the two sides
     return Derivation(steps, {"single_particle": d.single_particle, "residual": d.residual,
                               "residual_c3": d3.residual,
-                              "equivariance_residual": d.equivariance.residual[1]})
+                              "equivariance_residual": d.equivariance.residual[1],
+                              "so2_single_particle": so2.single_particle,
+                              "so2_residual": so2.residual,
+                              "so2_equivariance_residual": so2.equivariance_residual})
 
 
 # ----------------------------------------------------------------------------------------

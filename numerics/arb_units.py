@@ -17,7 +17,13 @@ arithmetic; none reads a derived expression.
   ``Phi_{mu^G}(x)``, :func:`projected_model` ``Phi_{mu^{E^G}}(x)`` and
   :func:`fixed_space_projection` ``P_{E^G} z``, for a finite group given by its matrices
   (``rho``, ``rho_hat``, ``M``) with integer entries (permutation and sign actions: exact
-  in ball arithmetic; other entries are refused).
+  in ball arithmetic; other entries are refused);
+- for SO(2) acting by rotations on X = Y = R^2 and by M_g z = R z R^T on Z = R^{2x2}:
+  :func:`so2_feature_average`, :func:`so2_symmetrized_model` and
+  :func:`so2_fixed_space_projection`, the Haar integrals (1/2 pi) int_0^{2 pi} d phi as
+  rigorous ``acb.integral`` enclosures (the integrands are entire in phi for the cubic gate,
+  meromorphic for tanh: Arb subdivides around the poles), for the norm-gated units
+  ``(z x) g(|z x|^2)``, g(r) = r ("cubic") or tanh(r) ("tanh") (:func:`norm_gated_output`).
 
 Inputs are floats (entered exactly), ints, Fractions or balls.  This module imports
 neither SymPy nor the ``verify`` package.
@@ -33,7 +39,8 @@ from numerics.validation import ArgumentTypeError, require_size
 
 __all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "logistic",
            "UNITS", "unit_output", "feature_average", "symmetrized_model", "projected_model",
-           "fixed_space_projection", "MAX_TAYLOR_ORDER"]
+           "fixed_space_projection", "MAX_TAYLOR_ORDER", "NORM_GATES", "so2_feature_average",
+           "so2_symmetrized_model", "so2_fixed_space_projection", "norm_gated_output"]
 
 #: highest Taylor order :func:`taylor_coefficients` computes
 MAX_TAYLOR_ORDER = 32
@@ -239,3 +246,88 @@ def projected_model(M: Any, unit: Any, particles: Sequence[Sequence[Any]],
     ps, ws = _weighted(particles, weights)
     xv = [_ball(e, "x") for e in _sequence(x, "x")]
     return _model(unit, xv, [fixed_space_projection(M, z) for z in ps], ws, dim_y)
+
+
+# ------------------------------------------------------------------ SO(2) Haar integrals
+#: gates of the norm-gated unit (z x) g(|z x|^2): "cubic" g(r) = r, "tanh" g(r) = tanh(r)
+NORM_GATES = ("cubic", "tanh")
+
+
+def norm_gated_output(gate: str, x: Sequence[Any], z: Sequence[Any]) -> list[Any]:
+    """``(z x) g(|z x|^2)`` for the row-major 2 x 2 ``z`` and ``x`` in R^2 (balls, floats)."""
+    return _gated(_gate(gate), _vector(z, 4, "z"), _vector(x, 2, "x"))
+
+
+def _gated(gate: str, z: Sequence[Any], x: Sequence[Any]) -> list[Any]:
+    """(z x) g(|z x|^2) for 2 x 2 row-major z (balls or complex balls: |u|^2 = u1^2 + u2^2,
+    the analytic continuation)."""
+    u = [z[0] * x[0] + z[1] * x[1], z[2] * x[0] + z[3] * x[1]]
+    r = u[0] * u[0] + u[1] * u[1]
+    g = r if gate == "cubic" else r.tanh()
+    return [u[0] * g, u[1] * g]
+
+
+def _rotate(c: Any, s: Any, v: Sequence[Any]) -> list[Any]:
+    return [c * v[0] - s * v[1], s * v[0] + c * v[1]]
+
+
+def _conjugate(c: Any, s: Any, z: Sequence[Any]) -> list[Any]:
+    """R z R^T for row-major 2 x 2 z."""
+    rz = [c * z[0] - s * z[2], c * z[1] - s * z[3], s * z[0] + c * z[2], s * z[1] + c * z[3]]
+    return [rz[0] * c - rz[1] * s, rz[0] * s + rz[1] * c, rz[2] * c - rz[3] * s, rz[2] * s + rz[3] * c]
+
+
+def _so2_integral(entry: Callable[[Any, Any, int], Any], n: int, what: str) -> list[Any]:
+    """(1/2 pi) int_0^{2 pi} entry(cos phi, sin phi, k) d phi for k < n, certified."""
+    from numerics.arb_quadrature import certified_integral
+    flint = _flint()
+    two_pi = 2 * flint.arb.pi()
+    out = []
+    for k in range(n):
+        def f(t: Any, analytic: bool, k: int = k) -> Any:
+            return entry(t.cos(), t.sin(), k)
+        out.append(certified_integral([(flint.arb(0), two_pi, f)], what=f"{what}, entry {k + 1}")
+                   / two_pi)
+    return out
+
+
+def _gate(gate: Any) -> str:
+    if not isinstance(gate, str) or gate not in NORM_GATES:
+        raise ValueError(f"gate must be one of {NORM_GATES}; got {gate!r:.40}")
+    return gate
+
+
+def so2_feature_average(gate: str, particles: Sequence[Sequence[Any]],
+                        weights: Sequence[Any] | None, x: Sequence[Any]) -> list[Any]:
+    """``(Q_G Phi_mu)(x) = (1/2 pi) int R^T Phi_mu(R x) d phi`` for the norm-gated unit and
+    ``mu = sum_i w_i delta_{z_i}`` (z_i row-major 2 x 2): the function side of M1a for SO(2)."""
+    gate = _gate(gate)
+    ps, ws = _weighted(particles, weights)
+    zs = [_vector(z, 4, "particles entry") for z in ps]
+    xv = _vector(x, 2, "x")
+
+    def entry(c: Any, s: Any, k: int) -> Any:
+        rx = _rotate(c, s, xv)
+        phi = [sum(w * _gated(gate, z, rx)[j] for z, w in zip(zs, ws)) for j in range(2)]
+        return c * phi[0] + s * phi[1] if k == 0 else -s * phi[0] + c * phi[1]   # R^T phi
+    return _so2_integral(entry, 2, "SO(2) feature average")
+
+
+def so2_symmetrized_model(gate: str, particles: Sequence[Sequence[Any]],
+                          weights: Sequence[Any] | None, x: Sequence[Any]) -> list[Any]:
+    """``Phi_{mu^G}(x) = sum_i w_i (1/2 pi) int sigma_*(x, R z_i R^T) d phi`` (parameter
+    side of M1a for SO(2))."""
+    gate = _gate(gate)
+    ps, ws = _weighted(particles, weights)
+    zs = [_vector(z, 4, "particles entry") for z in ps]
+    xv = _vector(x, 2, "x")
+
+    def entry(c: Any, s: Any, k: int) -> Any:
+        return sum(w * _gated(gate, _conjugate(c, s, z), xv)[k] for z, w in zip(zs, ws))
+    return _so2_integral(entry, 2, "SO(2) symmetrized model")
+
+
+def so2_fixed_space_projection(z: Sequence[Any]) -> list[Any]:
+    """``P_{E^G} z = (1/2 pi) int R z R^T d phi`` (row-major 2 x 2 z)."""
+    zv = _vector(z, 4, "z")
+    return _so2_integral(lambda c, s, k: _conjugate(c, s, zv)[k], 4, "SO(2) projection")

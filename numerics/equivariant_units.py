@@ -1,6 +1,6 @@
 """Jointly equivariant units of Maass Martinez & Fontbona (2024) and the models built
 from them (docs/conventions.md, section 3; claims M1a-M1e): sigma_*(x, theta) for the
-matrix units logistic(z x), tanh(z x), z x, the hidden-layer unit W tanh(A^T x + B) and
+matrix units logistic(z x), tanh(z x), z x, (z x) g(|z x|^2), the hidden-layer unit W tanh(A^T x + B) and
 the paper's (u, v) unit v s(u . x / 2); Phi_mu = sum_i w_i sigma_*(., theta_i) and its
 feature average Q_G Phi_mu.
 
@@ -60,7 +60,7 @@ _UNIT_TYPES: tuple[type, ...] = ()       # filled below the unit classes
 def _require_unit(unit, name: str = "unit"):
     if not isinstance(unit, _UNIT_TYPES):
         raise ArgumentTypeError(f"{name} must be one of LogisticUnit, TanhUnit, LinearUnit, "
-                                f"HiddenLayerUnit, UVUnit; got {type(unit).__name__} {unit!r:.40}")
+                                f"HiddenLayerUnit, UVUnit, NormGatedUnit; got {type(unit).__name__} {unit!r:.40}")
     return unit
 
 
@@ -358,7 +358,46 @@ class UVUnit(_ValidatedUnit):
         return np.concatenate([du, dv], axis=1)
 
 
-_UNIT_TYPES = (LogisticUnit, TanhUnit, LinearUnit, HiddenLayerUnit, UVUnit)
+#: gates of :class:`NormGatedUnit`: sigma_*(x, z) = (z x) g(|z x|^2)
+NORM_GATES = ("cubic", "tanh")
+
+
+@dataclass(frozen=True)
+class NormGatedUnit(_MatrixUnit):
+    """sigma_*(x, z) = (z x) g(|z x|^2), z in R^{dY x dX} flattened row-major, with the gate
+    g(r) = r (``gate="cubic"``: the unit (z x)|z x|^2) or g(r) = tanh(r).  Jointly
+    equivariant for :func:`numerics.groups.matrix_action` with ANY orthogonal rho, rho^
+    (|rho^ z x| = |z x|), in particular for rotations (SO(2), claims M1a and M1g), where the
+    elementwise units are not."""
+    gate: str = "cubic"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_choice(self.gate, "NormGatedUnit.gate", NORM_GATES)
+
+    def _gates(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """g(|u|^2) and g'(|u|^2) for pre-activations u of shape (B, N, dY)."""
+        r = np.einsum("bnk,bnk->bn", u, u)
+        if self.gate == "cubic":
+            return r, np.ones_like(r)
+        t = np.tanh(r)
+        return t, 1.0 - t * t
+
+    def _value(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        u = self._pre(x, theta)
+        return u * self._gates(u)[0][:, :, None]
+
+    def _vjp(self, x: np.ndarray, theta: np.ndarray, cot: np.ndarray,
+             value: np.ndarray | None = None) -> np.ndarray:
+        # d/dz <c, u g(|u|^2)> = (g c + 2 g' <c, u> u) x^T with u = z x
+        u = self._pre(x, theta)
+        g, dg = self._gates(u)
+        cu = np.einsum("bk,bnk->bn", cot, u)
+        t = g[:, :, None] * cot[:, None, :] + (2.0 * dg * cu)[:, :, None] * u
+        return self._pullback(x, theta, t)
+
+
+_UNIT_TYPES = (LogisticUnit, TanhUnit, LinearUnit, HiddenLayerUnit, UVUnit, NormGatedUnit)
 
 
 def _require_positive_finite(v, name: str) -> float:

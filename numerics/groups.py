@@ -37,7 +37,7 @@ __all__ = ["GroupAction", "matrix_action", "c2_swap", "cyclic_shift_matrices",
            "dihedral_matrices", "symmetric_group_matrices", "permutation_action",
            "validate_measure", "ORTHOGONALITY_TOL", "MAX_SHIFT_MATRICES_N",
            "MAX_CYCLIC_SHIFTS_N", "MAX_NETWORK_ACTION_N", "MAX_GROUP_ORDER", "MAX_PERMUTATION_N",
-           "MAX_CLOSURE_FLOPS"]
+           "MAX_CLOSURE_FLOPS", "rotation_rule", "MAX_ROTATION_RULE_N"]
 
 #: entries of g^T g - I larger than this reject a representation as non-orthogonal
 ORTHOGONALITY_TOL = 1e-10
@@ -375,6 +375,24 @@ def matrix_action(rho, rho_hat, name: str = "G") -> GroupAction:
     M = np.einsum("gab,gij->gaibj", rho_hat, rho).reshape(
         len(rho), rho_hat.shape[1] * rho.shape[1], rho_hat.shape[1] * rho.shape[1])
     return GroupAction(rho, rho_hat, M, name=name)
+
+
+#: largest n of :func:`rotation_rule` (the closure check costs ~ n^2)
+MAX_ROTATION_RULE_N = 256
+
+
+def rotation_rule(n: int) -> GroupAction:
+    """The n-point rule of the Haar integral of SO(2): the rotations R(2 pi k / n),
+    k = 0..n-1 (the group C_n), acting on X = Y = R^2 by R and on Z = R^{2x2} by
+    M_g z = R z R^T (:func:`matrix_action`).  Its Haar average equals the SO(2) integral
+    (1/2 pi) int_0^{2 pi} d phi exactly for trigonometric polynomials of degree < n in phi
+    (the trapezoidal rule on the circle), and to within a geometrically small error for
+    analytic integrands.  n <= :data:`MAX_ROTATION_RULE_N`."""
+    n = require_positive_int(n, "n (points of the SO(2) rule)", maximum=MAX_ROTATION_RULE_N)
+    t = 2.0 * np.pi * np.arange(n) / n
+    c, s = np.cos(t), np.sin(t)
+    R = np.stack([np.stack([c, -s], axis=1), np.stack([s, c], axis=1)], axis=1)
+    return matrix_action(R, R, name=f"SO(2), {n}-point rule")
 
 
 def c2_swap() -> GroupAction:

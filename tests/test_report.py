@@ -163,6 +163,8 @@ def test_summary_row_shows_the_failing_subcheck_with_unit_and_bound() -> None:
      "predicted -0.500 (CLT); passes iff the interval contains it and excludes 0", "rate",
      "|slope - predicted|"),
     ("CLT per input; 5.5 SE over 6 inputs", "haar", "SE"),
+    ("a 5 sigma band", "mean", "SE"),
+    ("float64 sums", "derived residual vs sigma(Px, PzP) - P sigma(x, z)", "-"),
     ("float64 rounding, relative", "x", "relative"),
     ("quadrature error bound", "absolute error of the sum", "absolute"),
     ("why", "x", "-")])

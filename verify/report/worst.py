@@ -15,7 +15,8 @@ from verify.kit import control_margin, fmt
 __all__ = ["Worst", "worst_subcheck", "unit_of"]
 
 _RATE = re.compile(r"% interval .*predicted", re.S)
-_SE = re.compile(r"\b(SE|standard errors?|sigma)\b")
+# "sigma" alone names units and activations (sigma(x, z)); only "k sigma" counts
+_SE = re.compile(r"\b(SE|standard errors?)\b|\d\s*sigma\b")
 
 
 @dataclass(frozen=True)
