@@ -411,7 +411,7 @@ def flow_time_per_step() -> dict:
 
     Pointwise in x (the expectation is linear): f = (a_j relu(b_j . x) + rest) / m, loss
     1/2 (f - y)^2.  A step moves a_j by -eta dloss/da_j and b_j by -eta dloss/db_j; the
-    particle velocity of the mean-field flow (MATH.md H.1) is da_j/dt = (y - f) relu(b_j . x),
+    particle velocity of the mean-field flow (docs/conventions.md section 2) is da_j/dt = (y - f) relu(b_j . x),
     db_j/dt = a_j (y - f) relu'(b_j . x) x.  The ratio (parameter move) / (velocity) is the
     flow time of one step; it must be the same for a_j and b_j (else no single time change)."""
     a_j, z, y, rest = sp.symbols("a_j z y R", real=True)      # z = b_j . x (1-D stand-in)

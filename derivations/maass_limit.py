@@ -8,19 +8,88 @@ Euler-Maruyama step of the McKean-Vlasov SDE
 d theta = -(V_mu(theta) + tau grad r(theta)) dt + sqrt(2 beta) dW over a time dt has mean
 -(V + tau grad r) dt and covariance 2 beta dt I; matching the SGD step's mean (the
 minibatch gradient is unbiased) and covariance gives one and the same dt: the flow time
-per step is s = alpha / N, for the drift and for the noise."""
+per step is s = alpha / N, for the drift and for the noise.
+
+For the linear unit sigma_*(x, z) = z x (2 x 2), a linear teacher y = M* x, data
+x ~ N(0, s_x^2 I) and i.i.d. N(0, s_0^2) students, the McKean-Vlasov flow at beta > 0 has a
+closed form (:func:`derive_gaussian_closure`): the drift is affine in z, so a Gaussian law
+stays Gaussian, with mean f(t) M* and covariance c(t) I from the moment ODEs (Ito), solved
+by ``sp.dsolve``; as t -> infinity it tends to N(m_inf, beta/(2 tau) I), which is also the
+Gibbs fixed point mu ~ exp(-(dR/dmu + tau |z|^2)/beta) of the entropic risk: the (unique)
+minimiser for tau, beta > 0."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import sympy as sp
 
 from derivations.base import Derivation, Step
 
-__all__ = ["DERIVATIONS", "derive_m1f", "n_width", "alpha_sgd"]
+__all__ = ["DERIVATIONS", "derive_m1f", "n_width", "alpha_sgd", "GaussianClosure",
+           "derive_gaussian_closure", "closure_symbols"]
 
 n_width = sp.Symbol("N", positive=True)
 alpha_sgd = sp.Symbol("alpha", positive=True)
+
+
+def closure_symbols() -> tuple[sp.Symbol, ...]:
+    """(t, tau, beta, s_x, s_0): flow time, penalty, temperature, data and student std."""
+    return sp.symbols("t tau beta s_x s_0", positive=True)
+
+
+@dataclass(frozen=True)
+class GaussianClosure:
+    """The McKean-Vlasov law of the linear unit: N(f(t) M*, c(t) I) (see the module doc)."""
+    drift: sp.Matrix            # the particle velocity b(z; M), 4 entries (z row-major)
+    mean_factor: sp.Expr        # f(t): E_mu_t[z] = f(t) M*
+    variance: sp.Expr           # c(t): Cov_mu_t = c(t) I
+    stationary_mean_factor: sp.Expr
+    stationary_variance: sp.Expr
+
+
+@lru_cache(maxsize=None)
+def derive_gaussian_closure() -> GaussianClosure:
+    """The drift from the definitions (model M x of the mean M, loss 1/2 |M x - M* x|^2,
+    first variation E_x[<Phi(x) - y, z x>], Gaussian moments of x), its Jacobian, the moment
+    ODEs dm/dt = b(m; m), dC/dt = J C + C J^T + 2 beta I, their solutions, the t -> infinity
+    limit and the Gibbs fixed point (equal to that limit, or ArithmeticError)."""
+    from derivations.maass_projection import gaussian_expectation
+    t, tau, beta, sx, s0 = closure_symbols()
+    x = sp.Matrix(sp.symbols("x1 x2", real=True))
+    z = sp.Matrix(2, 2, sp.symbols("z11 z12 z21 z22", real=True))
+    M = sp.Matrix(2, 2, sp.symbols("m11 m12 m21 m22", real=True))
+    Ms = sp.Matrix(2, 2, sp.symbols("M11 M12 M21 M22", real=True))
+    first_variation = gaussian_expectation(((M * x - Ms * x).T * (z * x))[0], list(x), (sx, sx))
+    zv, mv, msv = list(z), list(M), list(Ms)
+    drift = sp.Matrix([-sp.diff(first_variation, zi) - 2 * tau * zi for zi in zv])
+    J = drift.jacobian(zv)
+    if J != -2 * tau * sp.eye(4):
+        raise ArithmeticError(f"M1f closure: drift Jacobian {J} is not -2 tau I")
+    mean_drift = drift.subs(dict(zip(zv, mv)))
+    m, c, ms = sp.Function("m"), sp.Function("c"), sp.Symbol("mu_star", real=True)
+    for k in range(4):   # each entry follows the same scalar ODE in (m_k, M*_k)
+        others = {v: 0 for i, v in enumerate(mv + msv) if i not in (k, k + 4)}
+        e = sp.expand(mean_drift[k].subs(others) - (-(mv[k] - msv[k]) * sx**2 - 2 * tau * mv[k]))
+        if e != 0:
+            raise ArithmeticError(f"M1f closure: mean drift entry {k} is not scalar: {e}")
+    mean_ode = sp.Eq(m(t).diff(t), -(m(t) - ms) * sx**2 - 2 * tau * m(t))
+    mean = sp.dsolve(mean_ode, m(t), ics={m(0): 0}).rhs
+    var_ode = sp.Eq(c(t).diff(t), 2 * J[0, 0] * c(t) + 2 * beta)
+    var = sp.dsolve(var_ode, c(t), ics={c(0): s0**2}).rhs
+    factor = sp.simplify(mean / ms)
+    m_inf, c_inf = sp.limit(factor, t, sp.oo), sp.limit(var, t, sp.oo)
+    # Gibbs fixed point: exponent -(E_x<(M - M*) x, z x> + tau |z|^2) / beta, a Gaussian of
+    # variance beta / (2 tau) and mean -grad_z(E_x<...>) / (2 tau); self-consistent M
+    gibbs_mean = [-sp.diff(first_variation, zi) / (2 * tau) for zi in zv]
+    fixed = sp.solve([sp.Eq(mv[k], gibbs_mean[k]) for k in range(4)], mv, dict=True)[0]
+    exponent = sp.expand(first_variation + tau * sum(zi**2 for zi in zv))
+    gibbs_var = beta / sp.diff(exponent, zv[0], 2)       # exp(-E/beta), E'' = 2 tau
+    if sp.simplify(fixed[mv[0]] - m_inf * msv[0]) != 0 or sp.simplify(gibbs_var - c_inf) != 0:
+        raise ArithmeticError("M1f closure: the Gibbs fixed point is not the flow's limit")
+    return GaussianClosure(drift, sp.simplify(factor), sp.simplify(var), sp.simplify(m_inf),
+                           sp.simplify(c_inf))
 
 
 def derive_m1f() -> Derivation:
@@ -33,6 +102,7 @@ def derive_m1f() -> Derivation:
     if len(dt_drift) != 1 or dt_drift != dt_noise:
         raise ArithmeticError(f"M1f: drift and noise give different times {dt_drift}, {dt_noise}")
     per_step = sp.simplify(dt_drift[0])
+    closure = derive_gaussian_closure()
     return Derivation(steps=[
         Step("One SGD step at $s = \\alpha/N$: mean and variance per coordinate",
              sp.Tuple(sgd_mean, sgd_var)),
@@ -44,7 +114,20 @@ def derive_m1f() -> Derivation:
              "the fluctuations of the empirical measure (initial draw, minibatches, noise) "
              "are $O(N^{-1/2})$.  At $\\beta = 0$ the limit is the push-forward of $\\mu_0$ "
              "by the flow of $-(V_\\mu + \\tau\\nabla r)$ (deterministic transport)."),
-    ], results={"time_per_step": per_step})
+        Step("beta > 0, the linear unit $\\sigma_*(x, z) = zx$ with a linear teacher $y = M^*x$, "
+             "$x \\sim N(0, s_x^2 I)$, students i.i.d. $N(0, s_0^2)$: the particle drift "
+             "$b(z) = -\\nabla_z E_x\\langle Mx - M^*x, zx\\rangle - 2\\tau z$ (Gaussian moments) is "
+             "affine in $z$ with Jacobian $-2\\tau I$, so the McKean-Vlasov law stays Gaussian "
+             "(Ito moment equations, solved by dsolve): $E[z] = f(t) M^*$ with",
+             closure.mean_factor, lhs="f(t)"),
+        Step("and $\\mathrm{Cov}(z) = c(t) I$ with", closure.variance, lhs="c(t)"),
+        Step("As $t\\to\\infty$: $f \\to$", closure.stationary_mean_factor, lhs="f_\\infty"),
+        Step("and $c \\to$", closure.stationary_variance, lhs="c_\\infty"),
+        Step("which is also the Gibbs fixed point $\\mu \\propto \\exp(-(\\delta R/\\delta\\mu + "
+             "\\tau|z|^2)/\\beta)$ (checked symbolically): the flow tends to the minimiser of the "
+             "entropic risk, unique for $\\tau, \\beta > 0$."),
+    ], results={"time_per_step": per_step, "mean_factor": closure.mean_factor,
+                "variance": closure.variance})
 
 
 DERIVATIONS: dict[str, Callable[[], Derivation]] = {"M1f": derive_m1f}

@@ -32,7 +32,7 @@ from derivations.maass import matrix_symbols, vector_symbols
 
 __all__ = ["phi", "rotation", "J", "so2_haar", "trig_reduce", "cubic_norm_unit", "so2_feature_average",
            "so2_symmetrized_model", "so2_projector", "SO2FeatureAveraging",
-           "derive_so2_feature_averaging", "cross_term_symbols", "gaussian_moment",
+           "derive_so2_feature_averaging", "cross_term_symbols", "gaussian_moment", "gaussian_expectation",
            "derive_m1g", "DERIVATIONS"]
 
 phi = sp.Symbol("varphi", real=True)
@@ -144,12 +144,12 @@ def gaussian_moment(k: int, s: sp.Expr) -> sp.Expr:
     return sp.Integer(0) if k % 2 else s**k * sp.factorial2(k - 1)
 
 
-def _gaussian_expectation(poly_in_x: sp.Expr, x: sp.Matrix, s1: sp.Symbol, s2: sp.Symbol) -> sp.Expr:
-    """E over x ~ N(0, diag(s1^2, s2^2)) of a polynomial in x (independent coordinates:
-    each monomial x1^i x2^j has mean m_i(s1) m_j(s2))."""
-    poly = sp.Poly(sp.expand(poly_in_x), x[0], x[1])
-    return sp.expand(sum((c * gaussian_moment(i, s1) * gaussian_moment(j, s2)
-                          for (i, j), c in poly.terms()), sp.Integer(0)))
+def gaussian_expectation(poly_in_x: sp.Expr, x, stds) -> sp.Expr:
+    """E over x ~ N(0, diag(stds^2)) of a polynomial in the symbols ``x`` (independent
+    coordinates: each monomial prod_k x_k^(i_k) has mean prod_k m_(i_k)(std_k))."""
+    poly = sp.Poly(sp.expand(poly_in_x), *x)
+    return sp.expand(sum((c * sp.Mul(*(gaussian_moment(i, sd) for i, sd in zip(mono, stds)))
+                          for mono, c in poly.terms()), sp.Integer(0)))
 
 
 def derive_m1g() -> Derivation:
@@ -165,7 +165,7 @@ def derive_m1g() -> Derivation:
     single = so2_symmetrized_model([z], [sp.Integer(1)], x)
     projected = (single - cubic_norm_unit(x, P)).applyfunc(sp.expand)
     f, h = cubic_norm_unit(x, z), cubic_norm_unit(x, scaling)
-    cross = _gaussian_expectation(((f - single).T * (single - h))[0], x, s1, s2)
+    cross = gaussian_expectation(((f - single).T * (single - h))[0], list(x), (s1, s2))
     isotropic = sp.expand(cross.subs(s2, s1))
     steps = [
         Step("SO(2) acts on $X = Y = \\mathbb R^2$ by $R(\\varphi)$ and on $Z = \\mathbb "

@@ -2,7 +2,7 @@
 f*(x) = |x_H|, x ~ N(0, s2 I_d) (Hajjar & Chizat 2023, Sec. 4; the system under test of
 claim H1i).
 
-Definitions only (MATH.md H.1): f(x) = (1/m) sum_j a_j relu(b_j . x), H = span(e_1..e_dH),
+Definitions only (docs/conventions.md section 2): f(x) = (1/m) sum_j a_j relu(b_j . x), H = span(e_1..e_dH),
 F(a, B) = 1/2 E[(f(x) - |x_H|)^2].  The expectations over x are exact:
 
 - E[relu(u.x) relu(v.x)] = s2 |u||v| (sin g + (pi - g) cos g) / (2 pi) (arc-cosine kernel,

@@ -303,7 +303,7 @@ def test_transport_names_its_arguments():
         second_moment(np.full((1, 2), 1e200))
 
 
-# --------------------------------------------------------------------------- issue 34: zero-copy huge views
+# --------------------------------------------------------------------------- zero-copy huge views
 def test_huge_broadcast_views_are_refused_fast_without_copying():
     """A 10^8-row np.broadcast_to view (a few bytes of memory) raised MemoryError under a
     4 GiB cap, or was refused only after a copy of seconds: the shared validators refuse it

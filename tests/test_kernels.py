@@ -764,7 +764,7 @@ def test_chi_square_refuses_bad_input_by_name(call, match):
         call(satterthwaite_interval, mean_square_ratio_test)
 
 
-# --------------------------------------------------------------------------- issue 34: the public surface
+# --------------------------------------------------------------------------- the public surface
 def _arccos_reference(u, v) -> mpmath.mpf:
     """s2 = 1 arc-cosine kernel of the float inputs at 50 digits, from the definition's
     angle g = atan2(|u x v| (Lagrange identity, exact), u . v); the primary form cancels

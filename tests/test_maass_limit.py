@@ -77,3 +77,46 @@ def test_meanfield_flow_validation() -> None:
     with pytest.raises(ValueError, match="steps x particles x data nodes"):
         el.meanfield_flow(unit, tb, wb, xb, xbw, np.zeros((400, 2)), tau=0.0, t_end=1.0,
                           steps=10 ** 6 - 1)
+
+
+def test_gaussian_closure_solves_its_moment_odes_and_tends_to_the_gibbs_law() -> None:
+    """The derived f(t), c(t) against scipy's integration of the moment ODEs of the drift
+    measured by numerics (el.population_velocity of the linear unit on a Gauss-Hermite rule
+    of the data, mean M = f M*): an independent route to the same closed forms."""
+    from scipy.integrate import solve_ivp
+    from derivations.maass_limit import closure_symbols, derive_gaussian_closure
+    import sympy as sp
+    c = derive_gaussian_closure()
+    t, tau, beta, sx, s0 = closure_symbols()
+    vals = {tau: 0.07, beta: 0.05, sx: 1.3, s0: 0.25}
+    lin = eq.LinearUnit(2, 2)
+    x, xw = el.gauss_hermite_product(2, 4, 1.3)            # exact for these quadratics
+    Ms = np.array([0.4, -1.1, 0.8, 0.3])
+    y = x @ Ms.reshape(2, 2).T
+
+    def drift_of_mean(m: np.ndarray) -> np.ndarray:   # the velocity at z = m of the law with mean m
+        return el.population_velocity(lin, m[None], np.array([1.0]), x, xw, y, 0.07)[0]
+    sol = solve_ivp(lambda _, u: np.concatenate([drift_of_mean(u[:4]), [-4 * 0.07 * u[4] + 2 * 0.05]]),
+                    (0, 6.0), np.concatenate([np.zeros(4), [0.25 ** 2]]), rtol=1e-11, atol=1e-13,
+                    dense_output=True)
+    for tt in (0.5, 2.0, 6.0):
+        f = float(c.mean_factor.subs({**vals, t: tt}))
+        cv = float(c.variance.subs({**vals, t: tt}))
+        u = sol.sol(tt)
+        assert np.allclose(u[:4], f * Ms, rtol=1e-8, atol=1e-10)
+        assert abs(u[4] - cv) < 1e-9
+    assert sp.simplify(c.stationary_variance - beta / (2 * tau)) == 0
+    assert sp.simplify(c.stationary_mean_factor - sx**2 / (sx**2 + 2 * tau)) == 0
+
+
+def test_m1f_derivation_raises_when_the_gibbs_law_is_not_the_limit(monkeypatch) -> None:
+    """The fixed-point cross-check is live: a mutated limit makes the derivation raise."""
+    import sympy as sp
+    from derivations import maass_limit as ml
+    ml.derive_gaussian_closure.cache_clear()
+    real = sp.limit
+    monkeypatch.setattr(sp, "limit", lambda e, *a: real(e, *a) * 1.001)
+    with pytest.raises(ArithmeticError, match="Gibbs"):
+        ml.derive_gaussian_closure()
+    monkeypatch.undo()
+    ml.derive_gaussian_closure.cache_clear()

@@ -306,7 +306,7 @@ def test_h1g_full_profile_runs_the_authors_figure3_run():
     assert math.isclose(p["step"] * p["steps"] / p["d"], pub["t"], rel_tol=1e-12)
 
 
-# --------------------------------------------------------------------------- issue 34: sizes, named stops
+# --------------------------------------------------------------------------- sizes, named stops
 def _small_run_inputs():
     tab = rd.PhiTable(6, 2, n_theta=33, n_phi=8, kernel=phi_kernel())
     st0 = rd.initial_state(np.random.default_rng(0), np.random.default_rng(1), 8, 6, 2)

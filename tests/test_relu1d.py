@@ -427,7 +427,7 @@ def test_plane_metric_at_r_zero_is_named_without_a_warning():
                            inverse_metric="plane")
 
 
-# --------------------------------------------------------------------------- issue 34: long runs, named stops
+# --------------------------------------------------------------------------- long runs, named stops
 def test_long_gradient_descent_is_refused_fast_unless_asked_for(monkeypatch, capsys):
     """steps=10**6 ran for minutes without progress: it is refused at once naming steps;
     with long_run=True (or inside numerics.validation.long_runs) it runs and reports its

@@ -1,7 +1,9 @@
 """Claim M1f: Maass Martinez & Fontbona (2024), main theorem, checked by its rate: width-N
 noisy SGD at step alpha/N converges to the mean-field (Wasserstein gradient) flow as
-N -> infinity, at the fluctuation rate N^-1/2, in the noiseless case beta = 0 (penalty
-tau > 0), where the limit is deterministic transport of the initial law.
+N -> infinity, at the fluctuation rate N^-1/2: in the noiseless case beta = 0 (penalty
+tau > 0), where the limit is deterministic transport of the initial law, and at beta > 0
+for the linear unit, where the McKean-Vlasov law is Gaussian with a derived closed form
+(mean f(t) M*, covariance c(t) I).
 
 The derivation (derivations/maass_limit.py) gives the flow time per SGD step, alpha/N,
 from the step's mean (drift) and, identically, from its variance (noise).  The system
@@ -97,6 +99,63 @@ def _width_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: flo
     return F, tuple(steps)
 
 
+_STUDY_BETA = ("distance of the width-N particles' mean and covariance to the Gaussian "
+               "McKean-Vlasov law N(f(T) M*, c(T) I) vs width N: noisy SGD at beta > 0, linear unit")
+
+
+def _linear_setting():
+    unit, group = eq.LinearUnit(2, 2), c2_swap()
+    from numerics.rng import make_rng
+    teacher = eq.make_teacher("arbitrary", unit, group, make_rng(_TEACHER_SEED, "M1f linear teacher"))
+    return unit, group, teacher
+
+
+@lru_cache(maxsize=2)
+def _linear_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: float,
+                 x_std: float, tau: float, beta: float, batch: int, generation: int):
+    """(mean, covariance) of the particles after T / (derived time per step) steps of noisy
+    SGD (vanilla, beta > 0) for the linear unit, every width and seed; cached like
+    :func:`_width_runs`."""
+    del generation
+    unit, group, teacher = _linear_setting()
+    means = np.empty((len(widths), seeds, unit.dim_z))
+    covs = np.empty((len(widths), seeds, unit.dim_z, unit.dim_z))
+    for i, N in enumerate(widths):
+        cfg = eq.SGDConfig(alpha=alpha, tau=tau, beta=beta, batch=batch,
+                           steps=int(round(T / _time_per_step(N, alpha))), x_std=x_std)
+        for k in range(seeds):
+            th0 = eq.init_particles("iid", N, unit, group, run.rng("linear init", N, k))
+            with long_runs():
+                th, _ = eq.train(unit, group, th0, teacher, "vanilla", cfg,
+                                 run.rng("linear data", N, k), run.rng("linear noise", N, k))
+            means[i, k], covs[i, k] = th.mean(axis=0), np.cov(th.T, bias=True)
+    return means, covs
+
+
+def _gaussian_limit(t: float, x_std: float, tau: float, beta: float) -> tuple[np.ndarray, float]:
+    """The derived McKean-Vlasov law of the linear unit at time t: (mean f(t) M*, variance c(t))."""
+    from derivations.maass_limit import closure_symbols
+    ts, taus, betas, sxs, s0s = closure_symbols()
+    args = (ts, taus, betas, sxs, s0s)
+    vals = (t, tau, beta, x_std, eq.STUDENT_STD)
+    f = float(lambdified("M1f", "mean_factor", args, modules="numpy")(*vals))
+    c = float(lambdified("M1f", "variance", args, modules="numpy")(*vals))
+    return f * _linear_setting()[2].mean(axis=0), c
+
+
+def _beta_study(ctx: RunContext, sz: dict, time_factor: float):
+    """The beta > 0 width study: distance of the particles' (mean, covariance) to the derived
+    Gaussian law read at time_factor * T."""
+    widths = tuple(sz["widths"])
+    means, covs = _linear_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], sz["T"],
+                               sz["x_std"], sz["tau"], sz["beta"], sz["batch"], derived_generation())
+    m_inf, c_inf = _gaussian_limit(sz["T"] * time_factor, sz["x_std"], sz["tau"], sz["beta"])
+    eye = np.eye(means.shape[-1])
+    D = np.sqrt(np.sum((means - m_inf) ** 2, axis=-1)
+                + np.sum((covs - c_inf * eye) ** 2, axis=(-2, -1)))
+    return rate_study(_STUDY_BETA, widths, D, predicted=-0.5, level=0.999), c_inf
+
+
 def _time_change_check(ctx: RunContext, alpha: float, tau: float) -> SubCheck:
     """One SGD direction (numerics' scheme_gradient plus the penalty) times the step alpha/N,
     divided by the derived flow time per step, against the population velocity of the
@@ -144,7 +203,7 @@ def _noise_check(ctx: RunContext, alpha: float, tau: float, x_std: float) -> Sub
 def check(ctx: RunContext, time_factor: float) -> Outcome:
     """M1f: the width study against the limit read at time_factor * T (1 for the claim)."""
     sz = {k: ctx.size(k) for k in ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch",
-                                   "nq", "nx", "rk4", "n_eval")}
+                                   "nq", "nx", "rk4", "n_eval", "beta")}
     widths, T = tuple(sz["widths"]), sz["T"]
     F, steps = _width_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], T, sz["x_std"],
                            sz["tau"], sz["batch"], sz["n_eval"], derived_generation())
@@ -158,9 +217,14 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     f0 = _limit(0.0, nq=sz["nq"], nx=sz["nx"], rk4=1, **lim)
     move = _distance(f_inf, f0, ew)
     study = rate_study(_STUDY, widths, D, predicted=-0.5, level=0.999)
+    beta_study, c_T = _beta_study(ctx, sz, time_factor)
     subs = [study.subcheck("fluctuations of the empirical measure around the mean-field flow "
                            "(initial draw and minibatches, law of large numbers with CLT "
                            "scaling): 99.9% Student-t interval of the per-seed slopes"),
+            beta_study.subcheck("fluctuations of the empirical mean and covariance (initial draw, "
+                                "minibatches, the particles' independent noise) around the exact "
+                                "Gaussian law of the McKean-Vlasov flow: 99.9% Student-t interval "
+                                "of the per-seed slopes"),
             _time_change_check(ctx, sz["alpha"], sz["tau"]),
             _noise_check(ctx, sz["alpha"], sz["tau"], sz["x_std"]),
             study.bias_subcheck("limit reference error (bounded by the coarser rule: nq - 1 nodes, "
@@ -173,43 +237,54 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     return combine(f"M1f: logistic unit 2 x 2, teacher of 5 N(0, 1) particles, X ~ N(0, "
                    f"{sz['x_std']:g}^2 I), tau = {sz['tau']:g}, beta = 0, alpha = {sz['alpha']:g}, "
                    f"batch {sz['batch']}, flow time T = {T:g}; {sz['seeds']} seeds; limit read at "
-                   f"{time_factor:g} T (it moved the predictor by {fmt(move)})", subs,
+                   f"{time_factor:g} T (it moved the predictor by {fmt(move)}); and beta = "
+                   f"{sz['beta']:g} with the linear unit against its Gaussian law (variance "
+                   f"c = {fmt(c_T)} at the time read)", subs,
                    details={"slope": study.slope, "interval": list(study.interval),
-                            "reference_error": ref_err, "limit_move": move},
+                            "reference_error": ref_err, "limit_move": move,
+                            "beta_slope": beta_study.slope, "beta_interval": list(beta_study.interval)},
                    tables=[Table("Distance to the limit per width",
                                  ["N", "SGD steps", "flow time per step", "mean distance",
                                   "sd over seeds"], rows)],
-                   artifacts={"study": study.to_json()})
+                   artifacts={"study": study.to_json(), "beta_study": beta_study.to_json()})
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.kit import new_figure, rate_study_panel, save_figure
     if "study" not in ev.artifacts:
         return []
-    fig, ax = new_figure()
-    rate_study_panel(ax, ev.artifacts["study"], r"$\|\Phi_N(T) - \Phi_\infty(T)\|_{L^2(\pi_X)}$",
-                     xlabel="width N")
+    studies = [k for k in ("study", "beta_study") if k in ev.artifacts]
+    fig, axes = new_figure(len(studies))
+    axes = np.atleast_1d(axes)
+    labels = {"study": r"$\|\Phi_N(T) - \Phi_\infty(T)\|_{L^2(\pi_X)}$, $\beta = 0$",
+              "beta_study": r"$|m_N - m(T)| + \|C_N - c(T) I\|$, $\beta > 0$ (linear)"}
+    for ax, key in zip(axes, studies):
+        rate_study_panel(ax, ev.artifacts[key], labels[key], xlabel="width N")
     save_figure(fig, outdir / "M1f_width_study.png")
-    return [("M1f_width_study.png", "Distance of the width-N noisy SGD (beta = 0) to the "
-                                    "mean-field limit at flow time T: seeds (dots), mean, fitted "
-                                    "slope with its 99.9% interval, and the predicted -1/2.")]
+    return [("M1f_width_study.png", "Distance of the width-N noisy SGD to the mean-field limit at "
+                                    "flow time T: left beta = 0 (predictor in L2), right beta > 0 "
+                                    "for the linear unit (mean and covariance against the Gaussian "
+                                    "law); seeds (dots), mean, fitted slope with its 99.9% "
+                                    "interval, and the predicted -1/2.")]
 
 
 CLAIMS = [Claim(
-    id="M1f", title="Noisy SGD -> the mean-field flow at rate N^-1/2 (beta = 0)",
+    id="M1f", title="Noisy SGD -> the mean-field flow at rate N^-1/2 (beta = 0; beta > 0 for linear units)",
     source="Maass Martinez & Fontbona (NeurIPS 2024), arXiv 2405.19995, main theorem "
            "(mean-field limit of noisy SGD), Section 2",
     statement=r"Noisy SGD with step $\varepsilon_N = \alpha/N$, penalty $\tau|z|^2$ and "
               r"temperature $\beta$ converges, in flow time $k\alpha/N$ after $k$ steps, to "
               r"the McKean-Vlasov flow; at $\beta = 0$ the limit transports $\mu_0$ and "
-              r"$\|\Phi_{\mu^N_T} - \Phi_{\mu_T}\|_{L^2(\pi_X)} = O(N^{-1/2})$.",
+              r"$\|\Phi_{\mu^N_T} - \Phi_{\mu_T}\|_{L^2(\pi_X)} = O(N^{-1/2})$; at "
+              r"$\beta > 0$, for linear units, the limit law is Gaussian and the particles' "
+              r"mean and covariance approach it at $O(N^{-1/2})$.",
     check=check, exact=EXACT, near_miss=LATE_LIMIT,
     sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048, 4096), "seeds": 8, "alpha": 16.0,
                      "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 6, "nx": 16,
-                     "rk4": 24, "n_eval": 32},
+                     "rk4": 24, "n_eval": 32, "beta": 0.05},
            "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8,
                     "alpha": 16.0, "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 7,
-                    "nx": 20, "rk4": 32, "n_eval": 32}},
+                    "nx": 20, "rk4": 32, "n_eval": 32, "beta": 0.05}},
     negative_control_description="the limit read at time 1.2 T (the derived time per step "
                                  "alpha/N off by 20%)",
     negative_target=_STUDY, figures=figures, kind="theorem")]
