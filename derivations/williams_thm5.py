@@ -59,6 +59,13 @@ FAMILIES: dict[str, IntervalInit] = {
 }
 
 
+def _family(name: str) -> IntervalInit:
+    """The family called ``name``; ValueError listing the known ones otherwise."""
+    if not isinstance(name, str) or name not in FAMILIES:
+        raise ValueError(f"family must be one of {sorted(FAMILIES)}; got {name!r:.40}")
+    return FAMILIES[name]
+
+
 def _affine_in_u(e: sp.Expr, what: str) -> tuple[sp.Expr, sp.Expr]:
     """(e0, e1) with e = e0 + e1 u; raises if e is not affine in u."""
     e = sp.expand(e)
@@ -178,7 +185,7 @@ def derive_weight(name: str) -> FamilyWeight:
     region of x (between the breakpoints where the set {u : a x in I_a} changes form) the
     u-range is [L(x), U(x)] with L, U read off the binding constraints at a sample point,
     and the integral is ``sp.integrate`` of u^3 p_A / |I_a| over it."""
-    fam = FAMILIES[name]
+    fam = _family(name)
     cons = {sgn: _half_constraints(fam, sgn) for sgn in (1, -1)}
     pts = sorted(_breakpoints(cons[1]) | _breakpoints(cons[-1]), key=lambda p: float(p))
     halves: dict[int, list] = {1: [], -1: []}
@@ -208,7 +215,7 @@ def edge_jumps(name: str) -> tuple[tuple[sp.Expr, ...], ...]:
     as expressions in x' (x' != e).  K and d/dx K are continuous (B | A has a density);
     d^2/dx^2 K = omega(x) |x - x'| / 2, so the jumps are those of omega |x - x'| / 2 and its
     x-derivative at e (requires omega_+ = omega_-)."""
-    w = derive_weight(name)
+    w = derive_weight(_family(name).name)
     if not w.halves_equal:
         raise ValueError(f"{name}: omega_+ != omega_-, d^2 K / dx^2 is not omega |x - x'| / 2")
     out = []

@@ -38,6 +38,13 @@ def test_derived_omegas(name, inside, value, edges) -> None:
     assert [c[2] for c in w.constant] == [value] * len(w.constant)
 
 
+def test_unknown_family_is_refused() -> None:
+    with pytest.raises(ValueError, match="family must be one of"):
+        t5.derive_weight("triangular")
+    with pytest.raises(ValueError, match="family must be one of"):
+        t5.edge_jumps(3)
+
+
 def test_omega_outside_the_constancy_intervals() -> None:
     assert _at(t5.derive_weight("scaled").omega, 2) == 0
     assert _at(t5.derive_weight("gap").omega, 0) == 0 and _at(t5.derive_weight("gap").omega, 3) == 0
