@@ -541,7 +541,10 @@ def derive_w3b() -> Derivation:
         Step("Coefficient matrix of the relations (rows $[l_0..l_3, r_0..r_3]$, reduced row "
              "echelon form), used by the check:", e.matrix, lhs="M"),
     ]
-    return Derivation(steps=steps, results={"end_conditions": e.matrix, "jumps": tuple(jumps)})
+    from derivations import williams_thm5 as t5
+    steps += t5.thm5_steps()
+    return Derivation(steps=steps, results={"end_conditions": e.matrix, "jumps": tuple(jumps),
+                                            **t5.thm5_results()})
 
 
 def _stable_steps(st: GaussianStable) -> list[Step]:

@@ -178,9 +178,17 @@ def _certified_rf(ctx: RunContext, init: str, exprs: dict[str, sp.Expr], fn: Cal
 _GRID9 = np.linspace(-2.0, 2.0, 9)
 
 
+#: the declared sizes of W3a and W3c: widths m of the i.i.d. empirical kernels and replicates
+#: per width; W3c's nested 2-D quadrature (~5-15 s per point) in the full profile only
+KERNEL_SIZES = {"quick": {"mc_widths": (100, 1000, 10_000), "mc_replicates": 24,
+                          "nested_quadrature": False},
+                "full": {"mc_widths": (100, 1000, 10_000, 100_000), "mc_replicates": 48,
+                         "nested_quadrature": True}}
+
+
 def _mc_widths(ctx: RunContext) -> tuple[list[int], int]:
-    """(widths m of the i.i.d. empirical kernels, replicates per width)."""
-    return ([100, 1000, 10_000], 24) if ctx.quick else ([100, 1000, 10_000, 100_000], 48)
+    """(widths m of the i.i.d. empirical kernels, replicates per width), as declared."""
+    return list(ctx.size("mc_widths")), ctx.size("mc_replicates")
 
 
 def _draws_of(ctx: RunContext) -> RunContext:
@@ -336,7 +344,7 @@ def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
                                             "stable form (within the series remainder)": res["rf_stable"]},
                           fn, pinned + _SERIES_POINTS, a_scale)
     tables: list[Table] = []
-    if not ctx.quick:  # ~5-15 s per point: full profile only
+    if ctx.size("nested_quadrature"):
         nested = [(0.5, 1 / 3), (-3.0, 4.0), (2.5, 1.5)]
         w2 = max(relative_error_vs_mpmath(fn(p, q), quadrature_reference("rf", "gaussian", p, q, True)) for p, q in nested)
         subs.append(SubCheck("closed form vs TRUE 2-D nested Gauss-Legendre quadrature", w2, REL_TOL,
@@ -650,7 +658,7 @@ CLAIM_W3A = Claim(
     negative_control=lambda ctx: _check_w3a(ctx, 1 + NEAR_MISS),
     negative_control_description=f"near miss: a ~ U(-(1+{NEAR_MISS:g}), 1+{NEAR_MISS:g}) instead of "
                                  "U(-1, 1) (the kernel at rescaled inputs)",
-    negative_target="closed form vs 2-D mpmath quadrature",
+    negative_target="closed form vs 2-D mpmath quadrature", sizes=KERNEL_SIZES,
     figures=lambda ev, out: _kernel_figures("W3a", "uniform", ev, out))
 
 
@@ -664,7 +672,7 @@ CLAIM_W3C = Claim(
     check=lambda ctx: _check_w3c(ctx),
     negative_control=lambda ctx: _check_w3c(ctx, 1 + NEAR_MISS),
     negative_control_description=f"near miss: a ~ N(0, (1+{NEAR_MISS:g})^2) instead of N(0, 1)",
-    negative_target="closed form vs mpmath quadrature",
+    negative_target="closed form vs mpmath quadrature", sizes=KERNEL_SIZES,
     figures=lambda ev, out: _kernel_figures("W3c", "gaussian", ev, out) + _figures_w3c_interpolant(out))
 
 CLAIM_W3D = Claim(

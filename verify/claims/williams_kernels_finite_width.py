@@ -47,17 +47,17 @@ __all__ = ["CLAIMS"]
 # percent wide at level 2e-5 (a rate off by 0.01, the negative control, moves the ratio by
 # m^0.02 - 1 >= 15% at m = 1000), and the data are the 10-point square wave x_j = -9/10 + j/5 of
 # ``derivations.williams_kernels.fig4_data`` plus data sets drawn by Hypothesis.
-#                      trained widths m   replicates  psi-mean replicates  data sets drawn per sub-check
-_W3F_SIZES = {"quick": ([16000],           400,        8000,                1),
-              "full": ([16000, 64000],     1000,       20000,               6)}
+_W3F_SIZES = {"quick": {"widths": (16000,), "replicates": 400, "psi_replicates": 8000,
+                        "data_sets": 1},
+              "full": {"widths": (16000, 64000), "replicates": 1000, "psi_replicates": 20000,
+                       "data_sets": 6}}
 
 
 def _w3f_sizes(ctx: RunContext) -> tuple[list[int], int, int, int]:
     """(widths of the trained networks, their replicates, replicates of the psi-mean test,
-    data sets each sampled sub-check draws besides the pinned Figure-4 data) of the run's
-    profile."""
-    ms, reps, psi_reps, n_data = _W3F_SIZES[ctx.profile]
-    return list(ms), reps, psi_reps, n_data
+    data sets each sampled sub-check draws besides the pinned Figure-4 data), as declared."""
+    return (list(ctx.size("widths")), ctx.size("replicates"), ctx.size("psi_replicates"),
+            ctx.size("data_sets"))
 
 
 _W3F_EVAL = np.linspace(-1.0, 1.0, 21) + 0.0037   # avoid the data points exactly
@@ -271,7 +271,7 @@ CLAIM_W3F = Claim(
     check=lambda ctx: _check_w3f(ctx),
     negative_control=lambda ctx: _check_w3f(ctx, -0.51),
     negative_control_description="near miss: fluctuation rate -0.51 instead of the derived -1/2",
-    negative_target="fluctuation rate",
+    negative_target="fluctuation rate", sizes=_W3F_SIZES,
     figures=_figures_w3f, kind="numerical-evidence")
 
 CLAIMS = [CLAIM_W3F]
