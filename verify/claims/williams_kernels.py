@@ -479,31 +479,14 @@ def _certified_ntk(ctx: RunContext, res: dict, sc: float, c2_factor: float,
 _NTK_GRID = np.array([-2.5, -1.0, -0.3, 0.4, 1.0, 1.7])
 
 
-def _network_gradients(a: np.ndarray, b: np.ndarray, c: np.ndarray, x0: float) -> np.ndarray:
-    """grad_theta f(x0) of f = sum_i c_i (a_i x - b_i)_+ (alpha = 1) for every particle, as an
-    (m, 3) array, from ``numerics.relu1d.loss_and_grad`` (the network's own gradient code).
-    With L(y) = kappa (f - y)^2 / 2 (kappa not assumed): a first second difference locates f;
-    around it, L(f - 1) + L(f + 1) - 2 L(f) = kappa and grad L(f - 1) - grad L(f + 1) =
-    2 kappa grad f, with residuals O(1) (no cancellation against a large f)."""
-    from numerics.relu1d import loss_and_grad
-    xs = np.array([x0])
-
-    def L(y: float) -> tuple[float, tuple[np.ndarray, ...]]:
-        return loss_and_grad(a, b, c, xs, np.array([y]), 1.0)
-    l0, l1, l2 = L(0.0)[0], L(1.0)[0], L(2.0)[0]
-    f = (l0 - l1) / (l0 + l2 - 2 * l1) + 0.5
-    (lm, gm), (lc, _), (lp, gp) = L(f - 1.0), L(f), L(f + 1.0)
-    kappa = lm + lp - 2 * lc
-    return np.column_stack([(u - v) / (2 * kappa) for u, v in zip(gm, gp)])
-
-
 def _tangent_kernel(init: str, n_angle: int, sc: float) -> np.ndarray:
     """Theta(x, x') = E <grad_theta f(x), grad_theta f(x')> over (a, b) from the init and
-    c = sigma_c (so E c^2 = sigma_c^2): polar quadrature particles, gradients of the network."""
+    c = sigma_c (so E c^2 = sigma_c^2): polar quadrature particles, the parameter Jacobian
+    of the network f = sum_i c_i (a_i x - b_i)_+ from ``numerics.relu1d.network_jacobian``."""
+    from numerics.relu1d import network_jacobian
     a, b, w = nk.quadrature_particles(init, n_angle, kinks_at=_NTK_GRID)
-    c = np.full(a.shape, sc)
-    G = [_network_gradients(a, b, c, float(x0)) for x0 in _NTK_GRID]
-    return np.array([[float(np.sum(w * np.sum(gi * gj, axis=1))) for gj in G] for gi in G])
+    J = network_jacobian(a, b, np.full(a.shape, sc), _NTK_GRID, 1.0)
+    return sum((Jk * w) @ Jk.T for Jk in J)
 
 
 def _ntk_vs_network(F: Any, init: str, sc: float, c2_factor: float) -> SubCheck:
@@ -516,7 +499,7 @@ def _ntk_vs_network(F: Any, init: str, sc: float, c2_factor: float) -> SubCheck:
     return SubCheck(f"{init}: K_NTK vs the tangent kernel of the network (gradients, particles)", err,
                     est + 64 * EPS * float(np.max(np.abs(th2))),
                     "Theta = E <grad f(x), grad f(x')>, gradients of f = sum c (a x - b)_+ by "
-                    "numerics.relu1d.loss_and_grad, polar quadrature particles with the angular "
+                    "numerics.relu1d.network_jacobian, polar quadrature particles with the angular "
                     "panels split at the kinks of every grid point (smooth panels: exponential "
                     f"convergence); tolerance: |Theta_160 - Theta_320| = {est:.2g} (bounds the "
                     "error of Theta_320) + 64 eps |Theta| rounding")
