@@ -174,7 +174,7 @@ def test_public_face_reexports_the_topic_modules():
     own (one public face, fuzzed once)."""
     assert set(eq.__all__) == {
         "Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "UVUnit",
-        "UV_ACTIVATIONS", "SGDConfig", "SCHEMES", "NOISE_MODES", "PRECISIONS", "TEACHERS",
+        "NormGatedUnit", "UV_ACTIVATIONS", "NORM_GATES", "SGDConfig", "SCHEMES", "NOISE_MODES", "PRECISIONS", "TEACHERS",
         "model_output", "symmetrized_output", "make_teacher", "init_particles", "train",
         "train_schemes", "DivergenceError", "X_STD", "STUDENT_STD", "HeuristicIterate",
         "discover_fixed_space", "scheme_gradient"}
