@@ -155,6 +155,30 @@ def _sleep(x: float) -> float:
     return x
 
 
+def _stamped(x: float) -> tuple[float, float, int]:
+    """(start, end, worker pid) of a sleep of x seconds."""
+    t0 = time.time()
+    time.sleep(x)
+    return t0, time.time(), os.getpid()
+
+
+def test_after_orders_dependent_items_on_the_same_worker(cluster) -> None:
+    """``after[i] = j``: item i starts once item j has ended, on j's worker (data locality:
+    this is how a negative control reuses the simulations its check cached)."""
+    out = cluster.map(_stamped, [0.6, 0.0, 0.3, 0.0], keys=["verify-test"] * 4,
+                      after=[None, 0, None, 2])
+    for j, i in ((0, 1), (2, 3)):
+        assert out[i][0] >= out[j][1] and out[i][2] == out[j][2]
+    with pytest.raises(ValueError, match="earlier item"):
+        cluster.map(_stamped, [0.0, 0.0], after=[1, None])
+
+
+def test_run_schedules_each_control_after_its_check() -> None:
+    tasks = [Task("claim", CHEAP, seed=s, negative_control=neg) for s in (0, 1) for neg in (False, True)]
+    keys = [runner._pair_key(t) for t in tasks]
+    assert keys[0] == keys[1] != keys[2] == keys[3]
+
+
 def test_interrupt_cancels_tasks(cluster) -> None:
     def interrupt(i, r):
         raise KeyboardInterrupt

@@ -285,17 +285,19 @@ class TaskResult:
 
 
 #: Seconds of the claims' (check, negative control) at the full profile on one worker of a
-#: 2-worker local cluster (AMD EPYC, 2 cores; measured 2026-12-02, M1c/M1d at T = 20).
-#: Only a scheduling hint: on a cluster the longest tasks start first, so that the workers
-#: finish together instead of one long claim starting last; results are gathered in task
-#: order regardless.
+#: 2-worker local cluster (2 cores; measured 2026-12-04 in a full report at load ~3, so
+#: about 1.5x a quiet machine).  A control that reuses the simulations its check cached
+#: (it starts after the check, on the same worker) is counted in the check.  Only a
+#: scheduling hint: on a cluster the longest tasks start first, so that the workers finish
+#: together instead of one long claim starting last; results are gathered in task order.
 FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
-    "M1c": (416, 563), "W3f": (171, 30), "M1d": (93, 94), "H1g": (58, 55), "H1e": (79, 21),
-    "H1d": (21, 23), "H1f": (23, 21), "W2g": (33, 5), "M1e": (18, 17), "W3c": (2, 24),
-    "H1c": (1, 23), "H1b": (23, 0), "W3d": (19, 1), "W2c": (18, 1), "H1h": (14, 3),
-    "H1a": (6, 0), "W2b": (2, 2), "W3e": (1, 3), "W2a": (1, 1), "W2e": (2, 0),
-    "W2h": (1, 1), "W3a": (2, 0), "W3b": (1, 1), "W2d": (1, 0), "W2f": (1, 0),
-    "M1a": (0, 0), "M1b": (0, 0)}
+    "M1c": (382, 433), "M1f": (301, 20), "H1k": (322, 1), "W3f": (270, 23), "W2j": (214, 10),
+    "H1i": (234, 39), "M1d": (189, 1), "W2i": (77, 66), "H1g": (49, 43), "H1f": (74, 4),
+    "W2g": (58, 2), "H1e": (44, 12), "H1d": (14, 29), "M1a": (17, 17), "H1c": (17, 16),
+    "W3c": (15, 14), "H1b": (26, 1), "W3b": (16, 5), "H1j": (20, 1), "M1e": (8, 7),
+    "M1g": (8, 4), "H1h": (9, 2), "W3d": (3, 5), "W2c": (6, 1), "W3a": (4, 1), "W3e": (2, 3),
+    "W2b": (2, 2), "W2a": (2, 1), "W2h": (1, 2), "H1a": (3, 1), "W2e": (2, 1), "W2d": (1, 1),
+    "W2f": (1, 1), "M1b": (1, 1)}
 
 
 def expected_seconds(task: Task) -> float:
@@ -443,6 +445,16 @@ def code_fingerprint() -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- executor
+
+def _pair_key(task: Task) -> tuple:
+    """What a claim's check and its negative control share (the run context's draws)."""
+    return (task.kind, task.name, task.profile, task.seed, task.examples)
+
+
+def _call_after(fn: Callable[[Any], Any], item: Any, _previous: Any) -> Any:
+    """``fn(item)``, scheduled by Dask after the task whose result is ``_previous``."""
+    return fn(item)
+
 
 def _failure_result(task: Task, exc: BaseException) -> TaskResult:
     name = type(exc).__name__
@@ -596,22 +608,37 @@ class Executor:
     def run(self, tasks: Sequence[Task],
             on_result: Callable[[int, TaskResult], None] | None = None) -> list[TaskResult]:
         """Run ``tasks``; ``on_result(i, result)`` is called as each one finishes; the
-        returned list is in the order of ``tasks``."""
-        return self.map(run_task, list(tasks), keys=[t.key_prefix() for t in tasks],
+        returned list is in the order of ``tasks``.  On a cluster a claim's negative control
+        starts after its check (same name, profile, seed) when both are in ``tasks``: Dask
+        runs it where the check's result lives, so the simulations the check cached in that
+        worker (width studies keyed on the shared run context) serve the control."""
+        tasks = list(tasks)
+        checks = {_pair_key(t): i for i, t in enumerate(tasks)
+                  if t.kind == "claim" and not t.negative_control}
+        after = [checks.get(_pair_key(t)) if t.kind == "claim" and t.negative_control else None
+                 for t in tasks]
+        return self.map(run_task, tasks, keys=[t.key_prefix() for t in tasks],
                         priorities=[expected_seconds(t) for t in tasks],
-                        on_result=on_result, on_failure=_failure_result)
+                        on_result=on_result, on_failure=_failure_result, after=after)
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any], *,
             keys: Sequence[str] | None = None,
             priorities: Sequence[float] | None = None,
             on_result: Callable[[int, Any], None] | None = None,
-            on_failure: Callable[[Any, BaseException], Any] | None = None) -> list[Any]:
+            on_failure: Callable[[Any, BaseException], Any] | None = None,
+            after: Sequence[int | None] | None = None) -> list[Any]:
         """``[fn(x) for x in items]`` here or on the cluster (``fn`` must be importable by
         the workers: a module-level function).  A task lost to dying workers (or failing
         outside ``fn``) becomes ``on_failure(item, exc)``; without ``on_failure`` the
         exception propagates.  ``priorities`` (distributed only): larger starts earlier;
-        the results keep the order of ``items`` whatever the priorities."""
+        the results keep the order of ``items`` whatever the priorities.  ``after[i] = j``
+        (distributed only; ``j < i``): item i starts once item j has finished (serially,
+        items run in order anyway)."""
         items = list(items)
+        after = list(after) if after is not None else [None] * len(items)
+        if len(after) != len(items) or any(j is not None and not 0 <= j < i
+                                           for i, j in enumerate(after)):
+            raise ValueError("after must give, per item, None or the index of an earlier item")
         if not self.distributed:
             out = []
             for i, x in enumerate(items):
@@ -627,9 +654,15 @@ class Executor:
         prio = list(priorities) if priorities is not None else [0.0] * len(items)
         # Dask priorities are integers; ranks keep the order of the estimates
         rank = {i: r for r, i in enumerate(sorted(range(len(items)), key=lambda i: prio[i]))}
-        futures = [self.client.submit(fn, x, key=f"{p}-{uuid.uuid4().hex}", pure=False,
-                                      retries=1, priority=rank[i])
-                   for i, (x, p) in enumerate(zip(items, prefixes))]
+        futures: list[Any] = []
+        for i, (x, p) in enumerate(zip(items, prefixes)):
+            key = f"{p}-{uuid.uuid4().hex}"
+            if after[i] is None:
+                futures.append(self.client.submit(fn, x, key=key, pure=False, retries=1,
+                                                  priority=rank[i]))
+            else:
+                futures.append(self.client.submit(_call_after, fn, x, futures[after[i]], key=key,
+                                                  pure=False, retries=1, priority=rank[i]))
         index = {f.key: i for i, f in enumerate(futures)}
         out: list[Any] = [None] * len(items)
         try:
