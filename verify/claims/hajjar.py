@@ -20,6 +20,7 @@ import sympy as sp
 from scipy.special import roots_jacobi
 
 from derivations import hajjar as dh
+from numerics import multi_index as mi
 from numerics import twolayer as tl
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from verify.studies.hajjar import alpha_by_quadrature, init_particles
@@ -436,14 +437,16 @@ def fig_h1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 # =============================================================================== H1d
 @lru_cache(maxsize=4096)
-def _haar_reference_cached(k: int, y: float, z: float) -> float:
-    return float(relu_affine_mean_mp(k, z, y)[0])
+def _haar_reference_cached(k: int, y: float, z: float) -> tuple[float, float, float]:
+    return tuple(float(v) for v in relu_affine_mean_mp(k, z, y))
 
 
-def _haar_reference(k: int, Y: np.ndarray, Zv: np.ndarray) -> np.ndarray:
-    """E_g relu(y + z S) = E[(z R + y)_+], R a coordinate of Unif(S^{k-1}), by quadrature
-    of the definition (no closed form)."""
-    return np.array([_haar_reference_cached(k, float(y), float(z)) for y, z in zip(Y, Zv)])
+def _haar_reference(k: int, Y: np.ndarray, Zv: np.ndarray, which: int = 0) -> np.ndarray:
+    """E_g relu(y + z S) = E[(z R + y)_+] (``which`` 0), E[R; zR + y > 0] (1, its
+    z-derivative) or P(zR + y > 0) (2, its y-derivative), R a coordinate of
+    Unif(S^{k-1}), by quadrature of the definition (no closed form)."""
+    return np.array([_haar_reference_cached(k, float(y), float(z))[which]
+                     for y, z in zip(Y, Zv)])
 
 
 def _haar_average_fn(expr: sp.Expr):
@@ -501,10 +504,125 @@ def _h1d_closed_invariance(ctx: RunContext) -> tuple[float, int]:
     return inv, int(a1.shape[0])
 
 
+#: H1d over time: the teacher g(x_H) = relu(x_1) - relu(x_2)/2 - relu(-x_2)/2 (= _h1d_target
+#: for d_H = 2) as a ReLU network on H, its output weights c and input weights V in H
+_H1D_TEACHER = (np.array([1.0, -0.5, -0.5]), np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]))
+#: (d_H, k) of the flow sub-check (k = 2: the orbit of b_perp is a regular n-gon)
+_H1D_FLOW_DIMS = (2, 2)
+#: orbit sizes n, 2n of the full flow and nodes per piece (coarse, fine) of the reduced rule
+_H1D_ORBITS = (32, 64)
+_H1D_RULES = (14, 20)
+#: allowance for the DOP853 global error at rtol 1e-10 (per unit of max(1, |state|))
+_H1D_ODE = 1e-9
+
+
+def _haar_callable(expr: sp.Expr):
+    """numpy evaluator h(y, z) (z > 0) of a derived Haar average or of one of its partials."""
+    return sp.lambdify((sp.Symbol("y", real=True), sp.Symbol("z", positive=True)), expr,
+                       modules=["scipy", "numpy"])
+
+
+def _h1d_flow_instances():
+    """(m reduced particles, seed)."""
+    from hypothesis import strategies as st
+    return st.tuples(st.integers(1, 3), st.integers(0, 2 ** 32 - 1))
+
+
+def _reduced_coordinates(A: np.ndarray, B: np.ndarray, d_H: int) -> np.ndarray:
+    """(a, b_H, |b_perp|) of every particle at every time: shape (times, N, 1 + d_H + 1)."""
+    return np.concatenate([A[..., None], B[..., :d_H],
+                           np.linalg.norm(B[..., d_H:], axis=-1)[..., None]], axis=-1)
+
+
+def _h1d_flow_measure(ctx: RunContext, haar, inst, rows: list) -> list[SubCheck]:
+    """Reduced flow (derived h, h_y, h_z) vs the full flow of the n-gon orbit set from the
+    same reduced particles: trajectories, invariance, Haar-averaged predictors."""
+    m, s = inst
+    d_H, kP = _H1D_FLOW_DIMS
+    d, s2 = d_H + kP, 1.0 / (d_H + kP)
+    c, V = _H1D_TEACHER
+    rng = ctx.rng("flow", m, s)
+    a, bH, r = rng.standard_normal(m), rng.standard_normal((m, d_H)), rng.uniform(0.3, 1.0, m)
+    w = np.full(m, 1.0 / m)
+    times = np.linspace(0.0, ctx.size("flow_horizon"), 5)[1:]
+    full = {}
+    for n in _H1D_ORBITS:
+        A0, B0, W0 = mi.circle_orbit(a, bH, r, w, n, rng.uniform(0, 2 * np.pi / n))
+        At, Bt = mi.full_flow(A0, B0, W0, c, V, s2, times)
+        full[n] = (_reduced_coordinates(At, Bt, d_H).reshape(len(times), m, n, -1), At, Bt, W0)
+    red = {}
+    for nq in _H1D_RULES:
+        ra, rb, rr = mi.reduced_flow(a, bH, r, w, c, V, s2, d, *haar, times, n=nq)
+        red[nq] = np.concatenate([ra[..., None], rb, rr[..., None]], axis=-1)
+    fine, coarse = full[_H1D_ORBITS[1]][0], full[_H1D_ORBITS[0]][0]
+    spread = float(np.max(np.ptp(fine, axis=2)))
+    e_orbit = float(np.max(np.abs(fine[:, :, 0] - coarse[:, :, 0])))
+    e_quad = float(np.max(np.abs(red[_H1D_RULES[0]] - red[_H1D_RULES[1]])))
+    R = red[_H1D_RULES[1]]
+    tol = 2 * (e_orbit + e_quad) + _H1D_ODE * max(1.0, float(np.max(np.abs(R))))
+    err = float(np.max(np.abs(R - fine[:, :, 0])))
+    # predictors at the horizon on test inputs: the full one averaged over SO(2) on x_perp
+    # (quadrature of the definition) vs the reduced one with the derived h
+    X = ctx.rng("flow-test", m, s).standard_normal((4, d)) * np.sqrt(s2)
+    _, At, Bt, W0 = full[_H1D_ORBITS[1]]
+    f_full = mi.haar_averaged_predictor(At[-1], Bt[-1], W0, X, d_H)
+    xH, rho = X[:, :d_H], np.linalg.norm(X[:, d_H:], axis=1)
+    aT, bT, rT = R[-1, :, 0], R[-1, :, 1:1 + d_H], R[-1, :, -1]
+    f_red = mi.reduced_predictor(aT, bT, rT, w, xH, rho, haar[0])
+    # Lipschitz bound of a h(b_H . x_H, r rho) in (a, b_H, r): |h| <= |b||x|, |h_y| <= 1,
+    # |h_z| <= 1, so a state error tol moves f by at most tol sum_j w_j (|b_j||x| +
+    # |a_j| (|x_H|_1 + rho)), plus 1e-13 for the predictors' quadratures
+    nb = np.linalg.norm(np.concatenate([bT, rT[:, None]], axis=1), axis=1)
+    lip = (w * nb) @ np.ones(m) * np.linalg.norm(X, axis=1) + \
+        (w * np.abs(aT)).sum() * (np.abs(xH).sum(axis=1) + rho)
+    tol_f = float(np.max(tol * (lip + 1))) + 1e-13
+    err_f = float(np.max(np.abs(f_full - f_red)))
+    rows.append([m, ctx.size("flow_horizon"), fmt(err), fmt(e_orbit), fmt(e_quad), fmt(tol),
+                 fmt(err_f), fmt(spread)])
+    why = (f"2 (orbit error estimate |n={_H1D_ORBITS[0]} - n={_H1D_ORBITS[1]}| + rule error "
+           f"estimate |{_H1D_RULES[0]} - {_H1D_RULES[1]} nodes|) + {_H1D_ODE:g} max(1, |state|) "
+           "(DOP853, rtol 1e-10); the orbit error is O(n^-4) (|theta|^3 kink of the "
+           "self-orbit kernel), so |x_n - x_2n| is ~15x the error of x_2n")
+    return [SubCheck("trajectories", err, tol, why),
+            SubCheck("predictors", err_f, tol_f, "the trajectory tolerance times the Lipschitz "
+                     "bound sum_j w_j (|b_j||x| + |a_j|(|x_H|_1 + rho)) (+1), + 1e-13"),
+            SubCheck("invariance", spread, 1e-12, "D_n-equivariant field: the copies agree "
+                     "exactly up to rounding (~N u |v| per step)")]
+
+
+def _h1d_over_time(ctx: RunContext, haar) -> tuple[list[SubCheck], list[list]]:
+    """The sub-checks of the reduced dynamics over time: trajectories over the drawn
+    instances (for_all_instances), then the predictors and the invariance on the same
+    instances (worst of each)."""
+    rows: list[list] = []
+    seen: dict = {}
+
+    def measure(inst) -> SubCheck:
+        seen[inst] = _h1d_flow_measure(ctx, haar, inst, rows)
+        return seen[inst][0]
+
+    dims = f"d_H = {_H1D_FLOW_DIMS[0]}, k = {_H1D_FLOW_DIMS[1]}, teacher relu(x_1) - |x_2|/2"
+    traj = for_all_instances(
+        ctx, "reduced flow (a, b_H, r)(t) with the derived h, dh/dy, dh/dz vs the full flow "
+        f"of the orbit copies (a, b_H, |b_perp|)(t), max over t, particles, coordinates ({dims})",
+        _h1d_flow_instances(), measure, count=ctx.size("flow_instances"), pinned=[(3, 0)])
+    worst = [max((v[i] for v in seen.values()), key=lambda sc: sc.error / sc.tolerance)
+             for i in (1, 2)]
+    pred = SubCheck("reduced predictor (derived h) vs the SO(2)-averaged full predictor at "
+                    "the horizon, 4 inputs per instance", worst[0].error, worst[0].tolerance,
+                    worst[0].reason)
+    inv = SubCheck("spread of (a, b_H, |b_perp|) over the orbit copies of each reduced "
+                   "particle along the full flow", worst[1].error, worst[1].tolerance,
+                   worst[1].reason)
+    return [traj, pred, inv], rows
+
+
 def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     """H1d: the Haar averages derived for H^perp itself (``kperp_shift`` 0), or for the
     sphere of one dimension more (the near miss ``SPHERE_ONE_UP``)."""
-    derived_avgs = ctx.derivation().results["haar_average"]
+    results = ctx.derivation().results
+    derived_avgs = results["haar_average"]
+    derived_dy, derived_dz = results["haar_average_dy"], results["haar_average_dz"]
 
     built: dict = {}
 
@@ -525,6 +643,16 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     Yg, Zg = Yg[away], Zg[away]
     cf_err = max(float(np.max(np.abs(average(kP)(Yg, Zg) - _haar_reference(kP, Yg, Zg))))
                  for kP in derived_avgs)
+    partials = {kP: ((dh.haar_average_partials(kP + kperp_shift) if kperp_shift
+                      else (derived_dy[kP], derived_dz[kP]))) for kP in derived_avgs}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cf_err_d = max(float(np.max(np.abs(np.broadcast_to(_haar_callable(partials[kP][i])(
+            Yg, Zg), Yg.shape) - _haar_reference(kP, Yg, Zg, 2 - i))))
+            for kP in derived_avgs for i in (0, 1))
+    kF = _H1D_FLOW_DIMS[1]
+    flow_subs, flow_rows = _h1d_over_time(ctx, tuple(_haar_callable(e) for e in (
+        dh.haar_relu_average(kF + kperp_shift)[0] if kperp_shift else derived_avgs[kF],
+        *partials[kF])))
     # (a) trained network on f* depending on x_H only: the Haar average over O(H^perp)
     # of f(mu; g x) by Monte Carlo (the definition) vs the derived d_H-dim predictor
     n_g = ctx.size("haar_draws")
@@ -565,6 +693,11 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                      "definition over the law of S on a (y, z) grid (|y/z| not within 1% of 1)",
                      cf_err, 1e-13, "the reference to 30 digits; float64 evaluation of the "
                      "derived form (arcsin with condition number <= 7, powers) ~1e-15"),
+            SubCheck("derived partials d h/dy = P(y + zS > 0), d h/dz = E[S; y + zS > 0], "
+                     "same k and grid, vs mpmath quadrature of their definitions", cf_err_d,
+                     1e-13, "as above; sqrt(z^2 - y^2) / z of k = 2 has condition <= 50 on "
+                     "the grid"),
+            *flow_subs,
             SubCheck("closed particle set under <cyclic shift, -I> of H^perp: "
                      "max |f(gx) - f(x)| after 100 GD steps", inv, 1e-12,
                      "exact invariance; float64 rounding")]
@@ -575,7 +708,11 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                             "closed_set_dims": [d, d_H]},
                    tables=[Table("Group average vs reduced predictor (first input per instance)",
                                  ["d_H", "d - d_H", "MC E_g f(gx)", "reduced", "SE", "|err|/SE"],
-                                 rows)])
+                                 rows),
+                           Table("Reduced vs full flow over time (per instance)",
+                                 ["m", "horizon", "max |reduced - full|", "orbit n vs 2n",
+                                  "rule refinement", "tolerance", "predictor |err|",
+                                  "copy spread"], flow_rows)])
 
 
 CLAIMS = [
@@ -605,8 +742,10 @@ CLAIMS = [
           statement=r"$f^*(x) = g(x_H)$ $\Rightarrow$ $\mu_t$ stays $O(H^\perp)$-invariant and "
                     r"$f(\mu_t;x) = \int a\,E_S\,\sigma(b_H^\top x_H + |b_\perp||x_\perp|S)\,d\mu_t$.",
           check=check_h1d, exact=0, near_miss=SPHERE_ONE_UP,
-          sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2},
-                 "full": {"haar_draws": 240_000, "gd_steps": 300, "instances": 20}},
+          sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2,
+                           "flow_instances": 2, "flow_horizon": 2.0},
+                 "full": {"haar_draws": 240_000, "gd_steps": 300, "instances": 20,
+                          "flow_instances": 12, "flow_horizon": 4.0}},
           negative_control_description="the Haar average derived for the sphere of one "
                                        "dimension more (S on S^(d-d_H))",
           negative_target="Haar average over O(H^perp)", kind="theorem"),
