@@ -239,8 +239,9 @@ def _haar_eval(fn: Haar, Y: np.ndarray, Z: np.ndarray, name: str) -> np.ndarray:
 
 def _reduced_terms(a, b_H, r, w, c, V, s2, d, haar, n):
     """(W d s2, the residual f* - f, h, d h/dy, d h/dz, U_H, u_perp) on the rule's nodes."""
-    h, h_y, h_z = (require_callable(f, nm, "(y, z)") for f, nm in
-                   zip(haar, ("h", "h_y", "h_z")))
+    h = require_callable(haar[0], "h", "(y, z)")
+    h_y, h_z = (f if f is None else require_callable(f, nm, "(y, z)") for f, nm in
+                zip(haar[1:], ("h_y", "h_z")))
     U_H, u_p, W = direction_rule(b_H, r, V, d - 2, n)
     Y, Z = U_H @ b_H.T, np.outer(u_p, r)
     H = _haar_eval(h, Y, Z, "h")
