@@ -625,12 +625,36 @@ def _h1d_over_time(ctx: RunContext, haar) -> tuple[list[SubCheck], list[list]]:
     return [traj, pred, inv], rows
 
 
+def _h1d_closed_forms(ctx: RunContext, kperp_shift: int, average
+                      ) -> tuple[float, float, tuple]:
+    """(0) every derived Haar average E_g relu(y + z S) and its partials vs mpmath
+    quadrature of their definitions over the law of S (numerics.sphere.relu_affine_mean_mp,
+    30 digits), on a grid kept 1% away from the kinks |y| = z, where arcsin(y/z) amplifies
+    the rounding of y/z by 1/sqrt(1 - (y/z)^2): (error of h, error of the partials), and
+    the evaluators (h, h_y, h_z) for the flow sub-check (the control: one dimension up)."""
+    results = ctx.derivation().results
+    derived_avgs = results["haar_average"]
+    Yg, Zg = np.meshgrid(np.linspace(-1.5, 1.5, 13), np.array([0.05, 0.3, 1.0, 2.7]))
+    away = np.abs(np.abs(Yg / Zg) - 1) > 0.01
+    Yg, Zg = Yg[away], Zg[away]
+    cf_err = max(float(np.max(np.abs(average(kP)(Yg, Zg) - _haar_reference(kP, Yg, Zg))))
+                 for kP in derived_avgs)
+    partials = {kP: (dh.haar_average_partials(kP + kperp_shift) if kperp_shift else
+                     (results["haar_average_dy"][kP], results["haar_average_dz"][kP]))
+                for kP in derived_avgs}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cf_err_d = max(float(np.max(np.abs(np.broadcast_to(_haar_callable(partials[kP][i])(
+            Yg, Zg), Yg.shape) - _haar_reference(kP, Yg, Zg, 2 - i))))
+            for kP in derived_avgs for i in (0, 1))
+    kF = _H1D_FLOW_DIMS[1]
+    h = dh.haar_relu_average(kF + kperp_shift)[0] if kperp_shift else derived_avgs[kF]
+    return cf_err, cf_err_d, tuple(_haar_callable(e) for e in (h, *partials[kF]))
+
+
 def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     """H1d: the Haar averages derived for H^perp itself (``kperp_shift`` 0), or for the
     sphere of one dimension more (the near miss ``SPHERE_ONE_UP``)."""
-    results = ctx.derivation().results
-    derived_avgs = results["haar_average"]
-    derived_dy, derived_dz = results["haar_average_dy"], results["haar_average_dz"]
+    derived_avgs = ctx.derivation().results["haar_average"]
 
     built: dict = {}
 
@@ -642,25 +666,8 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                                          if kperp_shift else derived_avgs[kP])
         return built[kP]
 
-    # (0) every derived Haar average E_g relu(y + z S) vs mpmath quadrature of its
-    # definition over the law of S (numerics.sphere.relu_affine_mean_mp, 30 digits), on a
-    # grid kept 1% away from the kinks |y| = z, where arcsin(y/z) amplifies the rounding of
-    # y/z by 1/sqrt(1 - (y/z)^2)
-    Yg, Zg = np.meshgrid(np.linspace(-1.5, 1.5, 13), np.array([0.05, 0.3, 1.0, 2.7]))
-    away = np.abs(np.abs(Yg / Zg) - 1) > 0.01
-    Yg, Zg = Yg[away], Zg[away]
-    cf_err = max(float(np.max(np.abs(average(kP)(Yg, Zg) - _haar_reference(kP, Yg, Zg))))
-                 for kP in derived_avgs)
-    partials = {kP: ((dh.haar_average_partials(kP + kperp_shift) if kperp_shift
-                      else (derived_dy[kP], derived_dz[kP]))) for kP in derived_avgs}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cf_err_d = max(float(np.max(np.abs(np.broadcast_to(_haar_callable(partials[kP][i])(
-            Yg, Zg), Yg.shape) - _haar_reference(kP, Yg, Zg, 2 - i))))
-            for kP in derived_avgs for i in (0, 1))
-    kF = _H1D_FLOW_DIMS[1]
-    flow_subs, flow_rows = _h1d_over_time(ctx, tuple(_haar_callable(e) for e in (
-        dh.haar_relu_average(kF + kperp_shift)[0] if kperp_shift else derived_avgs[kF],
-        *partials[kF])))
+    cf_err, cf_err_d, haar_flow = _h1d_closed_forms(ctx, kperp_shift, average)
+    flow_subs, flow_rows = _h1d_over_time(ctx, haar_flow)
     # (a) trained network on f* depending on x_H only: the Haar average over O(H^perp)
     # of f(mu; g x) by Monte Carlo (the definition) vs the derived d_H-dim predictor
     n_g = ctx.size("haar_draws")
