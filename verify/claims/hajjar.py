@@ -754,8 +754,10 @@ CLAIMS = [
           negative_target="closed particle set + invariant sample", figures=fig_h1b),
     Claim(id="H1d", title="Multi-index targets: reduction to d_H dimensions",
           source="Hajjar & Chizat (2023), Sec. 4, Lemma 4.2",
-          statement=r"$f^*(x) = g(x_H)$ $\Rightarrow$ $\mu_t$ stays $O(H^\perp)$-invariant and "
-                    r"$f(\mu_t;x) = \int a\,E_S\,\sigma(b_H^\top x_H + |b_\perp||x_\perp|S)\,d\mu_t$.",
+          statement=r"$f^*(x) = g(x_H)$ $\Rightarrow$ $\mu_t$ stays $O(H^\perp)$-invariant, "
+                    r"$f(\mu_t;x) = \int a\,h_k(b_H^\top x_H, |b_\perp||x_\perp|)\,d\mu_t$ with "
+                    r"$h_k(y, z) = E_S\,\sigma(y + zS)$, and $(a, b_H, |b_\perp|)$ follow the "
+                    r"gradient flow of the reduced loss $\frac12 E(f - g)^2$.",
           check=check_h1d, exact=0, near_miss=SPHERE_ONE_UP,
           sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2,
                            "flow_instances": 2, "flow_horizon": 3.0},
