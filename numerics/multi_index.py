@@ -14,7 +14,8 @@ the gradient of L in its coordinates divided by its mass w_i (the mean-field vel
   :func:`full_flow`, every Gaussian expectation the exact arc-cosine kernel
   (:mod:`numerics.gaussian_relu`); :func:`circle_orbit` builds the initial particle set, for
   k = d - d_H = 2, a regular n-gon orbit of b_perp for each reduced particle (closed under
-  the dihedral group D_n of H^perp, which the flow preserves);
+  the dihedral group D_n of H^perp, which the flow preserves), and for k = 3
+  :func:`sphere_product_set`, a product rule on S^2 (invariant in the limit only);
 - the REDUCED flow of particles (a_j, b_H,j, r_j) in 1 + d_H + 1 dimensions, with
   f(x) = sum_j w_j a_j h(b_H,j . x_H, r_j |x_perp|) for a GIVEN Haar average h and its
   partials (callables): :func:`reduced_velocity`, :func:`reduced_loss`,
@@ -26,7 +27,7 @@ the gradient of L in its coordinates divided by its mass w_i (the mean-field vel
   a sign of b_H . x_H changes, Gauss-Legendre in the cosine-substituted variable on each
   piece (square-root endpoint behaviour becomes analytic);
 - :func:`haar_averaged_predictor`: the full predictor averaged over the rotations of
-  x_perp (k = 2), by Gauss-Legendre on the circle split at each neuron's kink.
+  x_perp (k = 2, 3), by Gauss-Legendre over the law of S split at each neuron's kink.
 """
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ from numerics.validation import (as_float_array, as_float_scalar, require_callab
                                  require_finite_result, require_positive_int, require_size,
                                  require_time_grid, require_tolerance)
 
-__all__ = ["circle_orbit", "full_population_loss", "full_velocity", "full_flow",
+__all__ = ["circle_orbit", "sphere_product_set", "full_population_loss", "full_velocity",
+           "full_flow",
            "direction_rule", "reduced_velocity", "reduced_loss", "reduced_flow",
            "reduced_predictor", "haar_averaged_predictor", "MAX_RULE_NODES"]
 
@@ -98,6 +100,35 @@ def circle_orbit(a, b_H, r, w, n: int, offset: float = 0.0
     perp = r[:, None, None] * np.stack([np.cos(t), np.sin(t)], axis=1)[None]   # (m, n, 2)
     B = np.concatenate([np.broadcast_to(bH[:, None, :], (m, n, bH.shape[1])), perp], axis=2)
     return np.repeat(a, n), B.reshape(m * n, -1), np.repeat(w / n, n)
+
+
+def sphere_product_set(a, b_H, r, w, n: int, offset: float = 0.0
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a', B', w') in R^(d_H + 3) (k = 3): for each reduced particle, n^2 / 2 copies
+    b = (b_H,j, r_j u), u = (sqrt(1 - t^2) cos p, sqrt(1 - t^2) sin p, t) on the product rule
+    of S^2 (t: n / 2 Gauss-Legendre nodes, p: n equispaced azimuths + offset), of mass w_j
+    times the rule's weight; rows ordered particle-major.  Closed under the dihedral group
+    D_n about the third axis and t -> -t, not under O(3): it tends to the O(3)-invariant
+    measure as n grows (measured, not exact)."""
+    a, bH, w = _measure(a, b_H, w, "b_H (reduced input weights in H, shape (m, d_H))")
+    r = as_float_array(r, "r (|b_perp| of each reduced particle, shape (m,))", ndim=1)
+    if r.shape != a.shape or np.any(r <= 0):
+        raise ValueError(f"r must be positive with one entry per particle; got shape {r.shape}")
+    n = require_positive_int(n, "n (azimuths; n / 2 polar nodes)", minimum=2,
+                             maximum=_MAX_FULL_PARTICLES)
+    if n % 2:
+        raise ValueError(f"n (azimuths; n / 2 polar nodes) must be even; got {n}")
+    offset = as_float_scalar(offset, "offset (angle of the first azimuth)")
+    m, q = a.shape[0], n * (n // 2)
+    require_size(m * q, "m * n^2 / 2 (particles of the full flow)", limit=_MAX_FULL_PARTICLES)
+    t, wt = roots_legendre(n // 2)
+    T, P = np.meshgrid(t, 2 * np.pi * np.arange(n) / n + offset, indexing="ij")
+    s = np.sqrt(1 - T ** 2)
+    U = np.stack([s * np.cos(P), s * np.sin(P), T], axis=-1).reshape(q, 3)
+    wu = np.repeat(wt / 2, n) / n
+    perp = (r[:, None, None] * U[None]).reshape(m * q, 3)
+    B = np.concatenate([np.repeat(bH, q, axis=0), perp], axis=1)
+    return np.repeat(a, q), B, (w[:, None] * wu[None]).ravel()
 
 
 def full_population_loss(a, B, w, c, V, s2: float) -> float:
@@ -324,26 +355,34 @@ def reduced_predictor(a, b_H, r, w, X_H, rho, h: Haar) -> np.ndarray:
 
 
 def haar_averaged_predictor(a, B, w, X, d_H: int, n: int = 32) -> np.ndarray:
-    """E_g f(x_H, g x_perp), g uniform on SO(2) (k = d - d_H = 2), of the full predictor
-    f = sum_i w_i a_i relu(b_i . x): for each neuron the mean of relu(y + z cos t) over
-    t in [0, pi], Gauss-Legendre on the two pieces split at the kink cos t = -y/z
-    (analytic on each: exact to rounding for n >= 24 when z <= |y| + 10)."""
+    """E_g f(x_H, g x_perp), g uniform on SO(k), k = d - d_H in {2, 3}, of the full
+    predictor f = sum_i w_i a_i relu(b_i . x): for each neuron the mean of relu(y + z S)
+    over the law of S, the first coordinate of Unif(S^(k-1)): S = cos t, t uniform on
+    [0, pi] (k = 2), S uniform on [-1, 1] (k = 3, Archimedes); Gauss-Legendre on the two
+    pieces split at the kink y + z S = 0 (analytic on each: exact to rounding for n >= 24
+    when z <= |y| + 10)."""
     a, B, w = _measure(a, B, w)
     X = as_float_array(X, "X (points, shape (p, d))", ndim=2, allow_empty=False)
     d_H = require_positive_int(d_H, "d_H (dimension of H)", maximum=B.shape[1])
-    if X.shape[1] != B.shape[1] or B.shape[1] - d_H != 2:
-        raise ValueError(f"X must have d = {B.shape[1]} columns and d - d_H must be 2; got "
-                         f"X {X.shape}, d_H = {d_H}")
+    k = B.shape[1] - d_H
+    if X.shape[1] != B.shape[1] or k not in (2, 3):
+        raise ValueError(f"X must have d = {B.shape[1]} columns and d - d_H must be 2 or 3; "
+                         f"got X {X.shape}, d_H = {d_H}")
     n = require_positive_int(n, "n (nodes per piece)", minimum=2, maximum=MAX_RULE_NODES)
     require_size(X.shape[0] * B.shape[0] * n, "p * N * n (quadrature table)")
     y = X[:, :d_H] @ B[:, :d_H].T                                         # (p, N)
     z = np.outer(np.linalg.norm(X[:, d_H:], axis=1), np.linalg.norm(B[:, d_H:], axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        tk = np.where(z > np.abs(y), np.arccos(np.clip(-y / np.where(z > 0, z, 1), -1, 1)),
-                      np.where(y >= 0, np.pi, 0.0))
-    t1, w1 = _gauss_cos(np.zeros_like(tk), tk, n)
-    t2, w2 = _gauss_cos(tk, np.full_like(tk, np.pi), n)
-    g1 = np.maximum(y[..., None] + z[..., None] * np.cos(t1), 0.0)
-    g2 = np.maximum(y[..., None] + z[..., None] * np.cos(t2), 0.0)
-    mean = ((g1 * w1).sum(-1) + (g2 * w2).sum(-1)) / np.pi
+        s0 = np.clip(-y / np.where(z > 0, z, 1), -1, 1)       # the kink in S
+    if k == 2:   # t in [0, pi], S = cos t, positive part for t < arccos(s0)
+        lo, hi, S = 0.0, np.pi, np.cos
+        tk = np.where(z > np.abs(y), np.arccos(s0), np.where(y >= 0, np.pi, 0.0))
+    else:        # S in [-1, 1], positive part for S > s0
+        lo, hi, S = -1.0, 1.0, (lambda s: s)
+        tk = np.where(z > np.abs(y), s0, np.where(y >= 0, -1.0, 1.0))
+    t1, w1 = _gauss_cos(np.full_like(tk, lo), tk, n)
+    t2, w2 = _gauss_cos(tk, np.full_like(tk, hi), n)
+    g1 = np.maximum(y[..., None] + z[..., None] * S(t1), 0.0)
+    g2 = np.maximum(y[..., None] + z[..., None] * S(t2), 0.0)
+    mean = ((g1 * w1).sum(-1) + (g2 * w2).sum(-1)) / (hi - lo)
     return mean @ (w * a)
