@@ -788,5 +788,5 @@ CLAIMS = [
                           "flow_instances": 12, "flow_horizon": 4.0}},
           negative_control_description="the Haar average derived for the sphere of one "
                                        "dimension more (S on S^(d-d_H))",
-          negative_target="Haar average over O(H^perp)", kind="theorem"),
+          negative_target="reduced flow (a, b_H, r)(t)", kind="theorem"),
 ]
