@@ -13,7 +13,8 @@ reduction) are in derivations/hajjar_reduced.py, H1f in derivations/sphere.py). 
   asymptotic rate v sqrt(V^2 + 16 |w*|^2) / 4 >= V v / 4; :func:`odd_target` and
   :func:`gaussian_mean` give the check's target and its population best linear
   approximator w* = E[f* x] / v (Fubini over the terms of the definition).
-- :func:`haar_relu_average` (H1d): E_g relu(y + z S) over O(d - d_H) in closed form.
+- :func:`haar_relu_average` (H1d): E_g relu(y + z S) over O(d - d_H) in closed form, and
+  :func:`haar_average_partials`, its partial derivatives (the reduced velocity field).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ import sympy as sp
 from derivations.base import Derivation, Step
 
 
-__all__ = ["DERIVATIONS", "ODD", "BALANCE", "moment_symbols", "haar_relu_average", "invariance_identities",
+__all__ = ["DERIVATIONS", "ODD", "BALANCE", "moment_symbols", "haar_relu_average",
+           "haar_average_partials", "invariance_identities",
            "balance_law", "BalanceLaw", "sign_cases", "odd_target_dynamics", "OddTargetDerivation",
            "theta", "phi", "reduction_identity", "odd_target", "gaussian_mean", "H1C_DIM"]
 
@@ -492,9 +494,22 @@ def derive_h1c() -> Derivation:
                               "w_star_population": tuple(w_pop)})
 
 
+def haar_average_partials(k: int) -> tuple[sp.Expr, sp.Expr]:
+    """(d h_k/dy, d h_k/dz) of the Haar average h_k(y, z) = E_S relu(y + z S) of
+    :func:`haar_relu_average` (z > 0), by differentiating the derived piecewise form branch
+    by branch (h_k is C^1: the branches' derivatives agree on |y| = z).  They are
+    E_S 1{y + zS > 0} and E_S S 1{y + zS > 0}, the activation and the radial factor of the
+    reduced velocity (Lemma 4.2, H1d)."""
+    h, y, z = haar_relu_average(k)
+    dy = sp.Piecewise(*[(sp.simplify(sp.diff(e, y)), c) for e, c in h.args])
+    dz = sp.Piecewise(*[(sp.simplify(sp.diff(e, z)), c) for e, c in h.args])
+    return dy, dz
+
+
 def derive_h1d() -> Derivation:
     d, d_H = H1D_DIMS
     avgs = {kp: haar_relu_average(kp)[0] for kp in H1D_KPERP}
+    partials = {kp: haar_average_partials(kp) for kp in H1D_KPERP}
     avg = avgs[d - d_H]
     ident = reduction_identity()
     steps = [
@@ -512,8 +527,21 @@ def derive_h1d() -> Derivation:
         Step(r"So a neuron enters only through $(a, b_H, |b_\perp|)$: $d_H$ dimensions plus "
              r"the angle $\theta = \arctan(|b_\perp|/|b_H|)$ (Lemma 4.2). Averaging also over "
              r"$O(H)$ gives the 1-D reduction of H1e, with $u^\top g x$ =", ident),
+        Step(r"Reduced particles $(a_j, b_{H,j}, r_j = |b_{\perp,j}|)$ with masses $w_j$: "
+             r"$f(x) = \sum_j w_j a_j h_k(b_{H,j}^\top x_H, r_j|x_\perp|)$. The velocity of the "
+             r"full flow, $\dot a = E[(f^*-f)\sigma(b^\top x)]$, $\dot b = a\,E[(f^*-f)"
+             r"\sigma'(b^\top x)x]$, averaged over the orbit of $b_\perp$ (the residual is "
+             r"$O(H^\perp)$-invariant) and projected on $b_H$ and $b_\perp/|b_\perp|$, is minus "
+             r"the gradient of $L = \frac12 E(f - f^*)^2$ in $(a_j, b_{H,j}, r_j)$ divided by "
+             r"$w_j$: $\dot a_j = E[(f^*-f)\,h_k]$, $\dot b_{H,j} = a_j E[(f^*-f)\,"
+             r"\partial_y h_k\,x_H]$, $\dot r_j = a_j E[(f^*-f)\,\partial_z h_k\,|x_\perp|]$, "
+             r"with ($k = " + str(d - d_H) + r"$)", partials[d - d_H][0],
+             lhs=r"\partial_y h_k = E_S 1\{y + zS > 0\}"),
+        Step("", partials[d - d_H][1], lhs=r"\partial_z h_k = E_S\,S\,1\{y + zS > 0\}"),
     ]
-    return Derivation(steps, {"haar_average": avgs})
+    return Derivation(steps, {"haar_average": avgs,
+                              "haar_average_dy": {kp: p[0] for kp, p in partials.items()},
+                              "haar_average_dz": {kp: p[1] for kp, p in partials.items()}})
 
 
 DERIVATIONS = {"H1a": derive_h1a, "H1b": derive_h1b, "H1c": derive_h1c, "H1d": derive_h1d}

@@ -20,6 +20,7 @@ import sympy as sp
 from scipy.special import roots_jacobi
 
 from derivations import hajjar as dh
+from numerics import multi_index as mi
 from numerics import twolayer as tl
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from verify.studies.hajjar import alpha_by_quadrature, init_particles
@@ -436,14 +437,16 @@ def fig_h1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 # =============================================================================== H1d
 @lru_cache(maxsize=4096)
-def _haar_reference_cached(k: int, y: float, z: float) -> float:
-    return float(relu_affine_mean_mp(k, z, y)[0])
+def _haar_reference_cached(k: int, y: float, z: float) -> tuple[float, float, float]:
+    return tuple(float(v) for v in relu_affine_mean_mp(k, z, y))
 
 
-def _haar_reference(k: int, Y: np.ndarray, Zv: np.ndarray) -> np.ndarray:
-    """E_g relu(y + z S) = E[(z R + y)_+], R a coordinate of Unif(S^{k-1}), by quadrature
-    of the definition (no closed form)."""
-    return np.array([_haar_reference_cached(k, float(y), float(z)) for y, z in zip(Y, Zv)])
+def _haar_reference(k: int, Y: np.ndarray, Zv: np.ndarray, which: int = 0) -> np.ndarray:
+    """E_g relu(y + z S) = E[(z R + y)_+] (``which`` 0), E[R; zR + y > 0] (1, its
+    z-derivative) or P(zR + y > 0) (2, its y-derivative), R a coordinate of
+    Unif(S^{k-1}), by quadrature of the definition (no closed form)."""
+    return np.array([_haar_reference_cached(k, float(y), float(z))[which]
+                     for y, z in zip(Y, Zv)])
 
 
 def _haar_average_fn(expr: sp.Expr):
@@ -501,6 +504,179 @@ def _h1d_closed_invariance(ctx: RunContext) -> tuple[float, int]:
     return inv, int(a1.shape[0])
 
 
+#: H1d over time: the teacher g(x_H) = relu(x_1) - relu(x_2)/2 - relu(-x_2)/2 (= _h1d_target
+#: for d_H = 2) as a ReLU network on H, its output weights c and input weights V in H
+_H1D_TEACHER = (np.array([1.0, -0.5, -0.5]), np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]))
+#: d_H of the flow sub-check (the direction rule of numerics.multi_index needs d_H = 2)
+_H1D_FLOW_DH = 2
+#: per k = d - d_H of the flow sub-check: the set of copies of b_perp (k = 2: a regular
+#: n-gon, an orbit of D_n; k = 3: the product rule of S^2 with n azimuths), its sizes
+#: (n, 2n), and the divisor of |x_n - x_2n| that estimates the error of x_2n.  k = 2:
+#: 2^4 - 1, since two copies of one orbit meet at an angle ~|theta| and the arc-cosine
+#: kernel has an |angle|^3 term, so the n-point rule over the orbit errs by O(n^-4)
+#: (generalized Euler-Maclaurin; measured at t = 0: ratio 16.0-16.1 per doubling); k = 3:
+#: 1 (no a-priori order; measured ratio ~25-35 per doubling)
+_H1D_FLOW_SETS = {2: (mi.circle_orbit, (32, 64), 2 ** 4 - 1),
+                  3: (mi.sphere_product_set, (8, 16), 1.0)}
+#: nodes per piece (coarse, fine) of the reduced flow's direction rule
+_H1D_RULES = (16, 24)
+#: DOP853 tolerances of both flows, and the allowance for their global error (rtol times
+#: the number of steps, < 100 here, per unit of max(1, |state|))
+_H1D_RTOL, _H1D_ATOL = 1e-12, 1e-14
+_H1D_ODE = 1e-10
+
+
+def _haar_callable(expr: sp.Expr):
+    """numpy evaluator h(y, z) (z > 0) of a derived Haar average or of one of its partials."""
+    return sp.lambdify((sp.Symbol("y", real=True), sp.Symbol("z", positive=True)), expr,
+                       modules=["scipy", "numpy"])
+
+
+def _h1d_flow_instances():
+    """(k = d - d_H, m reduced particles, seed); m <= 2 for k = 3 (m n^2 copies)."""
+    from hypothesis import strategies as st
+    return st.sampled_from(sorted(_H1D_FLOW_SETS)).flatmap(lambda k: st.tuples(
+        st.just(k), st.integers(1, 3 if k == 2 else 2), st.integers(0, 2 ** 32 - 1)))
+
+
+def _reduced_coordinates(A: np.ndarray, B: np.ndarray, d_H: int) -> np.ndarray:
+    """(a, b_H, |b_perp|) of every particle at every time: shape (times, N, 1 + d_H + 1)."""
+    return np.concatenate([A[..., None], B[..., :d_H],
+                           np.linalg.norm(B[..., d_H:], axis=-1)[..., None]], axis=-1)
+
+
+def _h1d_flows(ctx: RunContext, haar, inst):
+    """The full flows of the two initial sets (sizes n, 2n) and the reduced flows of the
+    two rules (derived h, h_y, h_z) from the same reduced particles, at the 4 times."""
+    kP, m, s = inst
+    d_H = _H1D_FLOW_DH
+    d, s2 = d_H + kP, 1.0 / (d_H + kP)
+    c, V = _H1D_TEACHER
+    build, sizes, _ = _H1D_FLOW_SETS[kP]
+    rng = ctx.rng("flow", kP, m, s)
+    a, bH, r = rng.standard_normal(m), rng.standard_normal((m, d_H)), rng.uniform(0.3, 1.0, m)
+    w = np.full(m, 1.0 / m)
+    times = np.linspace(0.0, ctx.size("flow_horizon"), 5)[1:]
+    full = {}
+    for n in sizes:
+        A0, B0, W0 = build(a, bH, r, w, n, rng.uniform(0, 2 * np.pi / n))
+        At, Bt = mi.full_flow(A0, B0, W0, c, V, s2, times, rtol=_H1D_RTOL, atol=_H1D_ATOL)
+        full[n] = (_reduced_coordinates(At, Bt, d_H).reshape(len(times), m, -1, 2 + d_H),
+                   At, Bt, W0)
+    red = {}
+    for nq in _H1D_RULES:
+        ra, rb, rr = mi.reduced_flow(a, bH, r, w, c, V, s2, d, *haar[kP], times, n=nq,
+                                     rtol=_H1D_RTOL, atol=_H1D_ATOL)
+        red[nq] = np.concatenate([ra[..., None], rb, rr[..., None]], axis=-1)
+    return w, full[sizes[0]], full[sizes[1]], red[_H1D_RULES[0]], red[_H1D_RULES[1]]
+
+
+def _h1d_flow_measure(ctx: RunContext, haar, inst, rows: list) -> list[SubCheck]:
+    """Reduced flow (derived h, h_y, h_z) vs the full flow of the set of copies of the
+    same reduced particles: trajectories, Haar-averaged predictors, invariance."""
+    kP, m, s = inst
+    d_H = _H1D_FLOW_DH
+    d, s2 = d_H + kP, 1.0 / (d_H + kP)
+    w, (coarse, *_), (fine, At, Bt, W0), R0, R = _h1d_flows(ctx, haar, inst)
+    spread = float(np.max(np.ptp(fine, axis=2)))
+    # the error of the 2n set: |x_n - x_2n| / (2^p - 1) at the a-priori order p (k = 2),
+    # |x_n - x_2n| itself (k = 3: no a-priori order; measured ratio ~25 per doubling)
+    e_orbit = float(np.max(np.abs(fine[:, :, 0] - coarse[:, :, 0]))) / _H1D_FLOW_SETS[kP][2]
+    e_quad = float(np.max(np.abs(R0 - R)))
+    tol = 3 * (e_orbit + e_quad) + _H1D_ODE * max(1.0, float(np.max(np.abs(R))))
+    err = float(np.max(np.abs(R - fine[:, :, 0])))
+    tol_inv = 1e-12 if kP == 2 else 3 * e_orbit + 1e-12
+    # predictors at the horizon on test inputs: the full one averaged over SO(k) on x_perp
+    # (quadrature of the definition) vs the reduced one with the derived h
+    X = ctx.rng("flow-test", kP, m, s).standard_normal((4, d)) * np.sqrt(s2)
+    f_full = mi.haar_averaged_predictor(At[-1], Bt[-1], W0, X, d_H)
+    xH, rho = X[:, :d_H], np.linalg.norm(X[:, d_H:], axis=1)
+    aT, bT, rT = R[-1, :, 0], R[-1, :, 1:1 + d_H], R[-1, :, -1]
+    f_red = mi.reduced_predictor(aT, bT, rT, w, xH, rho, haar[kP][0])
+    # Lipschitz bound of a h(b_H . x_H, r rho) in (a, b_H, r): |h| <= |b||x|, |h_y| <= 1,
+    # |h_z| <= 1, so a state error tol moves f by at most tol sum_j w_j (|b_j||x| +
+    # |a_j| (|x_H|_1 + rho)), plus 1e-13 for the predictors' quadratures
+    nb = np.linalg.norm(np.concatenate([bT, rT[:, None]], axis=1), axis=1)
+    lip = (w * nb) @ np.ones(m) * np.linalg.norm(X, axis=1) + \
+        (w * np.abs(aT)).sum() * (np.abs(xH).sum(axis=1) + rho)
+    tol_f = float(np.max(tol * (lip + 1))) + 1e-13
+    err_f = float(np.max(np.abs(f_full - f_red)))
+    rows.append([kP, m, ctx.size("flow_horizon"), fmt(err), fmt(e_orbit), fmt(e_quad), fmt(tol),
+                 fmt(err_f), fmt(spread)])
+    n = _H1D_FLOW_SETS[kP][1][0]
+    why = (f"k = {kP}: 3 (error estimate of the set of copies " + (
+           f"|x_n - x_2n| / 15, n = {n}: O(n^-4) from the |angle|^3 term of the kernel within "
+           "an orbit" if kP == 2 else f"|x_n - x_2n|, n = {n}: product rule on S^2") +
+           f", + rule error estimate |{_H1D_RULES[0]} - {_H1D_RULES[1]} nodes per piece|: "
+           f"spectral) + {_H1D_ODE:g} max(1, |state|) (DOP853, rtol {_H1D_RTOL:g})")
+    return [SubCheck("trajectories", err, tol, why),
+            SubCheck("predictors", err_f, tol_f, "the trajectory tolerance times the Lipschitz "
+                     "bound sum_j w_j (|b_j||x| + |a_j|(|x_H|_1 + rho)) (+1), + 1e-13"),
+            SubCheck("invariance", spread, tol_inv, "D_n-equivariant field: the copies agree "
+                     "exactly up to rounding (~N u |v| per step)" if kP == 2 else "the product "
+                     "rule is not an orbit: 3 x its error estimate + 1e-12")]
+
+
+def _h1d_over_time(ctx: RunContext, haar) -> tuple[list[SubCheck], list[list]]:
+    """The sub-checks of the reduced dynamics over time: trajectories over the drawn
+    instances (for_all_instances), then the predictors and the invariance on the same
+    instances (worst of each)."""
+    rows: list[list] = []
+    seen: dict = {}
+
+    def measure(inst) -> SubCheck:
+        seen[inst] = _h1d_flow_measure(ctx, haar, inst, rows)
+        return seen[inst][0]
+
+    dims = (f"d_H = {_H1D_FLOW_DH}, k = {', '.join(map(str, _H1D_FLOW_SETS))}, teacher "
+            "relu(x_1) - |x_2|/2")
+    traj = for_all_instances(
+        ctx, "reduced flow (a, b_H, r)(t) with the derived h, dh/dy, dh/dz vs the full flow "
+        f"of the copies (a, b_H, |b_perp|)(t), max over t, particles, coordinates ({dims})",
+        _h1d_flow_instances(), measure, count=ctx.size("flow_instances"),
+        pinned=[(2, 3, 0), (3, 2, 0)])
+    spread = "spread of (a, b_H, |b_perp|) over the copies of each reduced particle along the "
+    names = [(1, None, "reduced predictor (derived h) vs the SO(k)-averaged full predictor at "
+                       "the horizon, 4 inputs per instance"),
+             (2, 2, spread + "full flow, k = 2 (an orbit of D_n: invariance)"),
+             (2, 3, spread + "full flow, k = 3 (a product rule: agreement to its error)")]
+    subs = [traj]
+    for i, k, name in names:
+        got = [v[i] for inst, v in seen.items() if k in (None, inst[0])]
+        if got:   # empty only if those instances raised: traj then fails and says why
+            worst = max(got, key=lambda sc: sc.error / sc.tolerance)
+            subs.append(SubCheck(name, worst.error, worst.tolerance, worst.reason))
+    return subs, rows
+
+
+def _h1d_closed_forms(ctx: RunContext, kperp_shift: int, average
+                      ) -> tuple[float, float, dict]:
+    """(0) every derived Haar average E_g relu(y + z S) and its partials vs mpmath
+    quadrature of their definitions over the law of S (numerics.sphere.relu_affine_mean_mp,
+    30 digits), on a grid kept 1% away from the kinks |y| = z, where arcsin(y/z) amplifies
+    the rounding of y/z by 1/sqrt(1 - (y/z)^2): (error of h, error of the partials), and
+    the evaluators (h, h_y, h_z) for the flow sub-check (the control: one dimension up)."""
+    results = ctx.derivation().results
+    derived_avgs = results["haar_average"]
+    Yg, Zg = np.meshgrid(np.linspace(-1.5, 1.5, 13), np.array([0.05, 0.3, 1.0, 2.7]))
+    away = np.abs(np.abs(Yg / Zg) - 1) > 0.01
+    Yg, Zg = Yg[away], Zg[away]
+    cf_err = max(float(np.max(np.abs(average(kP)(Yg, Zg) - _haar_reference(kP, Yg, Zg))))
+                 for kP in derived_avgs)
+    partials = {kP: (dh.haar_average_partials(kP + kperp_shift) if kperp_shift else
+                     (results["haar_average_dy"][kP], results["haar_average_dz"][kP]))
+                for kP in derived_avgs}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cf_err_d = max(float(np.max(np.abs(np.broadcast_to(_haar_callable(partials[kP][i])(
+            Yg, Zg), Yg.shape) - _haar_reference(kP, Yg, Zg, 2 - i))))
+            for kP in derived_avgs for i in (0, 1))
+    haar = {}
+    for kF in _H1D_FLOW_SETS:
+        h = dh.haar_relu_average(kF + kperp_shift)[0] if kperp_shift else derived_avgs[kF]
+        haar[kF] = tuple(_haar_callable(e) for e in (h, *partials[kF]))
+    return cf_err, cf_err_d, haar
+
+
 def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
     """H1d: the Haar averages derived for H^perp itself (``kperp_shift`` 0), or for the
     sphere of one dimension more (the near miss ``SPHERE_ONE_UP``)."""
@@ -516,15 +692,8 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                                          if kperp_shift else derived_avgs[kP])
         return built[kP]
 
-    # (0) every derived Haar average E_g relu(y + z S) vs mpmath quadrature of its
-    # definition over the law of S (numerics.sphere.relu_affine_mean_mp, 30 digits), on a
-    # grid kept 1% away from the kinks |y| = z, where arcsin(y/z) amplifies the rounding of
-    # y/z by 1/sqrt(1 - (y/z)^2)
-    Yg, Zg = np.meshgrid(np.linspace(-1.5, 1.5, 13), np.array([0.05, 0.3, 1.0, 2.7]))
-    away = np.abs(np.abs(Yg / Zg) - 1) > 0.01
-    Yg, Zg = Yg[away], Zg[away]
-    cf_err = max(float(np.max(np.abs(average(kP)(Yg, Zg) - _haar_reference(kP, Yg, Zg))))
-                 for kP in derived_avgs)
+    cf_err, cf_err_d, haar_flow = _h1d_closed_forms(ctx, kperp_shift, average)
+    flow_subs, flow_rows = _h1d_over_time(ctx, haar_flow)
     # (a) trained network on f* depending on x_H only: the Haar average over O(H^perp)
     # of f(mu; g x) by Monte Carlo (the definition) vs the derived d_H-dim predictor
     n_g = ctx.size("haar_draws")
@@ -565,6 +734,11 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                      "definition over the law of S on a (y, z) grid (|y/z| not within 1% of 1)",
                      cf_err, 1e-13, "the reference to 30 digits; float64 evaluation of the "
                      "derived form (arcsin with condition number <= 7, powers) ~1e-15"),
+            SubCheck("derived partials d h/dy = P(y + zS > 0), d h/dz = E[S; y + zS > 0], "
+                     "same k and grid, vs mpmath quadrature of their definitions", cf_err_d,
+                     1e-13, "as above; sqrt(z^2 - y^2) / z of k = 2 has condition <= 50 on "
+                     "the grid"),
+            *flow_subs,
             SubCheck("closed particle set under <cyclic shift, -I> of H^perp: "
                      "max |f(gx) - f(x)| after 100 GD steps", inv, 1e-12,
                      "exact invariance; float64 rounding")]
@@ -575,7 +749,11 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                             "closed_set_dims": [d, d_H]},
                    tables=[Table("Group average vs reduced predictor (first input per instance)",
                                  ["d_H", "d - d_H", "MC E_g f(gx)", "reduced", "SE", "|err|/SE"],
-                                 rows)])
+                                 rows),
+                           Table("Reduced vs full flow over time (per instance)",
+                                 ["k", "m", "horizon", "max |reduced - full|", "set n vs 2n",
+                                  "rule refinement", "tolerance", "predictor |err|",
+                                  "copy spread"], flow_rows)])
 
 
 CLAIMS = [
@@ -602,12 +780,16 @@ CLAIMS = [
           negative_target="closed particle set + invariant sample", figures=fig_h1b),
     Claim(id="H1d", title="Multi-index targets: reduction to d_H dimensions",
           source="Hajjar & Chizat (2023), Sec. 4, Lemma 4.2",
-          statement=r"$f^*(x) = g(x_H)$ $\Rightarrow$ $\mu_t$ stays $O(H^\perp)$-invariant and "
-                    r"$f(\mu_t;x) = \int a\,E_S\,\sigma(b_H^\top x_H + |b_\perp||x_\perp|S)\,d\mu_t$.",
+          statement=r"$f^*(x) = g(x_H)$ $\Rightarrow$ $\mu_t$ stays $O(H^\perp)$-invariant, "
+                    r"$f(\mu_t;x) = \int a\,h_k(b_H^\top x_H, |b_\perp||x_\perp|)\,d\mu_t$ with "
+                    r"$h_k(y, z) = E_S\,\sigma(y + zS)$, and $(a, b_H, |b_\perp|)$ follow the "
+                    r"gradient flow of the reduced loss $\frac12 E(f - g)^2$.",
           check=check_h1d, exact=0, near_miss=SPHERE_ONE_UP,
-          sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2},
-                 "full": {"haar_draws": 240_000, "gd_steps": 300, "instances": 20}},
+          sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2,
+                           "flow_instances": 2, "flow_horizon": 3.0},
+                 "full": {"haar_draws": 240_000, "gd_steps": 300, "instances": 20,
+                          "flow_instances": 12, "flow_horizon": 4.0}},
           negative_control_description="the Haar average derived for the sphere of one "
                                        "dimension more (S on S^(d-d_H))",
-          negative_target="Haar average over O(H^perp)", kind="theorem"),
+          negative_target="reduced flow (a, b_H, r)(t)", kind="theorem"),
 ]
