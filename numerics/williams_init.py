@@ -64,6 +64,13 @@ def interval_breakpoints(intervals: _Intervals, zs: Sequence[mpmath.mpf]) -> lis
 
     Each endpoint e(a) must be affine on each half: e = e0 + e1 a is read from a = +-1,
     +-1/2 and checked at a = +-1/4 (else ValueError); the root a = e0 / (z - e1)."""
+    intervals = require_callable(intervals, "intervals", "(a) -> [(lo, hi), ...]")
+    if isinstance(zs, (str, bytes)) or not isinstance(zs, Sequence):
+        raise TypeError(f"zs must be a sequence of real numbers (the inputs x, x'); got "
+                        f"{type(zs).__name__}")
+    if len(zs) > MAX_INTERVALS:
+        raise ValueError(f"zs must hold at most {MAX_INTERVALS} inputs; got {len(zs)}")
+    zs = [_mp_real(z, "zs entry") for z in zs]
     one, half, quarter = mpmath.mpf(1), mpmath.mpf(1) / 2, mpmath.mpf(1) / 4
     pts = {-one, mpmath.mpf(0), one}
     tol = mpmath.mpf(10) ** (-mpmath.mp.dps + 8)

@@ -694,12 +694,12 @@ def test_iid_particles_are_shared_by_a_check_and_its_negative_control():
     """One claim shape: the cached i.i.d. draws take the run context; the negative control
     (and --examples) reuse the same draws, a different seed does not."""
     import dataclasses
+    from verify import claims
     from verify.claims import williams_kernels as wk
-    from verify.kit import RunContext
-    ctx = RunContext("W3a", "quick", 3)
+    ctx = claims.get("W3a").context("quick", 3)
     g = wk._iid_grams(ctx, "uniform")
     assert wk._iid_grams(dataclasses.replace(ctx, negative_control=True, examples=2), "uniform") is g
-    other = wk._iid_grams(RunContext("W3a", "quick", 4), "uniform")
+    other = wk._iid_grams(claims.get("W3a").context("quick", 4), "uniform")
     assert not np.array_equal(other[100], g[100])
 
 

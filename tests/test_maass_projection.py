@@ -124,6 +124,7 @@ def test_arb_haar_integrals_enclose_the_derived_projector_and_refuse_bad_gates()
 
 
 # --------------------------------------------------------------------------- the claims
+@pytest.mark.slow   # tests/test_registry.py runs M1g and its control at seeds 0-2
 def test_m1g_passes_and_its_near_miss_fails():
     assert claims.run("M1g", "quick", 0).passed
     ev = claims.run("M1g", "quick", 0, negative_control=True)

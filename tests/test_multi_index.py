@@ -146,6 +146,7 @@ def test_validation_names_the_argument():
         mi.reduced_velocity(a, bH, r, w, C, V, S2, D, h, 3.0, h_z)
 
 
+@pytest.mark.slow   # tests/test_registry.py runs H1d at seed 0 by default; this at 0-2
 def test_check_h1d_passes_on_seeds_0_to_2():
     from verify import claims
     for seed in range(3):

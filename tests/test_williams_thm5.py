@@ -136,5 +136,6 @@ def test_a_mutated_omega_fails_its_subcheck() -> None:
     assert "Thm 5 general, gap: derived omega vs quadrature of int |a|^3 p0(a, ax) da" in _failed(out)
 
 
+@pytest.mark.slow   # tests/test_registry.py runs W3b at seeds 0-2 (check and control)
 def test_check_w3b_seeds_0_2() -> None:
     assert main(["check", "W3b", "--seeds", "0-2"]) == 0
