@@ -40,7 +40,8 @@ from numerics.validation import ArgumentTypeError, require_size
 __all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "logistic",
            "UNITS", "unit_output", "feature_average", "symmetrized_model", "projected_model",
            "fixed_space_projection", "MAX_TAYLOR_ORDER", "NORM_GATES", "so2_feature_average",
-           "so2_symmetrized_model", "so2_fixed_space_projection", "norm_gated_output"]
+           "so2_symmetrized_model", "so2_fixed_space_projection", "norm_gated_output",
+           "rotation_action"]
 
 #: highest Taylor order :func:`taylor_coefficients` computes
 MAX_TAYLOR_ORDER = 32
@@ -275,6 +276,14 @@ def _conjugate(c: Any, s: Any, z: Sequence[Any]) -> list[Any]:
     """R z R^T for row-major 2 x 2 z."""
     rz = [c * z[0] - s * z[2], c * z[1] - s * z[3], s * z[0] + c * z[2], s * z[1] + c * z[3]]
     return [rz[0] * c - rz[1] * s, rz[0] * s + rz[1] * c, rz[2] * c - rz[3] * s, rz[2] * s + rz[3] * c]
+
+
+def rotation_action(angle: Any, x: Sequence[Any], z: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """``(R x, R z R^T)`` for the rotation R(angle) of R^2 and the row-major 2 x 2 ``z``
+    (balls; a float angle enters exactly)."""
+    t = _ball(angle, "angle")
+    c, s = t.cos(), t.sin()
+    return _rotate(c, s, _vector(x, 2, "x")), _conjugate(c, s, _vector(z, 4, "z"))
 
 
 def _so2_integral(entry: Callable[[Any, Any, int], Any], n: int, what: str) -> list[Any]:

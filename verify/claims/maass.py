@@ -207,15 +207,9 @@ def _certified_so2_m1a(ctx: RunContext) -> list[SubCheck]:
                 inst["residual"].append(certify.CertifiedInstance(
                     f"x = {xx}, a = {za}, b = {zb}, w = {ww}, entry {k + 1}",
                     residual[k](*xx, *za, *zb, ww), fa[k] - sym[k], scale=abs(fa[k]) + abs(sym[k]) + 1))
-            tb = certify.ball(t)
-            c, s = tb.cos(), tb.sin()
-            xb, zb_ = [certify.ball(v) for v in xx], [certify.ball(v) for v in za]
-            rx = [c * xb[0] - s * xb[1], s * xb[0] + c * xb[1]]
-            rz = [c * zb_[0] - s * zb_[2], c * zb_[1] - s * zb_[3], s * zb_[0] + c * zb_[2], s * zb_[1] + c * zb_[3]]
-            rzr = [rz[0] * c - rz[1] * s, rz[0] * s + rz[1] * c, rz[2] * c - rz[3] * s, rz[2] * s + rz[3] * c]
+            rx, rzr = AU.rotation_action(t, xx, za)
             lhs = AU.norm_gated_output("cubic", rx, rzr)
-            v = AU.norm_gated_output("cubic", xb, zb_)
-            rhs = [c * v[0] - s * v[1], s * v[0] + c * v[1]]
+            rhs, _ = AU.rotation_action(t, AU.norm_gated_output("cubic", xx, za), za)
             for k in range(2):
                 inst["equivariance"].append(certify.CertifiedInstance(
                     f"phi = {t!r}, x = {xx}, z = {za}, entry {k + 1}", equi[k](t, *xx, *za),
