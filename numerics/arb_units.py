@@ -23,7 +23,8 @@ arithmetic; none reads a derived expression.
   :func:`so2_fixed_space_projection`, the Haar integrals (1/2 pi) int_0^{2 pi} d phi as
   rigorous ``acb.integral`` enclosures (the integrands are entire in phi for the cubic gate,
   meromorphic for tanh: Arb subdivides around the poles), for the norm-gated units
-  ``(z x) g(|z x|^2)``, g(r) = r ("cubic") or tanh(r) ("tanh") (:func:`norm_gated_output`).
+  ``(z x) g(|z x|^2)``, g(r) = r ("cubic") or tanh(r) ("tanh") (:func:`norm_gated_output`),
+  and the action itself at one angle (:func:`rotation_action`).
 
 Inputs are floats (entered exactly), ints, Fractions or balls.  This module imports
 neither SymPy nor the ``verify`` package.
