@@ -43,10 +43,14 @@ _BIAS_FRACTION = 0.05
 _TEACHER_SEED = 0
 
 
-def _setting():
-    unit, group = eq.LogisticUnit(2, 2), c2_swap()
+def _setting(linear: bool = False):
+    """(unit, group, teacher) of the beta = 0 study (logistic unit) or, ``linear``, of the
+    beta > 0 study (linear unit, whose McKean-Vlasov law is Gaussian)."""
+    unit = eq.LinearUnit(2, 2) if linear else eq.LogisticUnit(2, 2)
+    group = c2_swap()
     from numerics.rng import make_rng
-    teacher = eq.make_teacher("arbitrary", unit, group, make_rng(_TEACHER_SEED, "M1f teacher"))
+    tag = "M1f linear teacher" if linear else "M1f teacher"
+    teacher = eq.make_teacher("arbitrary", unit, group, make_rng(_TEACHER_SEED, tag))
     return unit, group, teacher
 
 
@@ -103,13 +107,6 @@ _STUDY_BETA = ("distance of the width-N particles' mean and covariance to the Ga
                "McKean-Vlasov law N(f(T) M*, c(T) I) vs width N: noisy SGD at beta > 0, linear unit")
 
 
-def _linear_setting():
-    unit, group = eq.LinearUnit(2, 2), c2_swap()
-    from numerics.rng import make_rng
-    teacher = eq.make_teacher("arbitrary", unit, group, make_rng(_TEACHER_SEED, "M1f linear teacher"))
-    return unit, group, teacher
-
-
 @lru_cache(maxsize=2)
 def _linear_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: float,
                  x_std: float, tau: float, beta: float, batch: int, generation: int):
@@ -117,7 +114,7 @@ def _linear_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: fl
     SGD (vanilla, beta > 0) for the linear unit, every width and seed; cached like
     :func:`_width_runs`."""
     del generation
-    unit, group, teacher = _linear_setting()
+    unit, group, teacher = _setting(linear=True)
     means = np.empty((len(widths), seeds, unit.dim_z))
     covs = np.empty((len(widths), seeds, unit.dim_z, unit.dim_z))
     for i, N in enumerate(widths):
@@ -140,7 +137,7 @@ def _gaussian_limit(t: float, x_std: float, tau: float, beta: float) -> tuple[np
     vals = (t, tau, beta, x_std, eq.STUDENT_STD)
     f = float(lambdified("M1f", "mean_factor", args, modules="numpy")(*vals))
     c = float(lambdified("M1f", "variance", args, modules="numpy")(*vals))
-    return f * _linear_setting()[2].mean(axis=0), c
+    return f * _setting(linear=True)[2].mean(axis=0), c
 
 
 def _beta_study(ctx: RunContext, sz: dict, time_factor: float):
@@ -164,7 +161,7 @@ def _closure_check(sz: dict) -> SubCheck:
     dC/dt = J C + C J^T + 2 beta I with J the Jacobian of v in z at fixed law (central
     differences, exact for an affine v), at t = T/4, T/2, T."""
     from scipy.integrate import solve_ivp
-    unit, _, teacher = _linear_setting()
+    unit, _, teacher = _setting(linear=True)
     tau, beta, T = sz["tau"], sz["beta"], sz["T"]
     x, xw = el.gauss_hermite_product(2, 4, sz["x_std"])      # exact for these quadratics
     y = el.weighted_output(unit, x, teacher, np.full(teacher.shape[0], 1.0 / teacher.shape[0]))
