@@ -37,7 +37,8 @@ __all__ = ["GroupAction", "matrix_action", "c2_swap", "cyclic_shift_matrices",
            "dihedral_matrices", "symmetric_group_matrices", "permutation_action",
            "validate_measure", "ORTHOGONALITY_TOL", "MAX_SHIFT_MATRICES_N",
            "MAX_CYCLIC_SHIFTS_N", "MAX_NETWORK_ACTION_N", "MAX_GROUP_ORDER", "MAX_PERMUTATION_N",
-           "MAX_CLOSURE_FLOPS", "rotation_rule", "MAX_ROTATION_RULE_N"]
+           "MAX_CLOSURE_FLOPS", "rotation_rule", "MAX_ROTATION_RULE_N", "plane_rotation",
+           "MAX_PLANE_ROTATION_DIM"]
 
 #: entries of g^T g - I larger than this reject a representation as non-orthogonal
 ORTHOGONALITY_TOL = 1e-10
@@ -393,6 +394,23 @@ def rotation_rule(n: int) -> GroupAction:
     c, s = np.cos(t), np.sin(t)
     R = np.stack([np.stack([c, -s], axis=1), np.stack([s, c], axis=1)], axis=1)
     return matrix_action(R, R, name=f"SO(2), {n}-point rule")
+
+
+#: largest dimension of :func:`plane_rotation` (a dense d x d matrix)
+MAX_PLANE_ROTATION_DIM = 4096
+
+
+def plane_rotation(angle: Any, d: int = 2) -> np.ndarray:
+    """The d x d float64 rotation by ``angle`` (radians) in the plane of the first two
+    coordinates, the identity on the others: [[cos, -sin], [sin, cos]] in the top-left block.
+    d in 2..:data:`MAX_PLANE_ROTATION_DIM`."""
+    angle = float(as_float_array(angle, "angle (radians)", ndim=0))
+    d = require_positive_int(d, "d (dimension of the rotation)", minimum=2,
+                             maximum=MAX_PLANE_ROTATION_DIM)
+    R = np.eye(d)
+    c, s = np.cos(angle), np.sin(angle)
+    R[:2, :2] = [[c, -s], [s, c]]
+    return R
 
 
 def c2_swap() -> GroupAction:

@@ -320,3 +320,26 @@ def test_huge_broadcast_views_are_refused_fast_without_copying():
         with pytest.raises(ValueError, match="too large"):
             call()
     assert time.process_time() - t0 < 1.0
+
+
+# --------------------------------------------------------------------------- plane rotations
+@given(st.floats(-20, 20), st.integers(2, 6))
+def test_plane_rotation_is_orthogonal_and_rotates_the_first_plane(angle, d):
+    """R^T R = I, det R = 1, R e_1 = (cos, sin, 0...), the other coordinates fixed, and
+    R(a) R(b) = R(a + b) to rounding."""
+    from numerics.groups import plane_rotation
+    R = plane_rotation(angle, d)
+    assert R.shape == (d, d)
+    assert np.allclose(R.T @ R, np.eye(d), atol=4e-16)
+    assert np.isclose(np.linalg.det(R), 1.0)
+    assert np.allclose(R[:, 0], [np.cos(angle), np.sin(angle)] + [0.0] * (d - 2), atol=1e-16)
+    assert np.array_equal(R[2:, 2:], np.eye(d - 2))
+    assert np.allclose(R @ plane_rotation(0.7, d), plane_rotation(angle + 0.7, d), atol=2e-15)
+
+
+def test_plane_rotation_rejects_bad_input():
+    from numerics.groups import plane_rotation
+    for args, match in (((np.nan,), "finite"), ((0.1, 1), r"\[2, 4096\]"),
+                        (([0.1, 0.2],), "scalar"), (("x",), "real number")):
+        with pytest.raises((ValueError, TypeError), match=match):
+            plane_rotation(*args)

@@ -22,6 +22,7 @@ from scipy.special import roots_jacobi
 from derivations import hajjar as dh
 from numerics import multi_index as mi
 from numerics import twolayer as tl
+from numerics.groups import plane_rotation
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from verify.studies.hajjar import alpha_by_quadrature, init_particles
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
@@ -246,10 +247,7 @@ def _transforms() -> dict[str, np.ndarray]:
     d = 4
     R = np.eye(d)
     R[0, 0] = -1.0
-    th = 2 * np.pi / 5
-    Q = np.eye(d)
-    Q[:2, :2] = [[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]
-    return {"reflection x1 -> -x1": R, "rotation 2pi/5 in (x1, x2)": Q}
+    return {"reflection x1 -> -x1": R, "rotation 2pi/5 in (x1, x2)": plane_rotation(2 * np.pi / 5, d)}
 
 
 def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, m0: int,
@@ -314,10 +312,10 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
     derived ones, each in units of its tolerance."""
     d, kind, q, m0, n0, s = inst
     ang = 2 * np.pi / q if kind == "rotation" else 0.0
-    T = np.eye(d)
     if kind == "rotation":
-        T[:2, :2] = [[np.cos(ang), -np.sin(ang)], [np.sin(ang), np.cos(ang)]]
+        T = plane_rotation(ang, d)
     else:
+        T = np.eye(d)
         T[0, 0] = -1.0
     G = tl.cyclic_group(T)
     X0 = ctx.rng("drawn-data", *inst[:5], s).standard_normal((n0, d)) / np.sqrt(d)

@@ -17,6 +17,7 @@ import numpy as np
 
 from numerics import activations as act
 from numerics import twolayer as tl
+from numerics.groups import plane_rotation
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         derived_results, fmt, for_all_instances, rate_study)
 from verify.studies.hajjar import init_particles
@@ -33,12 +34,10 @@ _STUDY = ("i.i.d. particles from the invariant law: RMS asymmetry f(Tx) - f(x) v
 
 
 def _transform(kind: str, q: int, d: int) -> np.ndarray:
+    if kind != "reflection":
+        return plane_rotation(2 * np.pi / q, d)
     T = np.eye(d)
-    if kind == "reflection":
-        T[0, 0] = -1.0
-    else:
-        th = 2 * np.pi / q
-        T[:2, :2] = [[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]
+    T[0, 0] = -1.0
     return T
 
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from derivations import maass as dm
 from numerics.equivariant import (LinearUnit, LogisticUnit, NormGatedUnit, model_output,
                                   symmetrized_output)
-from numerics.groups import rotation_rule
+from numerics.groups import plane_rotation, rotation_rule
 from verify.certify import certified_details
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, lambdified)
@@ -159,7 +159,7 @@ def _so2_m1a(ctx: RunContext) -> list[SubCheck]:
                 - model_output(u, xx[None], *formulas.symmetrize(zab, G, wts)))[0]
         scale = max(1.0, float(np.abs(symmetrized_output(u, G, xx[None], zab, wts)).max()))
         e_res = max(e_res, float(np.abs(diff - np.ravel(res(xx, za, zb, ww)).astype(float)).max()) / scale)
-        R = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+        R = plane_rotation(t)
         zr = (R @ za.reshape(2, 2) @ R.T).ravel()
         eq = u.value((R @ xx)[None], zr[None])[0, 0] - R @ u.value(xx[None], za[None])[0, 0]
         scale = max(1.0, float(np.abs(u.value(xx[None], za[None])).max()))

@@ -28,7 +28,8 @@ from derivations.maass import vector_symbols
 from derivations.maass_projection import cross_term_symbols
 from numerics.equivariant import LogisticUnit, NormGatedUnit, TanhUnit, model_output, symmetrized_output
 from numerics.equivariant_limit import gauss_hermite_product
-from numerics.groups import GroupAction, c2_swap, cyclic_shifts, permutation_action, rotation_rule
+from numerics.groups import (GroupAction, c2_swap, cyclic_shifts, permutation_action, plane_rotation,
+                             rotation_rule)
 from verify.certify import certified_details
 from verify.kit import (Claim, Outcome, RunContext, SubCheck, Table, combine, fmt,
                         for_all_instances, lambdified)
@@ -175,7 +176,7 @@ def _derived_vs_numeric(ctx: RunContext) -> list[SubCheck]:
         pp, qq, t = rng.standard_normal(), rng.standard_normal(), rng.uniform(0, 2 * np.pi)
         e["proj"] = max(e["proj"], float(np.abs(np.ravel(proj(z)).astype(float)
                                                 - G.projector() @ z).max()) / max(1.0, np.abs(z).max()))
-        R = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+        R = plane_rotation(t)
         E = np.array([[pp, -qq], [qq, pp]])
         e["fixed"] = max(e["fixed"], float(np.abs((R @ E @ R.T - E).ravel()
                                                   - np.ravel(fixed(t, pp, qq)).astype(float)).max())
