@@ -28,7 +28,8 @@ import sympy as sp
 from derivations.base import Derivation, Step
 
 __all__ = ["DERIVATIONS", "derive_m1f", "n_width", "alpha_sgd", "GaussianClosure",
-           "derive_gaussian_closure", "closure_symbols"]
+           "derive_gaussian_closure", "closure_symbols", "scheme_symbols",
+           "derive_scheme_deviation_variance"]
 
 n_width = sp.Symbol("N", positive=True)
 alpha_sgd = sp.Symbol("alpha", positive=True)
@@ -47,6 +48,8 @@ class GaussianClosure:
     variance: sp.Expr           # c(t): Cov_mu_t = c(t) I
     stationary_mean_factor: sp.Expr
     stationary_variance: sp.Expr
+    mean_rate: sp.Expr          # m(t) - m_inf decays as exp(-mean_rate t) from any start
+    variance_rate: sp.Expr      # C(t) - C_inf decays as exp(-variance_rate t) from any start
 
 
 @lru_cache(maxsize=None)
@@ -80,6 +83,13 @@ def derive_gaussian_closure() -> GaussianClosure:
     var = sp.dsolve(var_ode, c(t), ics={c(0): s0**2}).rhs
     factor = sp.simplify(mean / ms)
     m_inf, c_inf = sp.limit(factor, t, sp.oo), sp.limit(var, t, sp.oo)
+    # the moment ODEs are linear, so from ANY start m - m_inf and C - C_inf decay at the
+    # rates -d^2 f/dt^2 / (df/dt) and -d^2 c/dt^2 / (dc/dt) (each a single exponential)
+    mean_rate = sp.simplify(-sp.diff(factor, t, 2) / sp.diff(factor, t))
+    variance_rate = sp.simplify(-sp.diff(var, t, 2) / sp.diff(var, t))
+    if t in mean_rate.free_symbols or t in variance_rate.free_symbols:
+        raise ArithmeticError(f"M1f closure: the decay rates {mean_rate}, {variance_rate} "
+                              "depend on t (not single exponentials)")
     # Gibbs fixed point: exponent -(E_x<(M - M*) x, z x> + tau |z|^2) / beta, a Gaussian of
     # variance beta / (2 tau) and mean -grad_z(E_x<...>) / (2 tau); self-consistent M
     gibbs_mean = [-sp.diff(first_variation, zi) / (2 * tau) for zi in zv]
@@ -89,7 +99,34 @@ def derive_gaussian_closure() -> GaussianClosure:
     if sp.simplify(fixed[mv[0]] - m_inf * msv[0]) != 0 or sp.simplify(gibbs_var - c_inf) != 0:
         raise ArithmeticError("M1f closure: the Gibbs fixed point is not the flow's limit")
     return GaussianClosure(drift, sp.simplify(factor), sp.simplify(var), sp.simplify(m_inf),
-                           sp.simplify(c_inf))
+                           sp.simplify(c_inf), mean_rate, variance_rate)
+
+
+def scheme_symbols() -> tuple[sp.Symbol, ...]:
+    """(s, N): the SGD step (flow time per step alpha / N) and the width."""
+    return sp.symbols("s N", positive=True)
+
+
+@lru_cache(maxsize=None)
+def derive_scheme_deviation_variance() -> sp.Expr:
+    """The stationary variance per coordinate of a particle's deviation d_i = z_i - mean_j z_j
+    under the SGD scheme itself (Euler-Maruyama, step s, width N) for the linear unit: the
+    drift's law-dependent part and the minibatch term are common to all particles and cancel
+    in d_i, leaving d' = (1 + s J) d + sqrt(2 beta s) (xi_i - mean_j xi_j), J = -2 tau
+    (the closure's drift Jacobian); the fixed point v of v = (1 + s J)^2 v + 2 beta s (1 - 1/N).
+    It tends to the flow's c_inf as s -> 0, N -> infinity (else ArithmeticError)."""
+    t, tau, beta, sx, s0 = closure_symbols()
+    s, N = scheme_symbols()
+    closure = derive_gaussian_closure()
+    jac = closure.drift.jacobian(sp.symbols("z11 z12 z21 z22", real=True))[0, 0]
+    v = sp.Symbol("v", positive=True)
+    sol = sp.solve(sp.Eq(v, (1 + s * jac) ** 2 * v + 2 * beta * s * (1 - 1 / N)), v)
+    if len(sol) != 1:
+        raise ArithmeticError(f"M1f scheme: no unique stationary variance: {sol}")
+    dev = sp.simplify(sol[0])
+    if sp.simplify(sp.limit(sp.limit(dev, s, 0), N, sp.oo) - closure.stationary_variance) != 0:
+        raise ArithmeticError("M1f scheme: the stationary variance does not tend to c_inf")
+    return dev
 
 
 def derive_m1f() -> Derivation:
@@ -126,8 +163,18 @@ def derive_m1f() -> Derivation:
         Step("which is also the Gibbs fixed point $\\mu \\propto \\exp(-(\\delta R/\\delta\\mu + "
              "\\tau|z|^2)/\\beta)$ (checked symbolically): the flow tends to the minimiser of the "
              "entropic risk, unique for $\\tau, \\beta > 0$."),
+        Step("From any start the moment ODEs relax to this law at the rates",
+             sp.Tuple(closure.mean_rate, closure.variance_rate), lhs="(r_m, r_C)"),
+        Step("The SGD scheme itself (step $s$, width $N$): a particle's deviation from the "
+             "particles' mean is an Euler-Maruyama OU process (the law-dependent drift and the "
+             "minibatch term are common and cancel) whose stationary variance per coordinate is",
+             derive_scheme_deviation_variance(), lhs="v(s, N)"),
     ], results={"time_per_step": per_step, "mean_factor": closure.mean_factor,
-                "variance": closure.variance})
+                "variance": closure.variance,
+                "stationary_mean_factor": closure.stationary_mean_factor,
+                "stationary_variance": closure.stationary_variance,
+                "mean_rate": closure.mean_rate, "variance_rate": closure.variance_rate,
+                "scheme_deviation_variance": derive_scheme_deviation_variance()})
 
 
 DERIVATIONS: dict[str, Callable[[], Derivation]] = {"M1f": derive_m1f}

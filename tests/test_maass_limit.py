@@ -120,3 +120,40 @@ def test_m1f_derivation_raises_when_the_gibbs_law_is_not_the_limit(monkeypatch) 
         ml.derive_gaussian_closure()
     monkeypatch.undo()
     ml.derive_gaussian_closure.cache_clear()
+
+
+def test_scheme_deviation_variance_matches_a_direct_simulation_of_its_recursion() -> None:
+    """The derived stationary variance v(s, N) of a particle's deviation from the particles'
+    mean, against a plain numpy simulation of the scheme's deviation recursion
+    d' = (1 - 2 tau s) d + sqrt(2 beta s) (xi_i - mean xi) with many particles and times
+    (sample variance within 5 standard errors)."""
+    from derivations.maass_limit import (closure_symbols, derive_scheme_deviation_variance,
+                                         scheme_symbols)
+    _, tau, beta, _, _ = closure_symbols()
+    s, N = scheme_symbols()
+    tv, bv, sv, n = 0.3, 0.05, 0.2, 8
+    v = float(derive_scheme_deviation_variance().subs({tau: tv, beta: bv, s: sv, N: n}))
+    rng = np.random.default_rng(3)
+    d = np.zeros((20000, n))
+    acc = []
+    for k in range(400):
+        xi = rng.standard_normal(d.shape)
+        d = (1 - 2 * tv * sv) * d + np.sqrt(2 * bv * sv) * (xi - xi.mean(axis=1, keepdims=True))
+        if k >= 100 and k % 20 == 0:
+            acc.append(float(np.mean(d ** 2)))
+    est = np.mean(acc)
+    # snapshots 20 steps apart: correlation (1 - 2 tau s)^40 ~ 6e-3, independent enough
+    assert abs(est / v - 1) < 5 * np.sqrt(2 / (d.size * len(acc)))
+    assert abs(v - bv / (2 * tv)) > 0.01 * v                               # the scheme's own law
+
+
+def test_closure_relaxation_rates_are_the_moment_odes_eigenvalues() -> None:
+    """r_m and r_C: the mean factor and the variance are single exponentials with these rates."""
+    import sympy as sp
+    from derivations.maass_limit import closure_symbols, derive_gaussian_closure
+    c = derive_gaussian_closure()
+    t, tau, beta, sx, s0 = closure_symbols()
+    assert sp.simplify(c.mean_factor - c.stationary_mean_factor
+                       + (c.stationary_mean_factor) * sp.exp(-c.mean_rate * t)) == 0
+    assert sp.simplify(c.variance - c.stationary_variance
+                       - (s0**2 - c.stationary_variance) * sp.exp(-c.variance_rate * t)) == 0

@@ -41,6 +41,8 @@ _BIAS_FRACTION = 0.05
 #: the unit, group and teacher of the study (the paper's reference experiment's unit and
 #: group; C_2 plays no role for the vanilla scheme)
 _TEACHER_SEED = 0
+#: the linear unit's parameter dimension (2 x 2)
+D_Z = 4
 
 
 def _setting(linear: bool = False):
@@ -153,17 +155,16 @@ def _beta_study(ctx: RunContext, sz: dict, time_factor: float):
     return rate_study(_STUDY_BETA, widths, D, predicted=-0.5, level=0.999), c_inf
 
 
-def _closure_check(sz: dict) -> SubCheck:
-    """The derived Gaussian law (mean f(t) M*, variance c(t)) against the Ito moment ODEs of
-    the numerics' drift, integrated by scipy: dm/dt = v(m; m) with v(z; m) the population
-    velocity of numerics.equivariant_limit at z under a law of mean m (the model of the linear
-    unit depends on the law through its mean only; E v = v(m; m) as v is affine in z),
-    dC/dt = J C + C J^T + 2 beta I with J the Jacobian of v in z at fixed law (central
-    differences, exact for an affine v), at t = T/4, T/2, T."""
+def _moment_ode(x_std: float, tau: float, beta: float, m0: np.ndarray, c0: float, t_end: float):
+    """The Ito moment ODEs of the numerics' drift for the linear unit, integrated by DOP853 from
+    mean m0 and covariance c0 I: dm/dt = v(m; m) with v(z; m) the population velocity of
+    numerics.equivariant_limit at z under a law of mean m (the linear unit's model depends on
+    the law through its mean only; E v = v(m; m) as v is affine in z), dC/dt = J C + C J^T +
+    2 beta I with J the Jacobian of v in z at fixed law (central differences, exact for an
+    affine v).  Returns (dense solution, dimension D, M*)."""
     from scipy.integrate import solve_ivp
     unit, _, teacher = _setting(linear=True)
-    tau, beta, T = sz["tau"], sz["beta"], sz["T"]
-    x, xw = el.gauss_hermite_product(2, 4, sz["x_std"])      # exact for these quadratics
+    x, xw = el.gauss_hermite_product(2, 4, x_std)      # exact for these quadratics
     y = el.weighted_output(unit, x, teacher, np.full(teacher.shape[0], 1.0 / teacher.shape[0]))
 
     def v(z: np.ndarray, m: np.ndarray) -> np.ndarray:   # the drift at z of the law with mean m
@@ -175,12 +176,20 @@ def _closure_check(sz: dict) -> SubCheck:
     def rhs(_: float, u: np.ndarray) -> np.ndarray:
         C = u[D:].reshape(D, D)
         return np.concatenate([v(u[:D], u[:D]), (J @ C + C @ J.T + 2 * beta * np.eye(D)).ravel()])
-    u0 = np.concatenate([np.zeros(D), (eq.STUDENT_STD ** 2 * np.eye(D)).ravel()])
-    sol = solve_ivp(rhs, (0.0, T), u0, method="DOP853", rtol=1e-12, atol=1e-14, dense_output=True)
+    u0 = np.concatenate([m0, (c0 * np.eye(D)).ravel()])
+    sol = solve_ivp(rhs, (0.0, t_end), u0, method="DOP853", rtol=1e-12, atol=1e-14, dense_output=True)
+    return sol.sol, D, teacher.mean(axis=0)
+
+
+def _closure_check(sz: dict) -> SubCheck:
+    """The derived Gaussian law (mean f(t) M*, variance c(t)) against the Ito moment ODEs of
+    the numerics' drift (:func:`_moment_ode`) from the students' law, at t = T/4, T/2, T."""
+    tau, beta, T = sz["tau"], sz["beta"], sz["T"]
+    sol, D, _ = _moment_ode(sz["x_std"], tau, beta, np.zeros(4), eq.STUDENT_STD ** 2, T)
     err = 0.0
     for t in (T / 4, T / 2, T):
         m_d, c_d = _gaussian_limit(t, sz["x_std"], tau, beta)
-        u = sol.sol(t)
+        u = sol(t)
         err = max(err, float(np.max(np.abs(u[:D] - m_d))) / max(1.0, float(np.abs(m_d).max())),
                   float(np.max(np.abs(u[D:].reshape(D, D) - c_d * np.eye(D)))) / c_d)
     return SubCheck("derived Gaussian law (f(t) M*, c(t) I) vs the Ito moment ODEs of the numerics' "
@@ -188,6 +197,123 @@ def _closure_check(sz: dict) -> SubCheck:
                     "T/2, T", err, 1e-10,
                     "DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 relative; "
                     "the 4-node Gauss-Hermite rule is exact for the quadratic data moments")
+
+
+def _stationary(name: str, sz: dict, s: float = 0.0, N: float = float("inf")) -> float:
+    """A derived stationary quantity of M1f at the stationarity sub-checks' (x_std, tau, beta)
+    (the scheme's deviation variance also at step s and width N)."""
+    from derivations.maass_limit import closure_symbols, scheme_symbols
+    ts, taus, betas, sxs, s0s = closure_symbols()
+    if name == "scheme_deviation_variance":
+        ss, Ns = scheme_symbols()
+        return float(lambdified("M1f", name, (taus, betas, ss, Ns), modules="numpy")(
+            sz["stat_tau"], sz["stat_beta"], s, N))
+    args = (ts, taus, betas, sxs, s0s)
+    return float(lambdified("M1f", name, args, modules="numpy")(
+        0.0, sz["stat_tau"], sz["stat_beta"], sz["x_std"], eq.STUDENT_STD))
+
+
+#: the starts of the stationarity sub-checks: (name, mean of every coordinate, variance,
+#: sampler of N x D particles); neither is the closure's N(0, s_0^2) law
+_STARTS = (("uniform, offset +2", 2.0, 1.0 / 3.0,
+            lambda rng, n, d: 2.0 + rng.uniform(-1.0, 1.0, (n, d))),
+           ("two clusters at -1.5 +- 0.5 (Rademacher)", -1.5, 0.25,
+            lambda rng, n, d: -1.5 + 0.5 * rng.choice([-1.0, 1.0], (n, d))))
+
+
+def _limit_in_time_check(sz: dict) -> SubCheck:
+    """t -> infinity along the limit flow: from both non-Gaussian starts the moment ODEs of the
+    numerics' drift relax at the derived rates to the derived stationary law (f_inf M*,
+    c_inf I), the Gibbs fixed point (the derivation shows they are equal)."""
+    r_m, r_c = _stationary("mean_rate", sz), _stationary("variance_rate", sz)
+    f_inf, c_inf = _stationary("stationary_mean_factor", sz), _stationary("stationary_variance", sz)
+    t1 = 2.0 / min(r_m, r_c)
+    t_end = 40.0 / min(r_m, r_c)
+    err = 0.0
+    for _, mu, var, _ in _STARTS:
+        sol, D, M_star = _moment_ode(sz["x_std"], sz["stat_tau"], sz["stat_beta"],
+                                     np.full(D_Z, mu), var, t_end)
+        m_inf = f_inf * M_star
+        u1, u2, u_end = sol(t1), sol(2 * t1), sol(t_end)
+        # relaxation: (m(2 t1) - m_inf) = exp(-r_m t1) (m(t1) - m_inf); same for C at r_c
+        err = max(err, float(np.max(np.abs((u2[:D] - m_inf) - np.exp(-r_m * t1) * (u1[:D] - m_inf))))
+                  / float(np.max(np.abs(u1[:D] - m_inf))))
+        dc1, dc2 = (u1[D:] - c_inf * np.eye(D).ravel()), (u2[D:] - c_inf * np.eye(D).ravel())
+        err = max(err, float(np.max(np.abs(dc2 - np.exp(-r_c * t1) * dc1))) / float(np.max(np.abs(dc1))))
+        err = max(err, float(np.max(np.abs(u_end[:D] - m_inf))) / float(np.max(np.abs(m_inf))),
+                  float(np.max(np.abs(u_end[D:] - c_inf * np.eye(D).ravel()))) / c_inf)
+    return SubCheck(f"t -> infinity: the moment ODEs from two non-Gaussian starts relax at the derived "
+                    f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
+                    f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
+                    f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", err, 1e-9,
+                    "DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios are "
+                    "read where the transients are >= exp(-4) ~ 2e-2 of their start, so rounding "
+                    "and the integrator error stay below ~1e-10 of them; at 40 relaxation times the "
+                    "transient is exp(-40) ~ 4e-18")
+
+
+@lru_cache(maxsize=2)
+def _stationary_runs(run: RunContext, N: int, seeds: int, step: float, T: float, x_std: float,
+                     tau: float, beta: float, batch: int) -> tuple:
+    """Final particles of noisy SGD (linear unit, flow time per step ``step``, horizon T) from
+    each start of :data:`_STARTS`, ``seeds`` runs each: arrays (starts, seeds, N, D)."""
+    unit, group, teacher = _setting(linear=True)
+    alpha = step * N
+    steps = int(round(T / step))
+    cfg = eq.SGDConfig(alpha=alpha, tau=tau, beta=beta, batch=batch, steps=steps, x_std=x_std)
+    out = np.empty((len(_STARTS), seeds, N, unit.dim_z))
+    for i, (name, _, _, sample) in enumerate(_STARTS):
+        for k in range(seeds):
+            th0 = sample(run.rng("stationary init", name, k), N, unit.dim_z)
+            with long_runs():
+                out[i, k], _ = eq.train(unit, group, th0, teacher, "vanilla", cfg,
+                                        run.rng("stationary data", name, k),
+                                        run.rng("stationary noise", name, k))
+    return out, steps
+
+
+def _stationary_particles_check(ctx: RunContext, sz: dict) -> list[SubCheck]:
+    """Noisy SGD run to stationarity from the two non-Gaussian starts: the particles' mean over
+    seeds against f_inf M* (Student-t), their deviation variance against the scheme's derived
+    stationary variance v(s, N) (normal approximation of the pooled sample variance), and the
+    deviations' excess kurtosis against 0 (Gaussian: the unique minimiser is the Gibbs law)."""
+    N, seeds, step, T = sz["stat_N"], sz["stat_seeds"], sz["stat_step"], sz["stat_T"]
+    th, steps = _stationary_runs(ctx.shared(), N, seeds, step, T, sz["x_std"], sz["stat_tau"],
+                                 sz["stat_beta"], sz["batch"])
+    f_inf = _stationary("stationary_mean_factor", sz)
+    v = _stationary("scheme_deviation_variance", sz, step, N)
+    r_min = min(_stationary("mean_rate", sz), _stationary("variance_rate", sz))
+    M_star = _setting(linear=True)[2].mean(axis=0)
+    transient = float(np.exp(-r_min * T)) * 4.0   # |start - stationary| <= 4 in mean and variance
+    z_q = float(stats.norm.ppf(1 - 0.001 / (2 * 3 * len(_STARTS))))
+    e_mean = e_var = e_kurt = 0.0
+    t_mean = 0.0
+    for i in range(len(_STARTS)):
+        means = th[i].mean(axis=1)                                     # (seeds, D)
+        dev = th[i] - means[:, None, :]
+        hw = float(stats.t.ppf(1 - 0.001 / (2 * 3 * len(_STARTS) * D_Z), seeds - 1))
+        se = means.std(axis=0, ddof=1) / np.sqrt(seeds)
+        e_mean = max(e_mean, float(np.max(np.abs(means.mean(axis=0) - f_inf * M_star)
+                                          / (hw * se + transient))))
+        pooled = float(np.mean(dev ** 2))
+        n = dev.size
+        e_var = max(e_var, abs(pooled / v - 1.0) / (z_q * np.sqrt(2.0 / n) + transient / v))
+        zs = dev / np.sqrt(pooled)
+        e_kurt = max(e_kurt, abs(float(np.mean(zs ** 4)) - 3.0) / (z_q * np.sqrt(24.0 / n)))
+        t_mean = max(t_mean, float(se.max()))
+    why = (f"{seeds} seeds x width {N} per start, {steps} steps of flow time {step:g} to T = {T:g} "
+           f"(the derived transient <= 4 exp(-{fmt(r_min)} T) = {fmt(transient)} is added to the "
+           f"tolerance); 99.9% in all (Bonferroni over 2 starts x 3 statistics")
+    return [SubCheck("stationarity from non-Gaussian starts: mean of the particles over seeds vs "
+                     "f_inf M* (error / (Student-t half-width + transient))", e_mean, 1.0,
+                     why + f", x 4 coordinates); standard error {fmt(t_mean)}"),
+            SubCheck("stationarity: the particles' deviation variance vs the SGD scheme's derived "
+                     "stationary variance v(s, N) (error / (normal half-width of the pooled "
+                     "variance + transient))", e_var, 1.0,
+                     why + f"); v = {fmt(v)}, the flow's c_inf (1 - 1/N) / (1 - tau s)"),
+            SubCheck("stationarity: excess kurtosis of the deviations = 0 (the stationary law is "
+                     "the Gaussian Gibbs law from any start; error / normal half-width "
+                     "sqrt(24/n))", e_kurt, 1.0, why + ")")]
 
 
 def _time_change_check(ctx: RunContext, alpha: float, tau: float) -> SubCheck:
@@ -237,7 +363,8 @@ def _noise_check(ctx: RunContext, alpha: float, tau: float, x_std: float) -> Sub
 def check(ctx: RunContext, time_factor: float) -> Outcome:
     """M1f: the width study against the limit read at time_factor * T (1 for the claim)."""
     sz = {k: ctx.size(k) for k in ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch",
-                                   "nq", "nx", "rk4", "n_eval", "beta", "beta_widths")}
+                                   "nq", "nx", "rk4", "n_eval", "beta", "beta_widths", "stat_tau",
+                                   "stat_beta", "stat_N", "stat_seeds", "stat_step", "stat_T")}
     widths, T = tuple(sz["widths"]), sz["T"]
     F, steps = _width_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], T, sz["x_std"],
                            sz["tau"], sz["batch"], sz["n_eval"], derived_generation())
@@ -260,6 +387,8 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                 "Gaussian law of the McKean-Vlasov flow: 99.9% Student-t interval "
                                 "of the per-seed slopes"),
             _closure_check(sz),
+            _limit_in_time_check(sz),
+            *_stationary_particles_check(ctx, sz),
             _time_change_check(ctx, sz["alpha"], sz["tau"]),
             _noise_check(ctx, sz["alpha"], sz["tau"], sz["x_std"]),
             study.bias_subcheck("limit reference error (bounded by the coarser rule: nq - 1 nodes, "
@@ -317,12 +446,16 @@ CLAIMS = [Claim(
     sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048, 4096), "seeds": 8, "alpha": 16.0,
                      "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 6, "nx": 16,
                      "rk4": 24, "n_eval": 32, "beta": 0.05,
-                     "beta_widths": (64, 128, 256, 512, 1024, 2048, 4096)},
+                     "beta_widths": (64, 128, 256, 512, 1024, 2048, 4096),
+                     "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 1024, "stat_seeds": 16,
+                     "stat_step": 1 / 64, "stat_T": 12.0},
            "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8,
                     "alpha": 16.0, "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 7,
                     "nx": 20, "rk4": 32, "n_eval": 32, "beta": 0.05,
                     # the linear unit's SGD step is memory-bound beyond N ~ 8192 (~10 ms)
-                    "beta_widths": (128, 256, 512, 1024, 2048, 4096, 8192)}},
+                    "beta_widths": (128, 256, 512, 1024, 2048, 4096, 8192),
+                    "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 4096, "stat_seeds": 32,
+                    "stat_step": 1 / 128, "stat_T": 12.0}},
     negative_control_description="the limit read at time 1.2 T (the derived time per step "
                                  "alpha/N off by 20%)",
     negative_target=_STUDY, figures=figures, kind="theorem")]
