@@ -28,7 +28,6 @@ m_width = sp.Symbol("m", positive=True)
 def derive_w2j() -> Derivation:
     a, b, c, x, y, rest = sp.symbols("a b c x y R", real=True)
     alpha, gamma, t = sp.symbols("alpha gamma t", positive=True)
-    p = sp.Symbol("p", positive=True)          # the active pre-activation a x - b
     f = (c * (a * x - b) + rest) / alpha
     loss = (f - y) ** 2 / 2
     z = (a, b, c)

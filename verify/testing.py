@@ -20,7 +20,7 @@ alpha_constant disagrees at 1 of 1 points (rtol 1e-10)
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import mpmath
 import numpy as np

@@ -272,10 +272,9 @@ def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, 
     f_vel = [sp.lambdify(args, e, "numpy") for e in vel]
     g = len(G)
     perm_p = (np.arange(g * m0) + m0) % (g * m0)   # index of the image particle T b_j
-    perm_s = (np.arange(g * n0) + n0) % (g * n0)   # index of the image sample T x_i
     e_pre = e_vel = 0.0
     for aa, BB in run.snapshots:
-        m, n = aa.size, X.shape[0]
+        m = aa.size
         Z = BB @ X.T
         meas_pre = (BB @ T.T) @ (X @ T.T).T - Z        # numerics' pre-activations
         A_, R_ = aa[:, None], (Y - tl.forward(aa, BB, X))[None, :]
@@ -741,7 +740,7 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                      "max |f(gx) - f(x)| after 100 GD steps", inv, 1e-12,
                      "exact invariance; float64 rounding")]
     return combine("d_H-dimensional reduction (Lemma 4.2) on trained networks, (d_H, d - d_H) "
-                   "drawn" + (f" [S marginal of the sphere of one dimension more]"
+                   "drawn" + (" [S marginal of the sphere of one dimension more]"
                               if kperp_shift else ""), subs,
                    details={"haar_draws": n_g, "closed_set_size": n_closed,
                             "closed_set_dims": [d, d_H]},

@@ -381,7 +381,6 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
         fit_res, jumps = _piecewise_fit_stats(f, xd)
         h = float(np.min(np.diff(np.concatenate([[-1.0], xd, [1.0]]))))
         pred = np.array([np.asarray(J(x0), dtype=float).reshape(4) for x0 in xd]) * f.coefficients[:, None]
-        amax = float(np.max(np.abs(f.coefficients)))
         # fitted cubics: derivative k of the fit amplifies the fit noise (<= fit_res*scale) by ~ (2/h)^k k!
         noise = max(fit_res, 64 * cond * EPS) * scale
         tol_k = np.array([noise * 64 * (2 / h) ** k * np.prod(range(1, k + 1)) for k in range(4)])
