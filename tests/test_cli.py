@@ -293,6 +293,15 @@ def test_report_only_takes_a_comma_list_without_performance(fake_registry, tmp_p
     assert main(["report", "--only", "T0a,,", "--out", str(out)]) == 2
 
 
+def test_check_takes_ids_as_a_comma_list_too(fake_registry, capsys) -> None:
+    """`check T0a,T0b` names the same claims as `check T0a T0b` (as --seeds and --only take
+    comma lists); an empty item is one line and exit 2."""
+    assert main(["check", "T0a,t0a"]) == 0
+    assert main(["check", "T0a,,T0b"]) == 2
+    err = capsys.readouterr().err
+    assert "no empty item" in err and "Traceback" not in err
+
+
 def test_check_shows_the_worst_subcheck(fake_registry, capsys) -> None:
     assert main(["check", "T0a"]) == 0
     head = capsys.readouterr().out.splitlines()[0]

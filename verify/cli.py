@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from verify.claims import PROFILES, PluginError, UnknownClaimError, all_claims, get
 from verify.kit import fmt
+from verify.runner import parse_ids
 
 __all__ = ["main", "UsageError"]
 
@@ -120,7 +121,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the claims: id, title, source")
 
     c = sub.add_parser("check", help="run derivations and checks; exit 0 only if all pass")
-    c.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
+    c.add_argument("ids", nargs="*", type=parse_ids, metavar="ID",
+                   help="claim ids, separated by spaces or commas (default: all)")
     _add_claim_run(c)
     c.add_argument("--json", metavar="FILE",
                    help="write the evidence as JSON: one row per (claim, seed)")
@@ -129,7 +131,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="regenerate the derivation report (Markdown + HTML + figures)")
     r.add_argument("--out", default="report", metavar="DIR")
-    r.add_argument("--only", nargs="+", type=_id_list, metavar="ID",
+    r.add_argument("--only", nargs="+", type=parse_ids, metavar="ID",
                    help="restrict to these claim ids (H1f W3a or H1f,W3a); without the "
                         "Performance section")
     _add_claim_run(r)
@@ -256,15 +258,6 @@ def _resolve(ids: Sequence[str]):
             print(f"verify: note: claim ids are case-insensitive; {given!r} is {c.id}",
                   file=sys.stderr)
     return claims
-
-
-def _id_list(text: str) -> list[str]:
-    """``H1f,W3a`` (a comma list, as for --seeds) as ids; empty items refused."""
-    ids = [t.strip() for t in text.split(",")]
-    if not all(ids):
-        raise argparse.ArgumentTypeError(f"--only takes claim ids separated by commas or "
-                                         f"spaces; got {text!r}")
-    return ids
 
 
 def _seed_list(args: argparse.Namespace) -> list[int]:
@@ -396,7 +389,7 @@ def _check_counts(claims: list, results: list, seeds: list[int], neg: bool) -> t
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from verify.runner import Task
-    claims = _resolve(args.ids)
+    claims = _resolve([i for group in args.ids for i in group])
     seeds = _seed_list(args)
     json_path = _validate_file(args.json, "--json")
     neg = args.negative_controls

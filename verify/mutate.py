@@ -518,7 +518,9 @@ def summarize_algorithms(results: list[MutantResult]) -> list[dict[str, Any]]:
 # -- command line ------------------------------------------------------------------
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
+    from verify.runner import parse_ids
+    p.add_argument("ids", nargs="*", type=parse_ids, metavar="ID",
+                   help="claim ids, separated by spaces or commas (default: all)")
     p.add_argument("--eps", type=float, default=None,
                    help="run every mutant at this relative perturbation (e.g. 1e-2); "
                         "default: bisect the smallest eps caught over 1e-1 .. 1e-14")
@@ -543,7 +545,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """The ``mutate`` command; exit 0 iff every mutant is caught."""
     from verify.claims import all_claims, get
-    ids = [get(i).id for i in args.ids] if args.ids else [c.id for c in all_claims()]
+    ids = ([get(i).id for group in args.ids for i in group] if args.ids
+           else [c.id for c in all_claims()])
     if args.eps is not None and not (0 < args.eps < 1):
         raise ValueError(f"--eps must be in (0, 1); got {args.eps!r}")
     if args.seed < 0:

@@ -49,7 +49,7 @@ from numerics.validation import long_runs
 from verify.kit import without_local_constants
 
 __all__ = ["Task", "TaskResult", "Executor", "ExecutionError", "TimeBudgetExceeded",
-           "run_task", "describe_exception", "derivation_self_test_site", "one_blas_thread", "keep_freed_memory", "without_local_constants", "parse_seeds", "format_seeds", "time_budget", "report_progress",
+           "run_task", "describe_exception", "derivation_self_test_site", "one_blas_thread", "keep_freed_memory", "without_local_constants", "parse_ids", "parse_seeds", "format_seeds", "time_budget", "report_progress",
            "progress_hook", "code_fingerprint", "write_experiment", "experiment_payload", "BLAS_ENV", "CONNECT_TIMEOUT", "MAX_SEEDS"]
 
 MAX_SEEDS = 10_000
@@ -73,6 +73,25 @@ class TimeBudgetExceeded(BaseException):
 # ----------------------------------------------------------------------------- seeds
 
 _SEED_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+def parse_ids(spec: str) -> list[str]:
+    """Claim ids from ``"H1f,W3a"`` (a comma list, as for seeds; the command line also takes
+    them separated by spaces), stripped; an empty item is refused with an
+    ``argparse.ArgumentTypeError`` (this is the command line's ``type=`` for ids).
+
+    >>> parse_ids("H1f, W3a")
+    ['H1f', 'W3a']
+    """
+    import argparse
+    if not isinstance(spec, str):
+        raise argparse.ArgumentTypeError(f"claim ids must be text such as H1f,W3a; got "
+                                         f"{type(spec).__name__}")
+    ids = [t.strip() for t in spec.split(",")]
+    if not all(ids):
+        raise argparse.ArgumentTypeError(f"claim ids are separated by commas or spaces, with no empty item; "
+                         f"got {spec!r}")
+    return ids
 
 
 def parse_seeds(spec: str) -> list[int]:
