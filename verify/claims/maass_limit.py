@@ -272,6 +272,41 @@ def _stationary_runs(run: RunContext, N: int, seeds: int, step: float, T: float,
     return out, steps
 
 
+def _scheme_variance_check(ctx: RunContext, sz: dict) -> SubCheck:
+    """The derived v(s, N) against the discrete Lyapunov equation of the numerics' own step:
+    the deviation map A (one noiseless step of numerics.equivariant.train, particle i moved by
+    +e_k and particle j by -e_k, the mean fixed; exact differences, the step being affine)
+    and the noise of the scheme's definition, i.i.d. N(0, 2 beta s) per particle, whose
+    deviation from the particles' mean has covariance 2 beta s (1 - 1/N) I; V = A V A^T + Q
+    by scipy.linalg.solve_discrete_lyapunov."""
+    from scipy.linalg import solve_discrete_lyapunov
+    unit, group, teacher = _setting(linear=True)
+    N, step = sz["stat_N"], sz["stat_step"]
+    n = 7
+    cfg = eq.SGDConfig(alpha=step * n, tau=sz["stat_tau"], beta=0.0, batch=sz["batch"], steps=1,
+                       x_std=sz["x_std"])
+    th0 = ctx.rng("scheme variance").standard_normal((n, unit.dim_z))
+
+    def one_step(th: np.ndarray) -> np.ndarray:
+        return eq.train(unit, group, th, teacher, "vanilla", cfg, ctx.rng("scheme variance", "data"),
+                        ctx.rng("scheme variance", "noise"))[0]
+    base = one_step(th0)
+    A = np.empty((unit.dim_z, unit.dim_z))
+    for k in range(unit.dim_z):
+        th = th0.copy()
+        th[0, k] += 1.0
+        th[1, k] -= 1.0
+        A[:, k] = one_step(th)[0] - base[0]
+    V = solve_discrete_lyapunov(A, 2.0 * sz["stat_beta"] * step * (1.0 - 1.0 / N) * np.eye(unit.dim_z))
+    v = _stationary("scheme_deviation_variance", sz, step, N)
+    return compare(f"the SGD scheme's derived stationary deviation variance v(s, N) = {fmt(v)} vs the "
+                   "discrete Lyapunov equation of the numerics' one-step deviation map (s = "
+                   f"{step:g}, N = {N})", V, v * np.eye(unit.dim_z), rtol=1e-12, atol=1e-12 * v,
+                   reason="the step is affine, so the differences are exact up to rounding of O(1) "
+                          "values (~1e-16); the Lyapunov solve of a well-conditioned 4 x 4 system "
+                          "(A ~ (1 - 2 tau s) I) amplifies it by 1/(1 - |A|^2) ~ 1/(4 tau s) = 64")
+
+
 def _stationary_particles_check(ctx: RunContext, sz: dict) -> list[SubCheck]:
     """Noisy SGD run to stationarity from the two non-Gaussian starts: the particles' mean over
     seeds against f_inf M* (Student-t), their deviation variance against the scheme's derived
@@ -388,6 +423,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                 "of the per-seed slopes"),
             _closure_check(sz),
             _limit_in_time_check(sz),
+            _scheme_variance_check(ctx, sz),
             *_stationary_particles_check(ctx, sz),
             _time_change_check(ctx, sz["alpha"], sz["tau"]),
             _noise_check(ctx, sz["alpha"], sz["tau"], sz["x_std"]),
