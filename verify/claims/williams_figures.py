@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from derivations import williams_dynamics as D
 from numerics import relu1d as N
@@ -123,9 +122,8 @@ def _wrap(v):
 def _limit_metric():
     """The derived delta = +inf inverse metric (G^-1_rr, G^-1_thth) / delta as
     ``reduced_flow`` takes it."""
-    g_rr, g_tt = derived_results("W2k")["adaptive_metric"]
-    f_rr = sp.lambdify(D.r, g_rr, "numpy")
-    f_tt = sp.lambdify(D.r, g_tt, "numpy")
+    f_rr = lambdified("W2k", ("adaptive_metric", 0), (D.r,), modules="numpy")
+    f_tt = lambdified("W2k", ("adaptive_metric", 1), (D.r,), modules="numpy")
     return lambda r, dl: (f_rr(r) * np.ones_like(r), f_tt(r) * np.ones_like(r))
 
 
