@@ -56,7 +56,7 @@ from numerics.validation import (ArgumentTypeError, DivergenceError, flow_budget
 
 __all__ = [
     "normalize_alpha", "forward", "loss_and_grad", "forward_dense", "loss_and_grad_dense",
-    "knots", "gradient_descent", "GDResult", "FlowResult", "gradient_flow",
+    "knots", "sample_line_distance", "gradient_descent", "GDResult", "FlowResult", "gradient_flow",
     "canonical_forward", "canonical_loss_and_grad", "reduced_flow", "network_jacobian",
 ]
 
@@ -131,6 +131,21 @@ def knots(a: Any, b: Any) -> np.ndarray:
         raise ValueError("a knot b_i / a_i overflows float64 (|a_i| tiny relative to |b_i|); "
                          f"indices {np.flatnonzero(~np.isfinite(e))[:5].tolist()}")
     return e
+
+
+def sample_line_distance(theta: Any, x: Any) -> np.ndarray:
+    """Angle from each particle direction d(theta_i) to the nearest sample line
+    u x_j - v = 0 of the particle plane (docs/errata.md W-1): min_j |theta_i - atan(x_j)|
+    modulo pi, in [0, pi/2].  It is 0 iff the knot tan(theta_i) of neuron i sits at a sample
+    point x_j (or the neuron is vertical and x_j infinite, impossible for finite samples):
+    the clustering statistic of Williams et al. Fig. 2 (claim W2k)."""
+    theta = as_float_array(theta, "theta (particle angles)", ndim=1)
+    x, _ = _data(x)
+    require_size(theta.size * x.size, "the (m, s) angle matrix (m neurons x s samples)",
+                 hint="use fewer neurons or samples")
+    gap = np.subtract.outer(theta, np.arctan(x))                  # (m, s)
+    folded = np.abs(np.remainder(gap + np.pi / 2, np.pi) - np.pi / 2)
+    return np.min(folded, axis=1)
 
 
 # --------------------------------------------------------------------------- dense reference
