@@ -316,7 +316,7 @@ FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
     "W3c": (15, 14), "H1b": (26, 1), "W3b": (16, 5), "H1j": (20, 1), "M1e": (8, 7),
     "M1g": (8, 4), "H1h": (9, 2), "W3d": (3, 5), "W2c": (6, 1), "W3a": (4, 1), "W3e": (2, 3),
     "W2b": (2, 2), "W2a": (2, 1), "W2h": (1, 2), "H1a": (3, 1), "W2e": (2, 1), "W2d": (1, 1),
-    "W2f": (1, 1), "M1b": (1, 1)}
+    "W2f": (1, 1), "M1b": (1, 1), "W2k": (37, 10)}
 
 
 def expected_seconds(task: Task) -> float:
