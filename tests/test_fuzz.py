@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import itertools
 import json
 import math
 import os
@@ -110,7 +111,7 @@ def nonfinite_in(value: Any, depth: int = 0) -> str | None:
         if value.dtype.kind in "fc":
             return None if np.all(np.isfinite(value)) else f"array with {int(np.sum(~np.isfinite(value)))} non-finite entries"
         if value.dtype.kind == "O":
-            for v in value.ravel()[:200]:
+            for v in itertools.islice(value.flat, 200):
                 w = nonfinite_in(v, depth + 1)
                 if w:
                     return w
@@ -310,7 +311,8 @@ def calls(draw, target: Target):
 def _desc(args: tuple, kwargs: dict) -> str:
     def short(v):
         if isinstance(v, np.ndarray):
-            return f"array{v.shape}{np.array2string(v.ravel()[:6], precision=17, separator=',')}"
+            head = np.fromiter(itertools.islice(v.flat, 6), dtype=v.dtype, count=min(6, v.size))
+            return f"array{v.shape}{np.array2string(head, precision=17, separator=',')}"
         if callable(v) and not isinstance(v, (np.ndarray,)):
             return getattr(v, "__name__", type(v).__name__)
         r = repr(v)
