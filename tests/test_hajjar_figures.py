@@ -63,3 +63,20 @@ def test_h1l_passes_and_its_control_fails() -> None:
         assert claims.run("H1l", "quick", seed).passed
     ev = claims.run("H1l", "quick", 0, negative_control=True)
     assert not ev.passed
+
+
+def test_crossing_time_interpolates_and_reports_never() -> None:
+    from verify.claims.hajjar_reduced import crossing_time
+    t = np.linspace(0.0, 10.0, 11)
+    run = rd.ReducedRun(t, t, 0.5 + 0.1 * t, t, t, t, [], None, np.array([]))
+    assert crossing_time(run, 0.87) == pytest.approx(3.7, abs=1e-12)
+    assert np.isnan(crossing_time(run, 2.0))
+
+
+def test_quantile_state_is_the_initial_law() -> None:
+    from scipy import stats
+    from verify.claims.hajjar_reduced import quantile_state
+    st = quantile_state(2000, 10, 2)
+    assert rd.masses(st) == pytest.approx((0.5, 0.5))   # as numerics.reduced.initial_state
+    u = np.cos(st.theta[st.eps > 0]) ** 2     # |u_H|^2 ~ Beta(d_H/2, (d - d_H)/2)
+    assert stats.kstest(u, stats.beta(1, 4).cdf).statistic < 1e-3

@@ -429,7 +429,7 @@ _TSTAR_QUICK = {"ts_d": 10, "ts_d_H": 2, "ts_widths": (32, 64, 128, 256, 512), "
                 "ts_replicas": 4, "ts_step": 0.1, "ts_T": 50.0, "ts_T_after": 100.0,
                 "ts_ref_m": 1024, "ts_n_theta": 257, "ts_n_phi": 32}
 _TSTAR_FULL = {"ts_d": 30, "ts_d_H": 5, "ts_widths": (64, 128, 256, 512, 1024), "ts_seeds": 8,
-               "ts_replicas": 4, "ts_step": 0.3, "ts_T": 160.0, "ts_T_after": 400.0,
+               "ts_replicas": 4, "ts_step": 0.15, "ts_T": 160.0, "ts_T_after": 400.0,
                "ts_ref_m": 4096, "ts_n_theta": 513, "ts_n_phi": 48}
 _H1G_KEYS = ("d", "d_H", "m", "step", "steps", "n_theta", "n_phi")
 
