@@ -53,7 +53,7 @@ __all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
            "reduced_loss_and_field", "simulate_gd", "simulate_flow", "masses",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature", "phi_rule",
-           "ReducedRun", "validate_dims", "MAX_PARTICLES", "MAX_PHI_NODES", "MAX_DIM"]
+           "ReducedRun", "validate_dims", "AngleTrack", "track_angles", "MAX_PARTICLES", "MAX_PHI_NODES", "MAX_DIM"]
 
 HALF_PI = np.pi / 2
 
@@ -699,3 +699,92 @@ def reduced_predictor(state: ReducedState, X, d_H: int, kernel: Any) -> np.ndarr
     with np.errstate(over="ignore", invalid="ignore"):
         out = nx * ((state.eps * state.c) @ P) / m
     return require_finite_result(out, "reduced_predictor", "rescale X or the masses c")
+
+
+@dataclass
+class AngleTrack:
+    """Records of :func:`track_angles` (claims H1l, H1g) at the recorded steps."""
+    times: np.ndarray
+    min_ratio: np.ndarray       # min_j theta_j(t) / theta_j(0) over particles and tracers
+    gronwall: np.ndarray        # prod_n (1 - eta L_n), L_n = sup_theta |G''_n| of the field
+    tracer: np.ndarray          # (records, tracers): Euler angles of the massless tracers
+    tracer_linear: np.ndarray   # (records, tracers): theta_0 prod_n (1 + eta eps G''_n(0))
+    plus_off_h: np.ndarray      # (1/m) sum_{eps > 0} c sin theta  (the tau+ part off H)
+    off_h: np.ndarray           # (1/m) sum eps c sin theta
+    plus_mass: np.ndarray
+    minus_mean_angle: np.ndarray  # mass-weighted mean angle of tau-
+    final: ReducedState
+
+
+def _hermite_curvatures(table: PhiTable) -> np.ndarray:
+    """(2 (n_theta - 1), n_phi): d^2/dtheta^2 of the Hermite interpolant at both ends of every
+    cell (it is linear in each cell, so these bound it on [0, pi/2])."""
+    P, M, h = table.values, table.slopes * table.h, table.h
+    left = (-6 * P[:-1] - 4 * M[:-1] + 6 * P[1:] - 2 * M[1:]) / h ** 2
+    right = (6 * P[:-1] + 2 * M[:-1] - 6 * P[1:] + 4 * M[1:]) / h ** 2
+    return np.concatenate([left, right])
+
+
+def track_angles(state: ReducedState, table: PhiTable, step: float, steps: int, *,
+                 velocity: Any, curvature_at_zero, tracers, record_every: int = 10,
+                 long_run: bool | None = None) -> AngleTrack:
+    """The Euler scheme of :func:`simulate_gd` (same steps) with the records of claim H1l:
+    the Gronwall factor prod (1 - eta L_n), L_n the exact sup of |G''| of the interpolated
+    field, massless tracers (eps, theta_0) moved by the same field, and their linearisation
+    at theta = 0 from ``curvature_at_zero`` (phi~''(0; phi_k) at the table's phi nodes)."""
+    step = as_float_scalar(step, "step", lo=0.0, lo_open=True)
+    steps = require_positive_int(steps, "steps", minimum=0)
+    record_every = require_positive_int(record_every, "record_every", minimum=1)
+    velocity = require_callable(velocity, "velocity", "(eps, c, G, dG) -> (dc/dt, dtheta/dt)")
+    st = _require_state(state).copy()
+    if not isinstance(table, PhiTable):
+        raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
+    kap = as_float_array(curvature_at_zero, "curvature_at_zero", ndim=1)
+    require_same_shape(curvature_at_zero=kap, **{"table.phi": table.phi})
+    tr = as_float_array(tracers, "tracers ((eps, theta_0) rows)", ndim=2)
+    if tr.shape[1] != 2 or not np.all(np.abs(tr[:, 0]) == 1) or not np.all(
+            (tr[:, 1] > 0) & (tr[:, 1] <= HALF_PI)):
+        raise ValueError("tracers must be rows (eps, theta_0) with eps = +-1, 0 < theta_0 <= pi/2")
+    require_size((steps // record_every + 2) * (tr.shape[0] + 8), "the records",
+                 hint="raise record_every")
+    long = require_work((steps + 1) * ((_STEP_PER_PAIR * (st.c.size + tr.shape[0])
+                                        + 2 * table.grid.size) * table.n_phi
+                                       + 2 * _STEP_OVERHEAD), "steps", long_run=long_run,
+                        what="work units", hint="use fewer steps or particles")
+    curv = _hermite_curvatures(table)
+    m = st.c.size
+    th0 = np.concatenate([st.theta, tr[:, 1]])
+    te, tth = tr[:, 0], tr[:, 1].copy()
+    lin, gron = tr[:, 1].copy(), 1.0
+    rec = {k: [] for k in AngleTrack.__dataclass_fields__ if k != "final"}
+    for k in RunProgress(steps + 1, "reduced.track_angles steps", long).steps():
+        loss, G, dG, f = _loss_and_field(st, table)
+        if not np.isfinite(loss) or loss > 1e8:
+            raise DivergenceError(f"reduced GD diverged at step {k}: reduce step")
+        if k % record_every == 0 or k == steps:
+            sel = th0 > 0
+            rec["times"].append(k * step)
+            rec["min_ratio"].append(float(np.min(np.concatenate([st.theta, tth])[sel] / th0[sel])))
+            for key, v in (("gronwall", gron), ("tracer", tth.copy()), ("tracer_linear", lin.copy())):
+                rec[key].append(v)
+            w = st.c * np.sin(st.theta) / m
+            rec["plus_off_h"].append(float(w[st.eps > 0].sum()))
+            rec["off_h"].append(float(st.eps @ w))
+            rec["plus_mass"].append(float(st.c[st.eps > 0].sum() / m))
+            cm = st.c[st.eps < 0]
+            rec["minus_mean_angle"].append(float(cm @ st.theta[st.eps < 0] / cm.sum())
+                                           if cm.sum() > 0 else HALF_PI)
+        if k == steps:
+            break
+        wr = table.weights * (np.cos(table.phi) - f)
+        gron *= 1.0 - step * float(np.max(np.abs(curv @ wr)))
+        lin = lin * (1.0 + step * te * float(kap @ wr))
+        Pt, dPt = table(tth)
+        tth = fold_angle(tth + step * np.asarray(velocity(te, np.zeros_like(tth), Pt @ wr,
+                                                          dPt @ wr)[1], dtype=np.float64))
+        dc, dth = velocity(st.eps, st.c, G, dG)
+        st.c = st.c + step * np.asarray(dc, dtype=np.float64)
+        st.theta = fold_angle(st.theta + step * np.asarray(dth, dtype=np.float64))
+        if not (np.all(np.isfinite(st.c)) and np.all(np.isfinite(st.theta))):
+            raise DivergenceError(f"reduced GD diverged at step {k + 1}: reduce step")
+    return AngleTrack(**{k: np.array(v) for k, v in rec.items()}, final=st)
