@@ -25,9 +25,10 @@ ALL = claims.all_claims()
 IDS = [c.id for c in ALL]
 SEEDS = _seeds(os.environ.get("VERIFY_TEST_SEEDS", "0-2"))
 #: claims whose quick run takes over 5 s on a loaded core (the width studies, the
-#: finite-width training of Fig. 4, H1d's flows, M1a's Arb Haar integrals): the default run
+#: finite-width training of Fig. 4, H1d's flows, M1a's Arb Haar integrals, the figures' studies
+#: of W2k, H1g, H1l): the default run
 #: checks them at the first seed, the slow profile at every seed
-LONG_QUICK = {"W2i", "W2j", "W2k", "H1i", "H1k", "W3f", "M1f", "H1d", "M1a"}
+LONG_QUICK = {"W2i", "W2j", "W2k", "H1g", "H1i", "H1k", "H1l", "W3f", "M1f", "H1d", "M1a"}
 
 
 def _claim_seed_params() -> list:

@@ -9,6 +9,7 @@ Each negative control is the same check on a named near miss: ``SWAPPED_MARGINAL
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -311,7 +312,7 @@ _TS_KEYS = ("ts_d", "ts_d_H", "ts_widths", "ts_seeds", "ts_replicas", "ts_step",
             "ts_T_after", "ts_ref_m", "ts_n_theta", "ts_n_phi")
 
 
-def crossing_time(run: rd.ReducedRun, alpha: float) -> float:
+def crossing_time(run: rd.ReducedRun | _MassTrace, alpha: float) -> float:
     """t* = first t with tau+ mass > alpha, linearly interpolated between the two records
     around the crossing (second order in the record spacing); nan when never reached."""
     i = np.flatnonzero(run.plus_mass > alpha)
@@ -333,11 +334,20 @@ def quantile_state(m: int, d: int, d_H: int) -> rd.ReducedState:
                            np.concatenate([np.ones(mp), -np.ones(mp)]))
 
 
+@dataclass(frozen=True)
+class _MassTrace:
+    """The tau+ mass record of a run (what :func:`crossing_time` reads)."""
+    times: np.ndarray
+    plus_mass: np.ndarray
+
+
 @lru_cache(maxsize=4)
-def _tstar_study(ctx: RunContext, q_items: tuple, alpha: float, generation: int) -> dict:
-    """t*(m) over widths x seeds x replicas (random tau_0, ``ctx.rng("tstar", seed, replica,
-    width)``), the quantile references at ts_ref_m and ts_ref_m / 2, and the step halvings
-    (ts_step, /2, /4) of the ts_ref_m / 2 reference; ``generation`` keys the derived results."""
+def _tstar_runs(ctx: RunContext, q_items: tuple, generation: int) -> dict:
+    """The runs of the t* study, whatever the mass alpha whose crossing is read (the check
+    and its near miss share them): widths x seeds x replicas (random tau_0,
+    ``ctx.rng("tstar+-", seed, replica, width)``), the quantile references at ts_ref_m and
+    ts_ref_m / 2, and the step halvings (ts_step, /2, /4) of the ts_ref_m / 2 reference;
+    ``generation`` keys the derived results."""
     q = dict(q_items)
     d, dH, step, T = q["ts_d"], q["ts_d_H"], q["ts_step"], q["ts_T"]
     tab = phi_table(d, dH, q["ts_n_theta"], q["ts_n_phi"])
@@ -347,19 +357,29 @@ def _tstar_study(ctx: RunContext, q_items: tuple, alpha: float, generation: int)
     def run(st, eta, horizon):
         return rd.simulate_gd(st, tab, eta, int(round(horizon / eta)), record_every=1,
                               velocity=vel, long_run=long)
+    def trace(st, eta, horizon) -> _MassTrace:
+        r = run(st, eta, horizon)
+        return _MassTrace(r.times, r.plus_mass)
     widths = tuple(q["ts_widths"])
-    ts = np.array([[[crossing_time(run(rd.initial_state(ctx.rng("tstar+", s, r, m),
-                                                         ctx.rng("tstar-", s, r, m), m, d, dH),
-                                       step, T), alpha)
-                     for r in range(q["ts_replicas"])] for s in range(q["ts_seeds"])]
-                   for m in widths])
+    traces = [[[trace(rd.initial_state(ctx.rng("tstar+", s, r, m), ctx.rng("tstar-", s, r, m),
+                                       m, d, dH), step, T)
+                for r in range(q["ts_replicas"])] for s in range(q["ts_seeds"])] for m in widths]
     M = q["ts_ref_m"]
-    ref = crossing_time(run(quantile_state(M, d, dH), step, T), alpha)
     after = run(quantile_state(M // 2, d, dH), step, q["ts_T_after"])
-    steps = [crossing_time(after, alpha)] + [
-        crossing_time(run(quantile_state(M // 2, d, dH), step / k, T), alpha) for k in (2, 4)]
-    return {"widths": widths, "tstar": ts, "ref": ref, "ref_half": steps[0], "steps": steps,
-            "after": after}
+    steps = [after] + [trace(quantile_state(M // 2, d, dH), step / k, T) for k in (2, 4)]
+    return {"widths": widths, "traces": traces, "ref": trace(quantile_state(M, d, dH), step, T),
+            "steps": steps, "after": after}
+
+
+def _tstar_study(ctx: RunContext, q_items: tuple, alpha: float, generation: int) -> dict:
+    """t*(m) (crossing of ``alpha``) over the runs of :func:`_tstar_runs`: widths x seeds x
+    replicas, the references and the step halvings."""
+    R = _tstar_runs(ctx, q_items, generation)
+    ts = np.array([[[crossing_time(tr, alpha) for tr in reps] for reps in seeds]
+                   for seeds in R["traces"]])
+    steps = [crossing_time(tr, alpha) for tr in R["steps"]]
+    return {"widths": R["widths"], "tstar": ts, "ref": crossing_time(R["ref"], alpha),
+            "ref_half": steps[0], "steps": steps, "after": R["after"]}
 
 
 class _H1GDerived:
