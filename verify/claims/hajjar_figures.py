@@ -78,7 +78,7 @@ def _track(ctx: RunContext, p_items: tuple, offset: float, generation: int) -> r
     (``generation``: the derived results' generation, so a mutation reruns it)."""
     p = dict(p_items)
     tab = phi_table(p["d"], p["d_H"], p["n_theta"], p["n_phi"])
-    vel0 = derived_velocity(_H1GResults())
+    vel0 = derived_velocity(derived_results("H1g"))
     vel = (lambda e, c, g, dg: (lambda v: (v[0], v[1] - offset))(vel0(e, c, g, dg))) \
         if offset else vel0
     kappa = lambdified("H1l", "curvature_at_zero", (phi, K_H, K_PERP), modules="numpy")
@@ -88,13 +88,6 @@ def _track(ctx: RunContext, p_items: tuple, offset: float, generation: int) -> r
                            curvature_at_zero=kappa(tab.phi, p["d_H"], p["d"] - p["d_H"]),
                            tracers=tracers, record_every=max(1, p["steps"] // 200),
                            long_run=ctx.profile == "full")
-
-
-class _H1GResults:
-    """H1g's derived results (the reduced field) in the shape derived_velocity reads."""
-    def __init__(self):
-        self.results = derived_results("H1g")
-
 
 
 def _run(ctx: RunContext, p: dict, offset: float) -> rd.AngleTrack:

@@ -351,7 +351,7 @@ def _tstar_runs(ctx: RunContext, q_items: tuple, generation: int) -> dict:
     q = dict(q_items)
     d, dH, step, T = q["ts_d"], q["ts_d_H"], q["ts_step"], q["ts_T"]
     tab = phi_table(d, dH, q["ts_n_theta"], q["ts_n_phi"])
-    vel = derived_velocity(_H1GDerived())
+    vel = derived_velocity(derived_results("H1g"))
     long = ctx.profile == "full" or None
 
     def run(st, eta, horizon):
@@ -381,11 +381,6 @@ def _tstar_study(ctx: RunContext, q_items: tuple, alpha: float, generation: int)
     return {"widths": R["widths"], "tstar": ts, "ref": crossing_time(R["ref"], alpha),
             "ref_half": steps[0], "steps": steps, "after": R["after"]}
 
-
-class _H1GDerived:
-    """H1g's derived results (the reduced field) in the shape derived_velocity reads."""
-    def __init__(self):
-        self.results = derived_results("H1g")
 
 
 def _tstar_checks(ctx: RunContext, der: Derivation, dim_shift: int

@@ -211,10 +211,12 @@ def phi_table(d: int, d_H: int, n_theta: int, n_phi: int) -> rd.PhiTable:
 
 def derived_velocity(der: Any) -> Callable:
     """(eps, c, G, G') -> (dc/dt, dtheta/dt) lambdified from a derivation's reduced field
-    (results ``dc_dt``, ``dtheta_dt`` of H1g, H1h, H1i), broadcast to the shape of c."""
+    (results ``dc_dt``, ``dtheta_dt`` of H1g, H1h, H1i; ``der`` a Derivation or its results
+    mapping, e.g. ``verify.kit.derived_results("H1g")``), broadcast to the shape of c."""
     import sympy as sp
     from derivations.hajjar_reduced import FIELD_SYMBOLS
-    f = sp.lambdify(FIELD_SYMBOLS, [der.results["dc_dt"], der.results["dtheta_dt"]], "numpy")
+    res = der.results if hasattr(der, "results") else der
+    f = sp.lambdify(FIELD_SYMBOLS, [res["dc_dt"], res["dtheta_dt"]], "numpy")
 
     def velocity(e, cc, g, dg):
         dc, dth = f(e, cc, g, dg)
