@@ -39,18 +39,29 @@ class NotEnclosable(TypeError):
 
 
 class UlpBound:
-    """A stated float64 error bound: ``|float64 - exact| <= ulps * 2^-52 * scale``, with
-    ``unit`` saying what the scale is ("value": |exact|; else the scale of the terms, e.g.
-    K_RF + sigma_c^2 |1 + x x'| P for the NTK, where cancellation makes that the honest
-    unit) and ``why`` the a-priori argument."""
+    """A stated float64 error bound: ``|float64 - exact| <= (ulps + per_term * n) * 2^-52 *
+    scale``, with ``unit`` saying what the scale is ("value": |exact|; else the scale of the
+    terms, e.g. K_RF + sigma_c^2 |1 + x x'| P for the NTK, where cancellation makes that the
+    honest unit, or a condition number times a scale for an algorithm), ``n`` the number of
+    summed terms (``per_term`` 0 for a fixed-size formula) and ``why`` the a-priori argument;
+    ``region``, when not empty, names the inputs where the bound does not hold."""
 
-    def __init__(self, ulps: float, unit: str, why: str):
+    def __init__(self, ulps: float, unit: str, why: str, per_term: float = 0.0,
+                 region: str = ""):
         if not (isinstance(ulps, (int, float)) and 0 < ulps < 2 ** 52):
             raise ValueError(f"ulps must be a positive number; got {ulps!r}")
+        if not (isinstance(per_term, (int, float)) and 0 <= per_term < 2 ** 52):
+            raise ValueError(f"per_term must be a non-negative number; got {per_term!r}")
         self.ulps, self.unit, self.why = float(ulps), str(unit), str(why)
+        self.per_term, self.region = float(per_term), str(region)
+
+    def ulps_for(self, n_terms: int = 1) -> float:
+        """The bound in ulps of the unit for ``n_terms`` summed terms."""
+        return self.ulps + self.per_term * int(n_terms)
 
     def __repr__(self) -> str:
-        return f"UlpBound({self.ulps:g} ulps of {self.unit})"
+        n = f" + {self.per_term:g} per term" if self.per_term else ""
+        return f"UlpBound({self.ulps:g}{n} ulps of {self.unit})"
 
 
 @contextlib.contextmanager

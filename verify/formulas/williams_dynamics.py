@@ -360,17 +360,70 @@ def _potential_gradient_mp(r: Any, theta: Any, x_data: Any, residuals: Any, dps:
         return gr, gt
 
 
+def _potential_gradient_enclose(r: Any, theta: Any, x_data: Any, residuals: Any, *,
+                                prec: int = 128) -> tuple[Any, Any]:
+    """Arb balls of (dV/dr, dV/dtheta): the derived terms summed over the samples whose
+    derived <x~_j, d(theta)> ball is > 0 (ValueError if a ball contains 0: the sample is on
+    the particle's boundary line, where the field jumps)."""
+    from verify import certify
+    r = as_float_array(r, "r (particle radii)")
+    theta = as_float_array(theta, "theta (particle angles)")
+    require_same_shape(r=r, theta=theta)
+    x_data = as_float_array(x_data, "x_data (sample inputs)", ndim=1, allow_empty=False)
+    residuals = as_float_array(residuals, "residuals (rho_j = f(x_j) - y_j)", ndim=1)
+    require_same_shape(x_data=x_data, residuals=residuals)
+    args = (D.r, D.theta, D.x, D.rho)
+    res = derived.results("W2e")
+    inner, dvr, dvt = (certify.arb_function(res[k], args) for k in ("inner", "dV_dr_term", "dV_dtheta_term"))
+
+    def one(rv: float, tv: float) -> tuple[Any, Any]:
+        g_r = g_t = certify.ball(0)
+        for xj, qj in zip(x_data.tolist(), residuals.tolist()):
+            u = inner(rv, tv, xj, qj)
+            if u > 0:
+                g_r, g_t = g_r + dvr(rv, tv, xj, qj), g_t + dvt(rv, tv, xj, qj)
+            elif not u < 0:
+                raise ValueError(f"potential_gradient.enclose: sample x = {xj!r} lies on the "
+                                 f"boundary line of the particle theta = {tv!r} (or within "
+                                 f"2^-{prec} of it): the field jumps there; move theta")
+        return g_r, g_t
+    out_r, out_t = np.empty(r.shape, dtype=object), np.empty(r.shape, dtype=object)
+    with certify.working_precision(prec):
+        for idx in np.ndindex(r.shape):
+            out_r[idx], out_t[idx] = one(float(r[idx]), float(theta[idx]))
+    return (out_r[()], out_t[()]) if r.ndim == 0 else (out_r, out_t)
+
+
+#: per sample term: cos, sin (<= 1 ulp each), x cos, the difference and the product with
+#: rho (one more with r for dV/dtheta): <= 4 (5) roundings of |rho_j| |x~_j|, since
+#: |x cos| + |sin| <= |x~|; the sum of n terms adds <= n - 1 roundings of the scale
+POTENTIAL_GRADIENT_ULPS = UlpBound(
+    5, "scale sum_j |rho_j| |x~_j| (|r| times it for dV/dtheta), x~_j = (x_j, -1)",
+    "per sample term <= 4 roundings of |rho_j| |x~_j| (5 for dV/dtheta: one more product "
+    "with r) as |x cos| + |sin| <= |x~|; the sum adds <= 1 rounding of the scale per term",
+    per_term=1,
+    region="a sample whose exact <x~_j, d(theta)> is within 2 ulps of |x~_j| of 0 (a particle "
+           "on or next to its boundary line) may be counted on the wrong side by float64: the "
+           "bound grows there by the jump |rho_j r| |x~_j| of dV/dtheta (claim W2f) and by 2 "
+           "ulps of |rho_j| |x~_j| for dV/dr, per such sample")
+
+
 potential_gradient = DerivedFunction(
     "potential_gradient", "W2e",
     expr_fn=lambda: (derived.results("W2e")["dV_dr_term"], derived.results("W2e")["dV_dtheta_term"]),
     impl=_potential_gradient, mpmath=_potential_gradient_mp,
+    enclose=_potential_gradient_enclose, ulp_bound=POTENTIAL_GRADIENT_ULPS,
     doc="""(dV/dr, dV/dtheta) of V(w; mu) = sum_j rho_j r <x~_j, d(theta)>_+ at particles
 w = (r, theta) (claims W2d/W2e): sum over active samples of rho_j <x~_j, d(theta)> and
 rho_j r <x~_j, t(theta)>.  Particles move along MINUS this (times the metric).
 
 Parameters: ``r``, ``theta`` arrays of one shape; ``x_data``, ``residuals`` 1-D of one
 length.  Returns two arrays of the shape of ``r``.  A sample exactly on the boundary
-counts as inactive.
+counts as inactive.  Float64 error (``.ulp_bound``): <= 5 + n ulps (n samples) of the scale
+sum_j |rho_j| |x~_j| (|r| times it for dV/dtheta), the scale of the summed terms (they
+cancel); a sample within 2 ulps of |x~_j| of the particle's boundary line may be counted
+on the wrong side, adding its jump |rho_j r| |x~_j| (claim W2f) to the dV/dtheta error.
+``.enclose(r, theta, x_data, residuals, prec=128)``: certified Arb balls.
 
 >>> potential_gradient(2.0, 0.0, [1.0], [0.5])
 (0.5, -1.0)
