@@ -18,7 +18,9 @@ units on it is decided once, at an interior point.  A pattern a ball cannot deci
   f = c (a x - b)_+, theta = (c, a, b), from its gradient (never K_RF + ... P);
 - :func:`rkhs_weight_ball` omega(x) = int |a|^k p_0(a, a x) da;
 - :func:`second_moment_ball` E a^2 of the init;
-- :func:`positive_part_mean_ball` E_{u ~ Unif(S^{k-1})}[(u . e)_+].
+- :func:`positive_part_mean_ball` E_{u ~ Unif(S^{k-1})}[(u . e)_+];
+- :func:`phi_tilde_ball` phi~(theta; phi) = E[(cos th cos ph R + sin th sin ph S)_+] and its
+  theta-derivative (H1e).
 
 This module imports neither SymPy nor the ``verify`` package.
 """
@@ -33,7 +35,7 @@ import numpy as np
 
 __all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
            "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
-           "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball",
+           "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball", "phi_tilde_ball",
            "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
 
 INITS = ("uniform", "gaussian")
@@ -455,3 +457,137 @@ def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | Non
                                   (half, 2 * half, lambda t, _: t.sin() ** n)],
                                  what=f"int sin^{n} (k = {k})")
         return _check_ball(num / den, f"E[(u.e)_+] at k = {k}", max_rel_radius)
+
+
+# ------------------------------------------------------------------ phi~ (H1e)
+#: d beyond which phi_tilde_ball's O(d) recurrence per integrand evaluation takes seconds
+MAX_PHI_DIM = 2000
+
+
+def _sin_power_integral(n: int, z: Any, sigma: Any, T: Any) -> Any:
+    """J_n(T) = int_0^T sin^n, for cos T = z, sin T = sigma (exact recurrence
+    J_n = -sin^(n-1) T cos T / n + (n-1)/n J_(n-2), J_0 = T, J_1 = 1 - cos T)."""
+    J = T if n % 2 == 0 else 1 - z
+    p = sigma if n % 2 == 0 else sigma * sigma    # sin^(j-1) for the first j
+    for j in range(2 + n % 2, n + 1, 2):
+        J = -p * z / j + J * (j - 1) / j
+        p = p * sigma * sigma
+    return J
+
+
+def _phi_inner(k: int, c: Any, dc: Any, z: Any, dv: Any, w_k: Any, derivative: bool,
+               analytic: bool) -> Any:
+    """E_R[(c R + v)_+] at v = -c z, |z| < 1 (or its theta-derivative dc E_R[R; cR + v > 0]
+    + dv P(cR + v > 0)), R the first coordinate of Unif(S^(k-1)): its polar angle t has
+    density sin^(k-2) t / W_k and the kink is at cos t* = z, so the expectation is
+    int_0^t* (c cos t + v) sin^(k-2) t dt / W_k = (c sin^(k-1) t* / (k-1) + v J_(k-2)(t*)) / W_k."""
+    flint = _flint()
+    v = -c * z
+    if k == 1:  # R = +-1
+        return ((dc + dv) if derivative else (c + v)) / 2
+    if analytic and z.imag.contains(0) and (z.real.upper() >= 1 or z.real.lower() <= -1):
+        return flint.acb("nan")  # on the branch cut of acos / sqrt(1 - z^2)
+    sigma = (1 - z * z).sqrt()
+    J = _sin_power_integral(k - 2, z, sigma, z.acos())
+    top = sigma ** (k - 1) / (k - 1)
+    return ((dc * top + dv * J) if derivative else (c * top + v * J)) / w_k
+
+
+def _sphere_normalizer(k: int) -> Any:
+    """W_k = int_0^pi sin^(k-2) = sqrt(pi) Gamma((k-1)/2) / Gamma(k/2), k >= 2."""
+    flint = _flint()
+    return flint.arb.pi().sqrt() * (flint.arb(k - 1) / 2).gamma() / (flint.arb(k) / 2).gamma()
+
+
+def _phi_ball(th: Any, ph: Any, kH: int, kP: int, derivative: bool) -> Any:
+    flint = _flint()
+    c, y = th.cos() * ph.cos(), th.sin() * ph.sin()
+    dc, dy = -th.sin() * ph.cos(), th.cos() * ph.sin()
+    # the integrals' absolute tolerance is 2^-(2 prec): integrate the problem normalized to
+    # max(c, y) = 1 (phi~ is 1-homogeneous in (c, y), the indicator 0-homogeneous) and
+    # |dc| + |dy| = 1 (the derivative is linear in (dc, dy)), then scale back
+    s0 = c.max(y) if hasattr(c, "max") else (c if c > y else y)
+    s1 = abs(dc) + abs(dy)
+    if derivative and s1 == 0:
+        return flint.arb(0)
+    factor = s1 if derivative else s0
+    return factor * _phi_normalized(c / s0, y / s0, dc / s1 if derivative else dc,
+                                    dy / s1 if derivative else dy, kH, kP, derivative)
+
+
+def _phi_normalized(c: Any, y: Any, dc: Any, dy: Any, kH: int, kP: int, derivative: bool) -> Any:
+    flint = _flint()
+    w_k = _sphere_normalizer(kH) if kH >= 2 else None
+
+    def inner(z, dv, analytic=False):  # z = -v / c, v = y S
+        return _phi_inner(kH, c, dc, z, dv, w_k, derivative, analytic)
+    if kP == 1:  # S = +-1
+        total = flint.arb(0)
+        for sgn in (1, -1):
+            v, dv = sgn * y, sgn * dy
+            if v > c:
+                total += dv if derivative else v
+            elif abs(v) < c:
+                total += inner(flint.acb(-v / c), flint.acb(dv)).real
+            elif not v < -c:
+                raise UndecidableCondition("phi_tilde_ball: |y| = c undecided (S = +-1)")
+        return total / 2
+    w_m, n = _sphere_normalizer(kP), kP - 2
+    pi = flint.arb.pi()
+    if y < c:  # the kink inside R's range for every S: integrate over S's polar angle u
+        def middle(u, analytic):
+            cu = u.cos()
+            return inner(-y * cu / c, dy * cu, analytic) * u.sin() ** n / w_m
+        cuts = [pi * j / 16 for j in range(17)]  # sin^n u peaks sharply for large n
+        return certified_integral([(lo, hi, middle) for lo, hi in zip(cuts, cuts[1:])],
+                                  what="phi~ (|y| < c)")
+    if not y > c:
+        raise UndecidableCondition("phi_tilde_ball: sin th sin ph = cos th cos ph undecided")
+    # y cos u >= c on [0, u1] (all of R active), <= -c on [pi - u1, pi] (none); between, the
+    # variable z = -y cos u / c in (-1, 1) (the interval in u can be as narrow as 2 c / y):
+    # du = (c / y) dz / sin u, sin u = sqrt(1 - (c z / y)^2) > 0 on [-1, 1]
+    u1 = (c / y).acos()
+    closed = (dy if derivative else y) * u1.sin() ** (n + 1) / (n + 1) / w_m
+    rho = c / y
+
+    def middle_z(z, analytic):
+        q = 1 - (rho * z) ** 2
+        if analytic and q.imag.contains(0) and q.real.lower() <= 0:
+            return flint.acb("nan")
+        return inner(z, -dy * rho * z, analytic) * q.sqrt() ** (n - 1) * rho / w_m
+    return closed + certified_integral([(-1, 1, middle_z)], what="phi~ (|y cos u| < c)")
+
+
+def phi_tilde_ball(theta: float, phi: float, d: int, d_H: int, derivative: bool = False,
+                   prec: int = 96) -> Any:
+    """Certified phi~(theta; phi) = E[(cos th cos ph R + sin th sin ph S)_+] (Hajjar & Chizat
+    2023, Thm 4.3; claim H1e), or with ``derivative`` its theta-derivative
+    E[(c' R + y' S) 1{c R + y S > 0}] (the integrand is continuous in theta, so no kink
+    term), R, S the first coordinates of independent Unif(S^(d_H - 1)), Unif(S^(d-d_H-1)).
+    The expectation over R is exact (polar angle, cut at the kink, the sin-power integral by
+    its recurrence); the one over S (polar angle u, density sin^(d-d_H-2) u / W) is
+    ``acb.integral`` cut exactly where |y cos u| = c (beyond, all of R is active or none)."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= MAX_PHI_DIM:
+        raise ValueError(f"d must be an integer in 2..{MAX_PHI_DIM}; got {d!r}")
+    if isinstance(d_H, bool) or not isinstance(d_H, (int, np.integer)) or not 1 <= d_H < d:
+        raise ValueError(f"d_H must be an integer in 1..d-1; got {d_H!r}")
+    t, p = _finite_input(theta, "theta"), _finite_input(phi, "phi")
+    if not (0 <= t <= np.pi / 2 and 0 <= p <= np.pi / 2):
+        raise ValueError(f"theta and phi must lie in [0, pi/2]; got {t!r}, {p!r}")
+    flint = _flint()
+    # cos th cos ph near th or ph = pi/2 cancels: raise the precision until the radius is
+    # <= 2^(8 - prec) of max(|value|, 1e-6 |scale|) (the derivative can be exactly 0)
+    goal = flint.arb(2) ** (8 - prec)
+    work = int(prec)
+    while True:
+        with working_precision(work):
+            th, ph = exact_ball(t), exact_ball(p)
+            b = _phi_ball(th, ph, int(d_H), int(d - d_H), bool(derivative))
+            scale = (abs(th.sin() * ph.cos()) + abs(th.cos() * ph.sin())) if derivative else abs(b)
+            ok = b.rad() <= goal * abs(b).max(scale / 10 ** 6)
+        if ok or b.rad() == 0:
+            return b
+        if work >= 8 * prec:
+            raise UncertifiedError(f"phi_tilde_ball: no radius <= 2^{8 - prec} of the value "
+                                   f"within {work} bits at theta = {t!r}, phi = {p!r}")
+        work *= 2

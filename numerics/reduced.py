@@ -187,7 +187,7 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool, kernel: Any):
     half = np.where(has_out, np.arcsin(np.minimum(t0, 1.0)), HALF_PI)
     if kP > 2:
         half = np.minimum(half, _PEAK_SD / np.sqrt(kP - 2.0))
-    x, w, _ = _rule_for(kP)
+    x, w, _ = _rule_for(max(kP, kH))  # the inner expectation varies on the scale 1/sqrt(kH)
     xs = half[:, None] * x[None, :]
     S = -np.sin(xs)                                           # cos(pi/2 + x)
     # cos^{kP-2}(x) = exp((kP - 2) log(1 - 2 sin^2(x/2))), accurate for huge kP

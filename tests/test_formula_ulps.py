@@ -166,3 +166,71 @@ def test_potential_gradient_boundary_is_the_stated_region() -> None:
     err = abs(float(g_t) - float(b_t.mid()))
     assert err < 1e-12 or abs(err - 2 * np.sqrt(2)) < 1e-12  # 0 or the jump |rho r| |x~|
     assert "boundary line" in f.ulp_bound.region
+
+
+# ------------------------------------------------------------------ phi_tilde, its derivative (H1e)
+def _angles(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Angles in [0, pi/2]: half uniform, the rest 0, pi/2, tiny (1e-300..1e-4) and pi/2 - tiny."""
+    k = rng.integers(0, 6, n)
+    tiny = 10.0 ** rng.uniform(-300, -4, n)
+    return np.where(k < 3, rng.uniform(0, np.pi / 2, n),
+                    np.where(k == 3, rng.choice([0.0, np.pi / 2], n),
+                             np.where(k == 4, tiny, np.pi / 2 - tiny)))
+
+
+def _phi_problems(seed: int, n_inputs: int, per_dims: int, d_max: int = 400
+                  ) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(d, d_H, theta, phi): d log-uniform in 2..d_max (plus d = 1000 once when d_max >= 400),
+    d_H uniform in 1..d-1 or an edge (1, 2, d-2, d-1)."""
+    rng = np.random.default_rng(seed)
+    out, total = [], 0
+    while total < n_inputs:
+        d = 1000 if not out and d_max >= 400 else int(np.exp(rng.uniform(np.log(2), np.log(d_max))))
+        d_H = int(rng.choice([rng.integers(1, d), 1, min(2, d - 1), max(d - 2, 1), d - 1]))
+        m = min(per_dims, n_inputs - total) if d < 1000 else min(5, n_inputs - total)
+        out.append((d, d_H, _angles(rng, m), _angles(rng, m)))
+        total += m
+    return out
+
+
+def _phi_scale(aq: Any, th: float, ph: float, d: int, d_H: int, derivative: bool) -> Any:
+    """The unit: phi~ itself (all terms are >= 0: value = absolute integral), and for the
+    derivative |c'| E|R| + |y'| E|S| (>= the absolute integral of its integrand)."""
+    t, p = flint.arb(th), flint.arb(ph)
+    if not derivative:
+        return None
+    m_r = 2 * aq.positive_part_mean_ball(d_H, prec=96, max_rel_radius=None)
+    m_s = 2 * aq.positive_part_mean_ball(d - d_H, prec=96, max_rel_radius=None)
+    return abs(t.sin() * p.cos()) * m_r + abs(t.cos() * p.sin()) * m_s
+
+
+def _phi_worst(name: str, n_inputs: int, seed: int, per_dims: int = 25, shift: float = 0.0,
+               d_max: int = 400) -> _Worst:
+    from numerics import arb_quadrature as aq
+    f = getattr(formulas, name)
+    derivative = name == "phi_tilde_dtheta"
+    bound = f.ulp_bound.ulps
+    worst = _Worst()
+    for d, d_H, th, ph in _phi_problems(seed, n_inputs, per_dims, d_max):
+        vals = np.atleast_1d(f(th, ph, d, d_H))
+        for i in range(th.size):
+            ball = aq.phi_tilde_ball(float(th[i]), float(ph[i]), d, d_H, derivative=derivative)
+            sc = _phi_scale(aq, th[i], ph[i], d, d_H, derivative)
+            sc = abs(ball) if sc is None else sc
+            if float(sc.upper()) < np.finfo(float).tiny / EPS:
+                continue
+            moved = float(vals[i]) + shift * bound * EPS * float(sc.mid())
+            worst.add(_ulps(abs(ball - moved), sc), bound, (th[i], ph[i], d, d_H))
+    return worst
+
+
+@pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
+def test_phi_tilde_within_its_bound(name) -> None:
+    """The default run: 120 inputs, d <= 40 (~2 s); the slow test: 10^4, d <= 400 and 1000."""
+    _phi_worst(name, 120, 1, per_dims=20, d_max=40).check(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
+def test_phi_tilde_within_its_bound_at_10k(name) -> None:
+    _phi_worst(name, N_SLOW, 2, per_dims=250).check(name)
