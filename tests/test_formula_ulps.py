@@ -96,8 +96,8 @@ def _boundary_samples(theta: float, x: np.ndarray) -> np.ndarray:
 
 
 def _gradient_worst(n_particles: int, seed: int, shift: float = 0.0) -> tuple[_Worst, _Worst]:
-    """Worst error of potential_gradient in units of its stated bound (``shift`` bounds
-    added to the float64 output: the mutation test) outside and inside the stated boundary
+    """Worst error of potential_gradient in units of its stated bound (``shift`` 1: the float64
+    output moved by 1 + 4 x bound ulps of its unit, the mutation test) outside and inside the stated boundary
     region, where the bound grows by the jump |rho_j r| |x~_j| (2 ulps of |rho_j| |x~_j|
     for dV/dr) of each boundary sample j (times 1 + 1e-12: the jump's own float64 sum)."""
     f = formulas.potential_gradient
@@ -121,7 +121,7 @@ def _gradient_worst(n_particles: int, seed: int, shift: float = 0.0) -> tuple[_W
             for val, ball, sc, extra in ((g_r[i], b_r, scale, 2 * jump), (g_t[i], b_t, sc_t, jump)):
                 if sc.upper() == 0:
                     continue
-                moved = float(val) + shift * bound * EPS * float(sc.mid())
+                moved = float(val) + shift * (1 + 4 * bound) * EPS * float(sc.upper())
                 into.add(_ulps(abs(ball - moved), sc), bound + extra,
                           (r[i], theta[i], x.tolist(), rho.tolist()))
     return worst, region
@@ -219,7 +219,7 @@ def _phi_worst(name: str, n_inputs: int, seed: int, per_dims: int = 25, shift: f
             sc = abs(ball) if sc is None else sc
             if float(sc.upper()) < np.finfo(float).tiny / EPS:
                 continue
-            moved = float(vals[i]) + shift * bound * EPS * float(sc.mid())
+            moved = float(vals[i]) + shift * (1 + 4 * bound) * EPS * float(sc.upper())
             worst.add(_ulps(abs(ball - moved), sc), bound, (th[i], ph[i], d, d_H))
     return worst
 
@@ -234,3 +234,11 @@ def test_phi_tilde_within_its_bound(name) -> None:
 @pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
 def test_phi_tilde_within_its_bound_at_10k(name) -> None:
     _phi_worst(name, N_SLOW, 2, per_dims=250).check(name)
+
+
+# ------------------------------------------------------------------ sensitivity of the checks
+def test_a_perturbation_of_4_bounds_fails() -> None:
+    """The float64 output moved by (1 + 4 x bound) ulps of its unit fails every check."""
+    assert _gradient_worst(40, 5, shift=1.0)[0].ratio > 1
+    for name in ("phi_tilde", "phi_tilde_dtheta"):
+        assert _phi_worst(name, 10, 5, per_dims=5, d_max=12, shift=1.0).ratio > 1
