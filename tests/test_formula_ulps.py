@@ -10,6 +10,7 @@ marked ``slow``.  ``test_a_perturbation_of_4_bounds_fails`` shows that every che
 when the float64 output is moved by (1 + 4 x bound) ulps of its unit."""
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Callable
 
 import mpmath
@@ -242,3 +243,147 @@ def test_a_perturbation_of_4_bounds_fails() -> None:
     assert _gradient_worst(40, 5, shift=1.0)[0].ratio > 1
     for name in ("phi_tilde", "phi_tilde_dtheta"):
         assert _phi_worst(name, 10, 5, per_dims=5, d_max=12, shift=1.0).ratio > 1
+    for name in ("symmetrize", "project_to_fixed_space"):
+        assert _maass_worst(name, 30, 5, shift=1.0).ratio > 1
+    assert _rmd_worst(30, 5, shift=1.0).ratio > 1
+
+
+# ------------------------------------------------------------------ Maass: symmetrize, project, rmd
+def _rotation_group(rng: np.random.Generator, D: int) -> np.ndarray:
+    """A cyclic group of order 2..8 of rotations in a random plane of R^D (float matrices,
+    orthogonal to ~1e-16), or (one time in three) the signed cyclic shifts (exact)."""
+    order = int(rng.integers(2, 9))
+    if rng.integers(0, 3) == 0:
+        P = np.roll(np.eye(D), 1, axis=0)
+        return np.stack([np.linalg.matrix_power(P, g) for g in range(D)])
+    Q, _ = np.linalg.qr(rng.standard_normal((D, D)))
+    out = []
+    for g in range(order):
+        R = np.eye(D)
+        a = 2 * np.pi * g / order
+        R[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+        out.append(Q @ R @ Q.T)
+    return np.stack(out)
+
+
+def _maass_problems(seed: int, n_particles: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(M (|G|, D, D), z (N, D), w (N,)): D in 2..6, N in 1..20, entries of z with magnitudes
+    1e-8..1e6 and zeros, weights random (normalized) or uniform."""
+    rng = np.random.default_rng(seed)
+    out, total = [], 0
+    while total < n_particles:
+        D = int(rng.integers(2, 7))
+        N = int(min(rng.integers(1, 21), n_particles - total))
+        z = _magnitudes(rng, N * D).reshape(N, D)
+        w = rng.uniform(0.1, 1.0, N)
+        out.append((_rotation_group(rng, D), z, w / w.sum()))
+        total += N
+    return out
+
+
+def _exact_matvec(M: np.ndarray, z: np.ndarray) -> list[list[Fraction]]:
+    Mq = [[Fraction(float(v)) for v in row] for row in M]
+    return [[sum((m * Fraction(float(v)) for m, v in zip(row, zi)), Fraction(0)) for row in Mq]
+            for zi in z]
+
+
+def _ulps_exact(val: float, exact: Fraction, scale: float) -> float:
+    return float(abs(Fraction(float(val)) - exact)) / (EPS * scale) if scale > 0 else 0.0
+
+
+def _maass_worst(name: str, n_particles: int, seed: int, shift: float = 0.0) -> _Worst:
+    f = getattr(formulas, name)
+    worst = _Worst()
+    for M, z, w in _maass_problems(seed, n_particles):
+        D = z.shape[1]
+        pts, wts = f(z, M, w)
+        if name == "symmetrize":
+            bound = f.ulp_bound.ulps_for(D)
+            mats = [(M[g], np.abs(M[g])) for g in range(M.shape[0])]
+        else:
+            bound = f.ulp_bound.ulps_for(D + int(np.ceil(np.log2(M.shape[0]))))
+            Pexact = [[sum(Fraction(float(M[g, i, j])) for g in range(M.shape[0])) / M.shape[0]
+                       for j in range(D)] for i in range(D)]
+            mats = [(None, np.abs(M).mean(axis=0))]
+        for g, (Mg, absM) in enumerate(mats):
+            if Mg is not None:
+                exact = _exact_matvec(Mg, z)
+            else:
+                exact = [[sum((p * Fraction(float(v)) for p, v in zip(row, zi)), Fraction(0))
+                          for row in Pexact] for zi in z]
+            scales = (np.abs(z) @ absM.T) * (1 + 1e-12)
+            block = pts[g * z.shape[0]:(g + 1) * z.shape[0]]
+            for i in range(z.shape[0]):
+                for k in range(D):
+                    v = block[i, k] + shift * (1 + 4 * bound) * EPS * scales[i, k]
+                    if scales[i, k] > 0:
+                        worst.add(_ulps_exact(v, exact[i][k], scales[i, k]), bound, (name, M, z[i]))
+        if name == "symmetrize":  # the weights: one division, within 1 ulp of the value
+            ref = [Fraction(float(v)) / M.shape[0] for v in w]
+            for i, v in enumerate(wts[:z.shape[0]]):
+                worst.add(_ulps_exact(v * (1 + shift * 5 * EPS), ref[i], float(ref[i])), 1.0, ("weights", w[i]))
+    return worst
+
+
+@pytest.mark.parametrize("name", ["symmetrize", "project_to_fixed_space"])
+def test_maass_maps_within_their_bounds(name) -> None:
+    _maass_worst(name, N_DEFAULT, 1).check(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["symmetrize", "project_to_fixed_space"])
+def test_maass_maps_within_their_bounds_at_10k(name) -> None:
+    _maass_worst(name, N_SLOW, 2).check(name)
+
+
+def _rmd_problems(seed: int, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pairs of clouds with N = M in 1..5 (the exact optimum by enumeration), D in 1..4:
+    independent draws (magnitudes 1e-8..1e6), near ties (b a permuted copy of a moved by
+    1e-12 relative, or by 1e-6), and a translate b = a + c."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        N, D = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+        a = _magnitudes(rng, N * D, -3, 3).reshape(N, D)
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            b = _magnitudes(rng, N * D, -3, 3).reshape(N, D)
+        elif kind == 3:
+            b = a + rng.standard_normal(D)
+        else:
+            b = a[rng.permutation(N)] * (1 + (1e-12 if kind == 1 else 1e-6) * rng.standard_normal((N, D)))
+        if not (np.any(a) or np.any(b)):
+            a[0, 0] = 1.0
+        out.append((a, b))
+    return out
+
+
+def _rmd_exact_squared(a: np.ndarray, b: np.ndarray) -> Fraction:
+    """rmd^2 = min_sigma sum |a_i - b_sigma(i)|^2 / (2 (sum |a_i|^2 + sum |b_i|^2)), exactly."""
+    from itertools import permutations
+    A = [[Fraction(float(v)) for v in r] for r in a]
+    B = [[Fraction(float(v)) for v in r] for r in b]
+    C = [[sum((s - t) ** 2 for s, t in zip(ai, bj)) for bj in B] for ai in A]
+    w2 = min(sum(C[i][p[i]] for i in range(len(A))) for p in permutations(range(len(B))))
+    m2 = sum(v * v for r in A for v in r) + sum(v * v for r in B for v in r)
+    return w2 / (2 * m2)
+
+
+def _rmd_worst(n: int, seed: int, shift: float = 0.0) -> _Worst:
+    f = formulas.rmd
+    worst = _Worst()
+    for a, b in _rmd_problems(seed, n):
+        bound = f.ulp_bound.ulps_for(a.shape[1])
+        val = float(f(a, b))
+        sq = Fraction(val) ** 2 + Fraction(shift * (1 + 4 * bound) * EPS)
+        worst.add(float(abs(sq - _rmd_exact_squared(a, b))) / EPS, bound, (a.tolist(), b.tolist()))
+    return worst
+
+
+def test_rmd_within_its_bound() -> None:
+    _rmd_worst(N_DEFAULT, 1).check("rmd")
+
+
+@pytest.mark.slow
+def test_rmd_within_its_bound_at_10k() -> None:
+    _rmd_worst(N_SLOW, 2).check("rmd")

@@ -35,7 +35,7 @@ from numerics import transport
 from numerics.groups import GroupAction, validate_measure
 from numerics.validation import as_float_array
 from verify import derived
-from verify.formulas._base import DerivedFunction, check_dps
+from verify.formulas._base import DerivedFunction, UlpBound, check_dps
 
 __all__ = ["symmetrize", "project_to_fixed_space", "rmd"]
 
@@ -133,9 +133,37 @@ def rmd_mpmath(a, b, dps: int = 30):
         return _rmd_of_parts(w2, m2a, m2b, "mpmath")
 
 
+#: M_g z_i: D products and D - 1 additions per component (any summation order): <= D
+#: roundings of (|M_g| |z_i|)_k, i.e. D/2 ulps; the weights w_i / |G|: one rounding
+SYMMETRIZE_ULPS = UlpBound(
+    1, "(|M_g| |z_i|)_k per particle component (|.| entrywise; for the weights: their value); "
+    "n = D, the dimension", "a dot product of length D: <= D roundings of half an ulp of "
+    "sum_j |M_g,kj z_ij| (exact for signed permutation matrices); a weight: one division",
+    per_term=0.5)
+#: P = mean_g M_g (pairwise sum: <= ceil(log2 |G|) + 1 roundings of mean_g |M_g|), then P z
+#: (D roundings): in ulps of (mean_g |M_g| |z_i|)_k; the weights are returned unchanged
+PROJECT_ULPS = UlpBound(
+    1, "(mean_g |M_g| |z_i|)_k per particle component; n = D + ceil(log2 |G|)",
+    "the group average of the matrices (pairwise summation and one division: <= "
+    "ceil(log2 |G|) + 1 roundings of mean_g |M_g|) and a dot product of length D (<= D "
+    "roundings of |P| |z_i| <= mean_g |M_g| |z_i|); half an ulp per rounding", per_term=0.5)
+#: rmd^2 = W_2^2 / (2 (m_2(mu) + m_2(nu))) lies in [0, 1]: the assignment is chosen from the
+#: expanded costs |a|^2 + |b|^2 - 2 a.b (rounded at the scale |a_i|^2 + |b_j|^2), so the
+#: chosen coupling may cost up to 2 (D + 2) u (m_2(mu) + m_2(nu)) more than the optimum;
+#: the sums (D terms per row, pairwise means over n rows) add (D + log2 n + 6) u of rmd^2
+RMD_ULPS = UlpBound(
+    16, "1 on the squared output: |rmd_float^2 - rmd^2| (rmd^2 in [0, 1]); n = D",
+    "the coupling chosen from float64 costs with cancellation at the scale m_2(mu) + m_2(nu): "
+    "<= (D + 2)/2 ulps of 1 on rmd^2; the recomputed matched costs, the second moments and "
+    "their ratio: <= (D + log2 n + 6)/2 ulps of rmd^2 <= 1, with log2 n <= 20 (the "
+    "assignment size cap); so |rmd^2 error| <= 16 + D ulps of 1, and rmd's own error is "
+    "<= that / (2 rmd) (relative accuracy is not available for rmd << 1: W_2^2 is a small "
+    "difference of the expanded costs)", per_term=1)
+
+
 symmetrize = DerivedFunction(
     "symmetrize", "M1a", expr_fn=lambda: derived.results("M1a")["single_particle"],
-    impl=symmetrize_impl, mpmath=symmetrize_mpmath,
+    impl=symmetrize_impl, mpmath=symmetrize_mpmath, ulp_bound=SYMMETRIZE_ULPS,
     doc="""symmetrize(particles, group, weights=None) -> (particles_G, weights_G)
 
 An algorithm, not a closed form: the push-forward of the particle measure by every group
@@ -148,11 +176,12 @@ The symmetrized measure mu^G = (1/|G|) sum_g M_g # mu of mu = sum_i w_i delta_{z
 (g-major) with weights w_i / |G|.  By claim M1a, Phi_{mu^G} = Q_G Phi_mu (the feature
 average); ``.expr`` is the derived Phi_{phi_z}(x) of the reference unit.
 Raises ValueError for non-orthogonal or non-closed group matrices, particles whose
-dimension differs from the group's D, and empty measures.""")
+dimension differs from the group's D, and empty measures.  Float64 error (``.ulp_bound``):
+<= 1 + D/2 ulps of (|M_g| |z_i|)_k per component (exact for signed permutations).""")
 
 project_to_fixed_space = DerivedFunction(
     "project_to_fixed_space", "M1b", expr_fn=lambda: derived.results("M1b")["projector"],
-    impl=project_impl, mpmath=project_mpmath,
+    impl=project_impl, mpmath=project_mpmath, ulp_bound=PROJECT_ULPS,
     doc="""project_to_fixed_space(particles, group, weights=None) -> (P z_i, w_i)
 
 An algorithm, not a closed form: the group average of the parameter matrices applied to
@@ -163,11 +192,12 @@ unit) and M1b's derived projector.
 The projected measure mu^{E^G} = P_{E^G} # mu, with P_{E^G} = (1/|G|) sum_g M_g the
 orthogonal projection onto the fixed space E^G.  Equal to ``symmetrize`` at the level of
 models only for linear units (claim M1b); ``.expr`` is the derived P_{E^G} z of the
-reference action.  Same validation as ``symmetrize``.""")
+reference action.  Same validation as ``symmetrize``.  Float64 error (``.ulp_bound``):
+<= 1 + (D + ceil(log2 |G|))/2 ulps of (mean_g |M_g| |z_i|)_k per component.""")
 
 rmd = DerivedFunction(
     "rmd", "M1c", expr_fn=lambda: derived.results("M1c")["rmd"],
-    impl=rmd_impl, mpmath=rmd_mpmath,
+    impl=rmd_impl, mpmath=rmd_mpmath, ulp_bound=RMD_ULPS,
     doc="""rmd(a, b) -> float in [0, 1]
 
 A convention with one definition (claim M1c's derived ``rmd``), evaluated at the exact
@@ -179,7 +209,10 @@ Brenier), and the normalisation: RMD(delta_z, delta_-z) = 1 (the largest value,
 RMD(mu, nu) = sqrt(W_2^2(mu, nu) / (2 (m_2(mu) + m_2(nu)))) between the uniform measures
 on the rows of ``a`` (N, D) and ``b`` (M, D); W_2 is exact (assignment problem, sizes
 equalized to lcm(N, M)).  0 for two copies of delta_0.  ValueError for empty measures or
-different dimensions D.  ``.expr`` is the derived definition of claim M1c.""")
+different dimensions D.  ``.expr`` is the derived definition of claim M1c.  Float64 error
+(``.ulp_bound``): |rmd^2 - exact^2| <= 16 + D ulps of 1 (the coupling is chosen from
+expanded costs that cancel at the scale of the second moments), so rmd is accurate to
+that / (2 rmd), not relatively, when rmd << 1.""")
 
 #: algorithms: their mutants are listed under the algorithm by the mutation harness,
 #: not credited to the claim whose properties they are verified against
