@@ -387,3 +387,84 @@ def test_rmd_within_its_bound() -> None:
 @pytest.mark.slow
 def test_rmd_within_its_bound_at_10k() -> None:
     _rmd_worst(N_SLOW, 2).check("rmd")
+
+
+# ------------------------------------------------------------------ best_linear_approximator (H1c)
+def _lsq_problems(seed: int, n_rows: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """(X, Y, weights): d in 1..4, n in d..30 rows; columns scaled by 1e-8..1e6, a third of
+    the problems with two nearly collinear columns (cond up to ~1e10), weights None,
+    uniform-random, or spread over 1e-300..1e300."""
+    rng = np.random.default_rng(seed)
+    out, total = [], 0
+    while total < n_rows:
+        d = int(rng.integers(1, 5))
+        n = int(rng.integers(d, 31))
+        X = rng.standard_normal((n, d)) * 10.0 ** rng.uniform(-8, 6, d)
+        if d >= 2 and rng.integers(0, 3) == 0:
+            X[:, 1] = X[:, 0] * (X[0, 1] / X[0, 0]) * (1 + 10.0 ** rng.uniform(-10, -2) * rng.standard_normal(n))
+        Y = rng.standard_normal(n) * 10.0 ** rng.uniform(-8, 6)
+        k = rng.integers(0, 3)
+        w = None if k == 0 else (rng.uniform(0, 1, n) if k == 1 else 10.0 ** rng.uniform(-300, 300, n))
+        out.append((X, Y, w))
+        total += n
+    return out
+
+
+def _solve_exact(S: list[list[Fraction]], c: list[Fraction]) -> list[Fraction]:
+    d = len(c)
+    A = [row[:] + [c[i]] for i, row in enumerate(S)]
+    for j in range(d):
+        p = next(i for i in range(j, d) if A[i][j] != 0)
+        A[j], A[p] = A[p], A[j]
+        for i in range(j + 1, d):
+            f = A[i][j] / A[j][j]
+            A[i] = [a - f * b for a, b in zip(A[i], A[j])]
+    x = [Fraction(0)] * d
+    for i in reversed(range(d)):
+        x[i] = (A[i][d] - sum(A[i][k] * x[k] for k in range(i + 1, d))) / A[i][i]
+    return x
+
+
+def _lsq_worst(n_rows: int, seed: int, shift: float = 0.0) -> _Worst:
+    """Error of w* in the scaled coordinates w*_k sx_k / sy (sx the columns' max |x|, sy
+    max |Y|) in ulps of the stated unit ||S^-1||_2 (||S_abs||_2 |w*_s| + |c_abs|)."""
+    f = formulas.best_linear_approximator
+    worst = _Worst()
+    for X, Y, w in _lsq_problems(seed, n_rows):
+        try:
+            out = f(X, Y, w)
+        except ValueError as e:  # numerically rank deficient: refused, not guessed
+            assert "rank" in str(e)
+            continue
+        n, d = X.shape
+        wq = [Fraction(1)] * n if w is None else [Fraction(float(v)) for v in w]
+        tot = sum(wq)
+        wq = [v / tot for v in wq]
+        sx = np.max(np.abs(X), axis=0)
+        sy = float(np.max(np.abs(Y))) or 1.0
+        Xq = [[Fraction(float(v)) / Fraction(float(s)) for v, s in zip(row, sx)] for row in X]
+        Yq = [Fraction(float(v)) / Fraction(sy) for v in Y]
+        S = [[sum(wq[i] * Xq[i][a] * Xq[i][b] for i in range(n)) for b in range(d)] for a in range(d)]
+        c = [sum(wq[i] * Xq[i][a] * Yq[i] for i in range(n)) for a in range(d)]
+        ws = _solve_exact(S, c)
+        Sf = np.array([[float(v) for v in r] for r in S])
+        S_abs = np.array([[float(sum(wq[i] * abs(Xq[i][a] * Xq[i][b]) for i in range(n))) for b in range(d)]
+                          for a in range(d)])
+        c_abs = np.array([float(sum(wq[i] * abs(Xq[i][a] * Yq[i]) for i in range(n))) for a in range(d)])
+        wsf = np.array([float(v) for v in ws])
+        unit = np.linalg.norm(np.linalg.inv(Sf), 2) * (np.linalg.norm(S_abs, 2) * np.linalg.norm(wsf)
+                                                       + np.linalg.norm(c_abs))
+        bound = f.ulp_bound.ulps_for(n + d)
+        got = [Fraction(float(v)) * Fraction(float(s)) / Fraction(sy) for v, s in zip(out, sx)]
+        err = float(sum((g - e) ** 2 for g, e in zip(got, ws))) ** 0.5 + shift * (1 + 4 * bound) * EPS * unit
+        worst.add(err / (EPS * unit), bound, (X.tolist(), Y.tolist(), w))
+    return worst
+
+
+def test_best_linear_approximator_within_its_bound() -> None:
+    _lsq_worst(N_DEFAULT, 1).check("best_linear_approximator")
+
+
+@pytest.mark.slow
+def test_best_linear_approximator_within_its_bound_at_10k() -> None:
+    _lsq_worst(N_SLOW, 2).check("best_linear_approximator")
