@@ -246,6 +246,8 @@ def test_a_perturbation_of_4_bounds_fails() -> None:
     for name in ("symmetrize", "project_to_fixed_space"):
         assert _maass_worst(name, 30, 5, shift=1.0).ratio > 1
     assert _rmd_worst(30, 5, shift=1.0).ratio > 1
+    assert _lsq_worst(60, 5, shift=1.0).ratio > 1
+    assert _interp_worst(6, 5, per=6, shift=1.0).ratio > 1
 
 
 # ------------------------------------------------------------------ Maass: symmetrize, project, rmd
@@ -468,3 +470,64 @@ def test_best_linear_approximator_within_its_bound() -> None:
 @pytest.mark.slow
 def test_best_linear_approximator_within_its_bound_at_10k() -> None:
     _lsq_worst(N_SLOW, 2).check("best_linear_approximator")
+
+
+# ------------------------------------------------------------------ kernel_interpolant (W3b)
+def _interp_problems(seed: int, n_points: int, per: int) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """(kernel, init, x_data, y_data, x): m in 2..8 data points uniform on [-5, 5] or with
+    magnitudes 1e-3..1e2 (Gram condition up to the 1e12 cap), y_data with magnitudes
+    1e-8..1e6, evaluation points on the data, between them, and far (|x| up to 1e3)."""
+    rng = np.random.default_rng(seed)
+    out, total = [], 0
+    while total < n_points:
+        kernel, init = ("rf", "ntk")[rng.integers(0, 2)], ("uniform", "gaussian")[rng.integers(0, 2)]
+        m = int(rng.integers(2, 9))
+        xd = rng.uniform(-5, 5, m) if rng.integers(0, 2) else _magnitudes(rng, m, -3, 2)
+        yd = _magnitudes(rng, m)
+        k = min(per, n_points - total)
+        x = np.concatenate([xd, rng.uniform(-6, 6, k), rng.choice([-1.0, 1.0], k) * 10.0 ** rng.uniform(-8, 3, k)])
+        out.append((kernel, init, xd, yd, rng.permutation(x)[:k]))
+        total += k
+    return out
+
+
+def _interp_worst(n_points: int, seed: int, per: int = 10, shift: float = 0.0) -> _Worst:
+    """Against the 30-digit mpmath interpolant (the closed-form kernels in mpmath, an LU
+    solve at 30 digits: its error ~1e-30 cond(K) is far below one float64 ulp of the unit)."""
+    f = formulas.kernel_interpolant
+    worst = _Worst()
+    for kernel, init, xd, yd, x in _interp_problems(seed, n_points, per):
+        try:
+            g = f(xd, yd, kernel, init, 1.3)
+        except ValueError as e:  # cond(K) > 1e12 or repeated points: refused, not guessed
+            assert any(s in str(e) for s in ("condition number", "near-duplicate", "distinct")), str(e)
+            continue
+        ref = f.mpmath(xd, yd, kernel, init, 1.3, dps=30)(x)
+        vals = np.atleast_1d(g(x))
+
+        def k_s(p, q):
+            if kernel == "rf":
+                return np.abs(formulas.rf_kernel(p, q, init=init))
+            return formulas.rf_kernel(p, q, init=init) + 1.69 * np.abs(1 + p * q) * formulas.active_probability(p, q, init=init)
+        K_s = k_s(xd[:, None], xd[None, :])
+        K = g.kernel_matrix(xd[:, None], xd[None, :])
+        alpha = g.coefficients
+        cond_part = np.linalg.norm(np.linalg.inv(K), 2) * np.linalg.norm(K_s, 2) * np.linalg.norm(alpha)
+        bound = f.ulp_bound[(kernel, init)].ulps_for(xd.size * (xd.size + 1))
+        for i in range(x.size):
+            ks = k_s(x[i], xd)
+            unit = float(np.abs(ks) @ np.abs(alpha) + np.linalg.norm(ks) * cond_part)
+            v = float(vals[i]) + shift * (1 + 4 * bound) * EPS * unit
+            with mpmath.workdps(40):
+                err = float(abs(mpmath.mpf(v) - np.ravel(ref)[i]))
+            worst.add(err / (EPS * unit), bound, (kernel, init, xd.tolist(), yd.tolist(), x[i]))
+    return worst
+
+
+def test_kernel_interpolant_within_its_bound() -> None:
+    _interp_worst(12, 1, per=6).check("kernel_interpolant")
+
+
+@pytest.mark.slow
+def test_kernel_interpolant_within_its_bound_at_10k() -> None:
+    _interp_worst(N_SLOW, 2, per=25).check("kernel_interpolant")

@@ -502,6 +502,24 @@ def _kernel_interpolant_mp(x_data: Any, y_data: Any, kernel: str = "rf", init: s
     return MpKernelInterpolant(x_data, y_data, kernel, init, sigma_c, dps)
 
 
+def _interpolant_bound(kernel: str, init: str) -> UlpBound:
+    k_ulps = (RF_ULPS if kernel == "rf" else NTK_ULPS)[init].ulps
+    return UlpBound(
+        k_ulps + 1, "|k_s(x)|^T |alpha| + ||k_s(x)||_2 ||K^-1||_2 ||K_s||_2 ||alpha||_2: the "
+        "condition number of the Gram matrix K times the scale of the terms (k_s, K_s the "
+        "kernel's ulp unit: its value for rf, K_RF + sigma_c^2 |1 + x x'| P for ntk); "
+        "n = m (m + 1), m the number of data points",
+        f"to first order in u: the kernel values (<= {k_ulps:g} ulps of k_s, the kernel's stated "
+        "bound) perturb k(x) and K; the Cholesky solve has backward error |E| <= (3 m + 1) u "
+        "|R^T| |R|, || |R^T| |R| ||_2 <= m ||K||_2; the dot product k(x)^T alpha m roundings: "
+        "<= kernel bound + 1 + 2 m (m + 1) ulps of the unit", per_term=2,
+        region="cond(K) > 1e12 is refused (ValueError)")
+
+
+#: the stated bound per (kernel, init), in ulps of its condition-number unit
+KERNEL_INTERPOLANT_ULPS = {(k, i): _interpolant_bound(k, i) for k in KERNELS for i in INITS}
+
+
 kernel_interpolant = DerivedFunction(
     "kernel_interpolant", "W3b", """The kernel interpolant f = sum_j alpha_j K(., x_j),
 K alpha = y, of (x_data, y_data) for kernel "rf" or "ntk" and init "uniform" or "gaussian"
@@ -511,5 +529,8 @@ K alpha = y, of (x_data, y_data) for kernel "rf" or "ntk" and init "uniform" or 
 vectorized :class:`KernelInterpolant`; x_data must be 1-D, finite, with distinct entries
 and a Gram condition number <= 1e12 (ValueError otherwise); y_data of the same shape.
 ``kernel_interpolant.mpmath(..., dps=30)`` returns the same interpolant in mpmath.
+Float64 error (``.ulp_bound[(kernel, init)]``, an algorithm: relative to the Gram matrix's
+condition number): <= B + 1 + 2 m (m + 1) ulps of |k_s(x)|^T |alpha| + ||k_s(x)|| ||K^-1||
+||K_s|| ||alpha|| (m data points, B the kernel's own ulp bound, k_s its unit).
 """, lambda: {("rf", i): e for i, e in _kernel_exprs("rf").items()}, _kernel_interpolant,
-    _kernel_interpolant_mp)
+    _kernel_interpolant_mp, ulp_bound=KERNEL_INTERPOLANT_ULPS)
