@@ -247,7 +247,7 @@ def test_a_perturbation_of_4_bounds_fails() -> None:
         assert _maass_worst(name, 30, 5, shift=1.0).ratio > 1
     assert _rmd_worst(30, 5, shift=1.0).ratio > 1
     assert _lsq_worst(60, 5, shift=1.0).ratio > 1
-    assert _interp_worst(6, 5, per=6, shift=1.0).ratio > 1
+    assert _interp_worst(6, 1, per=6, shift=1.0).ratio > 1
 
 
 # ------------------------------------------------------------------ Maass: symmetrize, project, rmd
