@@ -123,6 +123,23 @@ def _phi_tilde_mp(theta, phi, d, d_H, dps: int = 25) -> Any:
     return out
 
 
+def _phi_enclose(derivative: bool):
+    def enclose(theta, phi, d, d_H, *, prec: int = 128) -> Any:
+        """Certified Arb balls of phi~ (or its theta-derivative) from the definition
+        (numerics.arb_quadrature.phi_tilde_ball), elementwise over broadcast angles."""
+        from numerics import arb_quadrature as aq
+        th = as_float_array(theta, "theta")
+        ph = as_float_array(phi, "phi")
+        reduced.validate_dims(d, d_H)
+        b = np.broadcast_arrays(th, ph)
+        out = np.empty(b[0].shape, dtype=object)
+        for idx in np.ndindex(out.shape):
+            out[idx] = aq.phi_tilde_ball(float(b[0][idx]), float(b[1][idx]), int(d), int(d_H),
+                                         derivative=derivative, prec=prec)
+        return out[()] if out.ndim == 0 else out
+    return enclose
+
+
 def _phi_expr() -> dict:
     r = derived.results("H1e")
     return {k_: r[k_] for k_ in ("at_zero", "at_half_pi", "exact", "inner", "tail_ratio")}
@@ -150,6 +167,7 @@ PHI_TILDE_DTHETA_ULPS = UlpBound(
 
 phi_tilde = DerivedFunction(
     name="phi_tilde", claim="H1e", impl=_phi_tilde, mpmath=_phi_tilde_mp, ulp_bound=PHI_TILDE_ULPS,
+    enclose=_phi_enclose(False),
     expr_fn=_phi_expr,
     doc="""phi~(theta; phi) = E[relu(cos th cos ph R + sin th sin ph S)] (Hajjar & Chizat 2023,
 Thm 4.3 / App. E.2.3; claim H1e), R, S independent first coordinates of Unif(S^{d_H-1})
@@ -159,7 +177,8 @@ Parameters: theta, phi in [0, pi/2] (arrays broadcast), integers 1 <= d_H <= d -
 size: the coordinate density of S^{d-d_H-1} concentrates like N(0, 1/(d - d_H)) and the
 quadrature follows it).  Returns float64 within 32 ulps of the value (``.ulp_bound``; tested
 at 10^4 inputs, d <= 1000, against ``numerics.arb_quadrature.phi_tilde_ball``, the
-certified Arb integral of the definition): the inner expectation over
+certified Arb integral of the definition, also ``.enclose(theta, phi, d, d_H, prec=128)``,
+d <= 2000): the inner expectation over
 R is the DERIVED closed form (``.expr["inner"]``: incomplete Beta and tail mean, in their
 verified float64 forms; E[R_+] = 1/alpha_constant(d_H)), the outer expectation over S is
 tanh-sinh quadrature (numerics.reduced).  ``phi_tilde.mpmath(theta, phi, d, d_H, dps=25)``
@@ -173,7 +192,7 @@ complete Piecewise forms for (d, d_H) in {(2,1), (3,1), (3,2), (4,1), (4,3)}.
 
 phi_tilde_dtheta = DerivedFunction(
     name="phi_tilde_dtheta", claim="H1e", impl=_phi_tilde_dtheta, expr_fn=_phi_expr,
-    ulp_bound=PHI_TILDE_DTHETA_ULPS,
+    ulp_bound=PHI_TILDE_DTHETA_ULPS, enclose=_phi_enclose(True),
     doc="""d phi~(theta; phi) / d theta (claim H1e): the expectation over S of the derived
 partial derivatives of the inner expectation, d/dc c_theta + d/dy y_theta (c = cos th cos
 ph, y = sin th sin ph S).  Same parameters as ``phi_tilde``; it is the G'(theta) kernel of
