@@ -190,8 +190,7 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool, kernel: Any):
     middle = np.zeros_like(c)
     for lo, hi, (x, w, _) in _middle_pieces(half, c, s, kH, kP):
         xs = (lo + hi)[:, None] / 2 + ((hi - lo) / 2)[:, None] * x[None, :]
-        S = -np.sin(xs)                                           # cos(pi/2 + x)
-        # cos^{kP-2}(x) = exp((kP - 2) log(1 - 2 sin^2(x/2))), accurate for huge kP
+        S = -np.sin(xs)  # cos(pi/2 + x); cos^{kP-2}(x) = exp((kP - 2) log(1 - 2 sin^2(x/2)))
         dens = np.exp((kP - 2) * np.log1p(-2.0 * np.sin(xs / 2) ** 2)) / B
         y = s[:, None] * S
         vals = g(y, S, c[:, None], ct[:, None], st[:, None])
@@ -199,22 +198,14 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool, kernel: Any):
     return (closed + middle).reshape(shape)
 
 
-#: d_H beyond which the inner expectation's transition (width ~ (c/s)/sqrt(d_H) in S around
-#: S = 0) gets its own piece of the S-rule
-_SPLIT_KH = 60
-
-
 def _middle_pieces(half, c, s, kH: int, kP: int) -> list:
-    """Pieces (lo, hi, rule) of [-half, half] (the offset x of S's polar angle from pi/2):
-    one piece with the rule for max(kP, kH) when kH <= _SPLIT_KH; else cut at
-    +-w = arcsin(min(1, 10 (c/s)/sqrt(kH))) (10 standard deviations of R scaled by c/s,
-    beyond which E_R[(cR + y)_+] is relu(y) to e^-50), each piece with the finest rule."""
-    if kH <= _SPLIT_KH:
+    """Pieces (lo, hi, rule) of [-half, half]: one (rule for max(kP, kH)) when kH <= 60; else
+    cut at +-arcsin(10 (c/s)/sqrt(kH)), beyond which E_R[(cR + y)_+] = relu(y) to e^-50."""
+    if kH <= 60:
         return [(-half, half, _rule_for(max(kP, kH)))]
     ratio = np.divide(c, s, out=np.full_like(c, np.inf), where=s > 0)
     wx = np.minimum(half, np.arcsin(np.minimum(1.0, _PEAK_SD * ratio / np.sqrt(kH))))
-    rule = _rule_for(max(kP, _SPLIT_KH + 1))
-    return [(-half, -wx, rule), (-wx, wx, rule), (wx, half, rule)]
+    return [(-half, -wx, _TS[1 / 64]), (-wx, wx, _TS[1 / 64]), (wx, half, _TS[1 / 64])]
 
 
 def _validate_angles(theta, phi):
