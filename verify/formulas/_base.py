@@ -56,7 +56,10 @@ class UlpBound:
         self.per_term, self.region = float(per_term), str(region)
 
     def ulps_for(self, n_terms: int = 1) -> float:
-        """The bound in ulps of the unit for ``n_terms`` summed terms."""
+        """The bound in ulps of the unit for ``n_terms`` summed terms (a count >= 0)."""
+        if isinstance(n_terms, bool) or not isinstance(n_terms, (int, np.integer)) or n_terms < 0:
+            raise ValueError(f"n_terms must be a count of summed terms (an integer >= 0); got "
+                             f"{n_terms!r:.40}")
         return self.ulps + self.per_term * int(n_terms)
 
     def __repr__(self) -> str:
