@@ -195,9 +195,9 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
 
 #: samples per instance of the certified W2e sub-check
 _W2E_CERT_SAMPLES = 3
-#: float64 error bound of potential_gradient in ulps of its scale, for 3 samples: 4 per
-#: sample term plus one per addition
-_W2E_FLOAT_ULPS = 4 * _W2E_CERT_SAMPLES + _W2E_CERT_SAMPLES
+#: float64 error bound of potential_gradient in ulps of its scale, for 3 samples: the
+#: formula's stated bound (verify.formulas.potential_gradient.ulp_bound)
+_W2E_FLOAT_ULPS = potential_gradient.ulp_bound.ulps_for(_W2E_CERT_SAMPLES)
 _WHY_ARB = ("Arb balls at 128 bits (floats enter exactly): the closed form from the derived "
             "expressions, the reference from the definition r <x~, d(theta)>_+ by Arb power "
             "series (rigorous derivatives, no differencing)")
@@ -255,12 +255,12 @@ def _certified_w2e(ctx: RunContext, angular_factor: float) -> list[SubCheck]:
                                       f"{len(inner_inst)} pairs (at the scale |x~|)", inner_inst,
                                       reason=_WHY_ARB),
             certify.certified_compare(f"certified: formulas.potential_gradient (float64) within "
-                                      f"{_W2E_FLOAT_ULPS} ulps of the scale sum_j |rho_j| |x~_j| "
+                                      f"{_W2E_FLOAT_ULPS:g} ulps of the scale sum_j |rho_j| |x~_j| "
                                       f"(|r| times it for dV/dtheta), {len(floats)} values", floats,
                                       bound=_W2E_FLOAT_ULPS * 2.0 ** -52,
                                       reason=_WHY_ARB + "; the float64 value as an exact ball; "
-                                      "bound: per sample <= 4 roundings of |rho_j| |x~_j| (cos, sin, "
-                                      "two products) plus one per addition")]
+                                      "bound: the formula's stated one, "
+                                      + potential_gradient.ulp_bound.why)]
 
 
 # ====================================================================== W2f
