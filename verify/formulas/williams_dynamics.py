@@ -325,13 +325,19 @@ preimage with a defined angle (ValueError); r = 0 with delta < 0 gives c = 0.
 
 
 # ------------------------------------------------------------------ potential gradient
-def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
+def _potential_gradient_inputs(r: Any, theta: Any, x_data: Any, residuals: Any) -> tuple:
+    """The validated (r, theta, x_data, residuals) of the potential gradient's entry points."""
     r = as_float_array(r, "r (particle radii)")
     theta = as_float_array(theta, "theta (particle angles)")
     require_same_shape(r=r, theta=theta)
     x_data = as_float_array(x_data, "x_data (sample inputs)", ndim=1, allow_empty=False)
     residuals = as_float_array(residuals, "residuals (rho_j = f(x_j) - y_j)", ndim=1)
     require_same_shape(x_data=x_data, residuals=residuals)
+    return r, theta, x_data, residuals
+
+
+def _potential_gradient(r: Any, theta: Any, x_data: Any, residuals: Any):
+    r, theta, x_data, residuals = _potential_gradient_inputs(r, theta, x_data, residuals)
     args = (D.r, D.theta, D.x, D.rho)
     R, TH = r[..., None], theta[..., None]
     inner = np.asarray(_hypot_form("W2e", "inner", args)(R, TH, x_data, residuals))
@@ -366,12 +372,7 @@ def _potential_gradient_enclose(r: Any, theta: Any, x_data: Any, residuals: Any,
     derived <x~_j, d(theta)> ball is > 0 (ValueError if a ball contains 0: the sample is on
     the particle's boundary line, where the field jumps)."""
     from verify import certify
-    r = as_float_array(r, "r (particle radii)")
-    theta = as_float_array(theta, "theta (particle angles)")
-    require_same_shape(r=r, theta=theta)
-    x_data = as_float_array(x_data, "x_data (sample inputs)", ndim=1, allow_empty=False)
-    residuals = as_float_array(residuals, "residuals (rho_j = f(x_j) - y_j)", ndim=1)
-    require_same_shape(x_data=x_data, residuals=residuals)
+    r, theta, x_data, residuals = _potential_gradient_inputs(r, theta, x_data, residuals)
     args = (D.r, D.theta, D.x, D.rho)
     res = derived.results("W2e")
     inner, dvr, dvt = (certify.arb_function(res[k], args) for k in ("inner", "dV_dr_term", "dV_dtheta_term"))
