@@ -78,7 +78,7 @@ def _velocity_linearisation() -> tuple[sp.Expr, sp.Expr]:
     through G'(theta) only), and its value at theta = 0 in terms of phi~''(0; .)."""
     field = reduced_velocity_field()
     eps, c, G, dG = field["symbols"]
-    ddG = sp.Symbol("ddG_theta", real=True)
+    ddG = sp.Symbol("g", real=True)       # g = G''(theta), named in the step's text
     return sp.diff(field["dtheta_dt"], dG) * ddG, sp.diff(field["dtheta_dt"], G)
 
 
@@ -99,7 +99,8 @@ def derive_h1l() -> Derivation:
              lhs=r"\partial_\theta^2\tilde\phi(0;\varphi)"),
         Step(r"$\tilde\phi$ is even about $\theta = 0$, so $G'(0) = 0$; the H1g field depends on "
              r"$\theta$ through $G'(\theta)$ only ($\partial\dot\theta/\partial G = $ "
-             + sp.latex(dG_free) + r"), and", lin, lhs=r"\partial_\theta\dot\theta"),
+             + sp.latex(dG_free) + r"), and with $g = G''(\theta)$", lin,
+             lhs=r"\partial_\theta\dot\theta"),
         Step(r"so $|\dot\theta| \le L(t)\,\theta$ with $L(t) = \sup_{[0,\pi/2]}|G''_t|$ and, by "
              r"Gronwall (the comparison ODE $\dot\theta = -L\theta$ solved):", gron["solution"],
              lhs=r"\theta_j(t) \ge"),

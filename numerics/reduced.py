@@ -68,14 +68,10 @@ MAX_PHI_NODES = 4096
 _MIN_RTOL = 100 * np.finfo(float).eps
 #: largest precision of the mpmath reference :func:`phi_tilde_mp`
 _MAX_MP_DPS = 200
-#: largest ambient dimension d of :func:`phi_quadrature` (hence :class:`PhiTable`):
-#: scipy's Gauss-Jacobi normalizer 2^(a+b+1) B(a+1, b+1) overflows float64 (nan weights)
-#: from d - d_H ~ 2000 with d_H small, and its nodes already lose digits at d = 1000
-#: (5e-12 on E cos^2 phi = d_H / d, exact for the rule)
+#: largest d of :func:`phi_quadrature` (hence :class:`PhiTable`): scipy's Gauss-Jacobi
+#: weights overflow (nan) from d - d_H ~ 2000, and its nodes lose digits at d = 1000
 MAX_DIM = 1000
-#: largest d of the mpmath reference :func:`phi_tilde_mp`: it resolves the 1/sqrt(d)-wide
-#: peaks of the sphere densities by cutting there; its large-d test runs d = 1e8 (~2 s at
-#: d_H = 5), while d = 2^31 ran past 5 s on a loaded machine and d = 2^63 - 1 past 20 s
+#: largest d of the mpmath reference :func:`phi_tilde_mp` (~2 s at d = 1e8, d_H = 5)
 _MAX_MP_DIM = 10 ** 8
 
 
@@ -467,7 +463,11 @@ def initial_state(rng_plus: np.random.Generator, rng_minus: np.random.Generator,
 
 def fold_angle(theta: np.ndarray) -> np.ndarray:
     """Reflect angles into [0, pi/2] (phi~ is even about 0 and about pi/2)."""
-    t = np.mod(as_float_array(theta, "theta (angles)"), np.pi)
+    t = as_float_array(theta, "theta (angles)")
+    lo, hi = (float(t.min()), float(t.max())) if t.size else (0.0, 0.0)
+    if lo >= 0.0 and hi <= HALF_PI:     # already folded (mod and the reflection are identities)
+        return t.copy()
+    t = t if lo >= 0.0 and hi < np.pi else np.mod(t, np.pi)
     return np.where(t > HALF_PI, np.pi - t, t)
 
 

@@ -382,11 +382,13 @@ def require_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(choices, (tuple, list)) or not choices:
         raise ArgumentTypeError(f"choices (the allowed values of {name}) must be a non-empty "
                                 f"tuple; got {_kind(choices)}")
-    try:
-        ok = value in choices
-    except (TypeError, ValueError):  # uncomparable value (e.g. an array)
-        ok = False
-    if not ok or not isinstance(value, type(choices[0]) if choices else object):
+    ok = isinstance(value, type(choices[0]))   # before comparing: an array compares per entry
+    if ok:
+        try:
+            ok = value in choices
+        except (TypeError, ValueError):  # uncomparable value
+            ok = False
+    if not ok:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r:.60}")
     return value
 
