@@ -30,7 +30,7 @@ from derivations import williams_dynamics as D
 from numerics import relu1d as N
 from numerics.validation import IntegratorError
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
                         derived_generation, derived_results, fmt, lambdified, rate_study)
 
 SOURCE = ("Williams, Trager, Silva, Panozzo, Zorin, Bruna (NeurIPS 2019), arXiv 1906.07842, "
@@ -226,6 +226,33 @@ def _monotone_subcheck(q: np.ndarray) -> tuple[SubCheck, np.ndarray, np.ndarray]
                     "2% over seeds 0-19; error = largest -mean / (t SE)"), mean, se
 
 
+def _rates_vs_metric() -> SubCheck:
+    """The derived rates and limit metric against log-log slopes of the W2c inverse metric
+    itself, evaluated at 60 digits (delta = +-1e6 .. +-1e8, r = 0.3, 1, 2.5): the kernel
+    ratio G^-1_thth / G^-1_rr and the adaptive deviations |G^-1/delta - limit|."""
+    import mpmath
+    res = derived_results("W2k")
+    g_rr = lambdified("W2c", "g_rr", (D.r, D.delta), modules="mpmath")
+    g_tt = lambdified("W2c", "g_thth_rationalized", (D.r, D.delta), modules="mpmath")
+    lim = [lambdified("W2k", ("adaptive_metric", k), (D.r,), modules="mpmath") for k in (0, 1)]
+    got, ref = [], []
+    with mpmath.workdps(60):
+        def slope(f, d1, d2):
+            return float(mpmath.log(f(d2) / f(d1)) / mpmath.log(mpmath.mpf(d2) / d1))
+        for r in (mpmath.mpf(3) / 10, mpmath.mpf(1), mpmath.mpf(5) / 2):
+            got.append(float(res["kernel_rate"]))
+            ref.append(slope(lambda d: g_tt(r, -d) / g_rr(r, -d), 10 ** 6, 10 ** 8))
+            for k, g in ((0, g_rr), (1, g_tt)):
+                got.append(float(res["adaptive_rate"]))
+                ref.append(slope(lambda d: abs(g(r, d) / d - lim[k](r)), 10 ** 6, 10 ** 8))
+    return compare("derived kernel and adaptive rates (and the limit metric they are read "
+                   "against) vs log-log slopes of the W2c inverse metric at 60 digits, "
+                   "|delta| = 1e6..1e8, r = 0.3, 1, 2.5", np.array(got), np.array(ref),
+                   rtol=1e-9, reason="the next-order terms are O(delta^-2) = 1e-12 of a slope "
+                   "at |delta| >= 1e6; 60-digit arithmetic; a wrong limit metric leaves an O(1) "
+                   "deviation whose slope is 0")
+
+
 def check(ctx: RunContext, reference: float) -> Outcome:
     """The two rate studies (adaptive reference at ``reference``: inf in the claim, the near
     miss in the control) and the clustering sweep."""
@@ -255,6 +282,7 @@ def check(ctx: RunContext, reference: float) -> Outcome:
         a_study.bias_subcheck("adaptive end: integrator error of the distances",
                               float(np.max(np.abs(adapt - adapt_t))), how),
         mono,
+        _rates_vs_metric(),
     ]
     tables = [
         Table("W2k: kernel end (delta -> -inf), geometric means over the draws",
