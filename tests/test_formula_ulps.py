@@ -158,7 +158,7 @@ def _enclose_contains_the_50_digit_value(n_particles: int, seed: int) -> None:
 
 
 def test_potential_gradient_enclose_contains_the_50_digit_value_at_10k() -> None:
-    """The acceptance size of issue 32: 10^4 drawn particles (about 7 s of one core)."""
+    """At 10^4 drawn particles (about 7 s of one core)."""
     _enclose_contains_the_50_digit_value(N_SLOW, 4)
 
 

@@ -321,12 +321,12 @@ def _stationary_particles_check(ctx: RunContext, sz: dict) -> list[SubCheck]:
     M_star = _setting(linear=True)[2].mean(axis=0)
     transient = float(np.exp(-r_min * T)) * 4.0   # |start - stationary| <= 4 in mean and variance
     z_q = float(stats.norm.ppf(1 - 0.001 / (2 * 3 * len(_STARTS))))
+    hw = float(stats.t.ppf(1 - 0.001 / (2 * 3 * len(_STARTS) * D_Z), seeds - 1))
     e_mean = e_var = e_kurt = 0.0
     t_mean = 0.0
     for i in range(len(_STARTS)):
         means = th[i].mean(axis=1)                                     # (seeds, D)
         dev = th[i] - means[:, None, :]
-        hw = float(stats.t.ppf(1 - 0.001 / (2 * 3 * len(_STARTS) * D_Z), seeds - 1))
         se = means.std(axis=0, ddof=1) / np.sqrt(seeds)
         e_mean = max(e_mean, float(np.max(np.abs(means.mean(axis=0) - f_inf * M_star)
                                           / (hw * se + transient))))
