@@ -25,6 +25,7 @@ from numerics import equivariant as eq
 from numerics import equivariant_limit as el
 from numerics.groups import c2_swap
 from numerics.validation import long_runs
+from verify.claims._maass_noisy import gibbs_limit_check, nonlinear_study
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         compare, derived_generation, fmt, lambdified, rate_study)
 
@@ -399,7 +400,9 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     """M1f: the width study against the limit read at time_factor * T (1 for the claim)."""
     sz = {k: ctx.size(k) for k in ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch",
                                    "nq", "nx", "rk4", "n_eval", "beta", "beta_widths", "stat_tau",
-                                   "stat_beta", "stat_N", "stat_seeds", "stat_step", "stat_T")}
+                                   "stat_beta", "stat_N", "stat_seeds", "stat_step", "stat_T",
+                                   "mv_widths", "mv_seeds", "mv_cells", "mv_nx", "gibbs_cells",
+                                   "gibbs_T", "gibbs_nx")}
     widths, T = tuple(sz["widths"]), sz["T"]
     F, steps = _width_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], T, sz["x_std"],
                            sz["tau"], sz["batch"], sz["n_eval"], derived_generation())
@@ -414,6 +417,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     move = _distance(f_inf, f0, ew)
     study = rate_study(_STUDY, widths, D, predicted=-0.5, level=0.999)
     beta_study, c_T = _beta_study(ctx, sz, time_factor)
+    mv_study, mv_ref_err, mv_move = nonlinear_study(ctx, sz, time_factor, derived_generation())
     subs = [study.subcheck("fluctuations of the empirical measure around the mean-field flow "
                            "(initial draw and minibatches, law of large numbers with CLT "
                            "scaling): 99.9% Student-t interval of the per-seed slopes"),
@@ -421,8 +425,20 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                 "minibatches, the particles' independent noise) around the exact "
                                 "Gaussian law of the McKean-Vlasov flow: 99.9% Student-t interval "
                                 "of the per-seed slopes"),
+            mv_study.subcheck("fluctuations of the empirical measure around the McKean-Vlasov "
+                              "law (initial draw, minibatches, noise): W1 of an N-sample to a "
+                              "smooth law in 1-D is O(N^-1/2); 99.9% Student-t interval of the "
+                              "per-seed slopes"),
+            mv_study.bias_subcheck("Fokker-Planck reference error, non-linear unit (bounded by "
+                                   "W1 to the coarser grid: half the cells, nx - 8 data nodes)",
+                                   mv_ref_err,
+                                   f"second-order finite volumes (the error falls 4x per "
+                                   f"halving, so the coarser grid's distance bounds the finer "
+                                   f"one's error) at {sz['mv_cells']} cells, {sz['mv_nx']} "
+                                   f"Gauss-Hermite data nodes", _BIAS_FRACTION),
             _closure_check(sz),
             _limit_in_time_check(sz),
+            gibbs_limit_check(sz),
             _scheme_variance_check(ctx, sz),
             *_stationary_particles_check(ctx, sz),
             _time_change_check(ctx, sz["alpha"], sz["tau"]),
@@ -442,11 +458,14 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                    f"c = {fmt(c_T)} at the time read)", subs,
                    details={"slope": study.slope, "interval": list(study.interval),
                             "reference_error": ref_err, "limit_move": move,
-                            "beta_slope": beta_study.slope, "beta_interval": list(beta_study.interval)},
+                            "beta_slope": beta_study.slope, "beta_interval": list(beta_study.interval),
+                            "tanh_slope": mv_study.slope, "tanh_interval": list(mv_study.interval),
+                            "tanh_reference_error": mv_ref_err, "tanh_limit_move": mv_move},
                    tables=[Table("Distance to the limit per width",
                                  ["N", "SGD steps", "flow time per step", "mean distance",
                                   "sd over seeds"], rows)],
-                   artifacts={"study": study.to_json(), "beta_study": beta_study.to_json()})
+                   artifacts={"study": study.to_json(), "beta_study": beta_study.to_json(),
+                              "tanh_study": mv_study.to_json()})
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -484,14 +503,20 @@ CLAIMS = [Claim(
                      "rk4": 24, "n_eval": 32, "beta": 0.05,
                      "beta_widths": (64, 128, 256, 512, 1024, 2048, 4096),
                      "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 1024, "stat_seeds": 16,
-                     "stat_step": 1 / 64, "stat_T": 12.0},
+                     "stat_step": 1 / 64, "stat_T": 12.0,
+                     "mv_widths": (64, 128, 256, 512, 1024, 2048, 4096), "mv_seeds": 12,
+                     "mv_cells": 1024, "mv_nx": 40, "gibbs_cells": 128, "gibbs_T": 30.0,
+                     "gibbs_nx": 24},
            "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8,
                     "alpha": 16.0, "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 7,
                     "nx": 20, "rk4": 32, "n_eval": 32, "beta": 0.05,
                     # the linear unit's SGD step is memory-bound beyond N ~ 8192 (~10 ms)
                     "beta_widths": (128, 256, 512, 1024, 2048, 4096, 8192),
                     "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 4096, "stat_seeds": 32,
-                    "stat_step": 1 / 128, "stat_T": 12.0}},
+                    "stat_step": 1 / 128, "stat_T": 12.0,
+                    "mv_widths": (128, 256, 512, 1024, 2048, 4096, 8192, 16384), "mv_seeds": 16,
+                    "mv_cells": 2048, "mv_nx": 48, "gibbs_cells": 160, "gibbs_T": 30.0,
+                    "gibbs_nx": 32}},
     negative_control_description="the limit read at time 1.2 T (the derived time per step "
                                  "alpha/N off by 20%)",
     negative_target=_STUDY, figures=figures, kind="theorem")]
