@@ -16,7 +16,13 @@ closed form (:func:`derive_gaussian_closure`): the drift is affine in z, so a Ga
 stays Gaussian, with mean f(t) M* and covariance c(t) I from the moment ODEs (Ito), solved
 by ``sp.dsolve``; as t -> infinity it tends to N(m_inf, beta/(2 tau) I), which is also the
 Gibbs fixed point mu ~ exp(-(dR/dmu + tau |z|^2)/beta) of the entropic risk: the (unique)
-minimiser for tau, beta > 0."""
+minimiser for tau, beta > 0.
+
+For ANY unit (:func:`derive_gibbs_exponent`) the stationary points of the entropic risk
+F = R + tau int |z|^2 + beta int mu log mu are the Gibbs fixed points
+rho* ~ exp(-(u(z) + tau |z|^2)/beta), u the risk's first variation, whose z-gradient is
+minus the McKean-Vlasov drift (the flow is F's Wasserstein gradient flow): derived on a
+3-cell measure with an undefined sigma."""
 from __future__ import annotations
 
 from dataclasses import dataclass
