@@ -9,7 +9,9 @@
 - no private reach-in: a private module or name (leading underscore) is imported only from
   inside the package folder that holds it (or a folder below it);
 - no experiment imports ``verify.claims``, and no claim module imports another claim
-  module (what claims share lives in the kit, ``verify.studies`` or ``numerics``).
+  module (what claims share lives in the kit, ``verify.studies`` or ``numerics``);
+- no import cycle among the modules of derivations, numerics and verify through the
+  imports that run when a module is loaded (module level, outside ``if TYPE_CHECKING``).
 """
 from __future__ import annotations
 
@@ -74,6 +76,68 @@ def test_layers_point_one_way() -> None:
            if name.split(".")[0] in forbidden
            and mod.split(".")[0] in forbidden[name.split(".")[0]]]
     assert not bad, "\n".join(bad)
+
+
+def _load_time_imports(name: str, path: Path) -> list[tuple[str, str | None, int]]:
+    """The imports of :func:`_imports` that run when the module is loaded: not inside a
+    function, nor under ``if TYPE_CHECKING``."""
+    skip: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        typing_only = (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or typing_only:
+            body = node.body if typing_only else [node]
+            skip |= {n.lineno for b in body for n in ast.walk(b)
+                     if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return [imp for imp in _imports(name, path) if imp[2] not in skip]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while not comp or comp[-1] != v:
+                    comp.append(stack.pop())
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_cycles_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_at_load_time() -> None:
+    graph = {name: {t for mod, alias, _ in _load_time_imports(name, path)
+                    for t in _targets(mod, alias) if t in SOURCES and t != name}
+             for name, path in SOURCES.items()}
+    cycles = _cycles(graph)
+    assert not cycles, ("modules importing each other in a cycle (move what they share "
+                        "into a module below them):\n" + "\n".join(map(", ".join, cycles)))
 
 
 def _floors() -> dict[str, int]:
