@@ -1,9 +1,10 @@
 """docs/architecture.md is true of the code: the statements a test can check.
 
 - the layers: ``derivations`` imports neither NumPy/SciPy, ``random`` nor
-  ``numerics``/``verify``;
-  ``numerics`` imports neither SymPy nor ``derivations``/``verify`` (at module level or
-  inside functions);
+  ``numerics``/``verify``; ``numerics`` imports neither SymPy nor ``derivations``/``verify``
+  (at module level or inside functions); of third-party packages ``derivations`` imports
+  only SymPy and mpmath, ``numerics`` only NumPy, SciPy and mpmath at load time
+  (python-flint, POT, numba, threadpoolctl inside functions);
 - verify's floors: the table under ``<!-- floors -->`` in docs/architecture.md places every
   room of ``verify`` on one floor, and every import (module level or inside a function)
   goes to the same floor or below;
@@ -152,6 +153,31 @@ def test_no_import_cycle_at_load_time() -> None:
     cycles = _cycles(graph)
     assert not cycles, ("modules importing each other in a cycle (move what they share "
                         "into a module below them):\n" + "\n".join(map(", ".join, cycles)))
+
+
+#: the third-party packages each layer may import (docs/architecture.md, "Three layers"):
+#: at load time, and inside functions (the optional ones are only imported there)
+LOAD_TIME_PACKAGES = {"derivations": {"sympy", "mpmath"}, "numerics": {"numpy", "scipy", "mpmath"}}
+OPTIONAL_PACKAGES = {"derivations": set(), "numerics": {"flint", "ot", "numba", "threadpoolctl"}}
+
+
+def test_layers_import_only_their_packages() -> None:
+    import sys
+    bad = []
+    for name, path in SOURCES.items():
+        layer = name.split(".")[0]
+        if layer not in LOAD_TIME_PACKAGES:
+            continue
+        at_load = {imp[2] for imp in _load_time_imports(name, path)}
+        for mod, _, line in _imports(name, path):
+            top = mod.split(".")[0]
+            if top in sys.stdlib_module_names or top in LAYERS or top in ("", "__future__"):
+                continue
+            allowed = LOAD_TIME_PACKAGES[layer] | (set() if line in at_load
+                                                  else OPTIONAL_PACKAGES[layer])
+            if top not in allowed:
+                bad.append(f"{name}:{line} imports {mod}" + (" at load time" if line in at_load else ""))
+    assert not bad, "\n".join(bad)
 
 
 def _floors() -> dict[str, int]:
