@@ -25,6 +25,7 @@ from typing import Callable
 
 import sympy as sp
 
+from derivations._symbols import matrix_symbols, vector_symbols
 from derivations.base import Derivation, Step
 
 __all__ = ["logistic", "swap_group", "cyclic_group", "matrix_symbols", "vector_symbols",
@@ -61,15 +62,6 @@ def cyclic_group(n: int) -> list[tuple[sp.Matrix, sp.Matrix]]:
     """C_n by cyclic shifts S^k on R^n (rho = rho^ = S^k)."""
     S = _perm_matrix([(i - 1) % n for i in range(n)])
     return [(S**k, S**k) for k in range(n)]
-
-
-def matrix_symbols(name: str, rows: int, cols: int) -> sp.Matrix:
-    """A real symbolic matrix z_{ij} (i, j from 1)."""
-    return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}{i + 1}{j + 1}", real=True))
-
-
-def vector_symbols(name: str, n: int) -> sp.Matrix:
-    return sp.Matrix(n, 1, lambda i, _: sp.Symbol(f"{name}{i + 1}", real=True))
 
 
 def logistic_unit(x: sp.Matrix, z: sp.Matrix) -> sp.Matrix:

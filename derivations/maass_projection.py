@@ -28,7 +28,7 @@ from functools import lru_cache
 import sympy as sp
 
 from derivations.base import Derivation, Step
-from derivations.maass import matrix_symbols, vector_symbols
+from derivations._symbols import matrix_symbols, vector_symbols
 
 __all__ = ["phi", "rotation", "J", "so2_haar", "trig_reduce", "cubic_norm_unit", "so2_feature_average",
            "so2_symmetrized_model", "so2_projector", "SO2FeatureAveraging",

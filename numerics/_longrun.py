@@ -1,8 +1,10 @@
 """The long-run mechanism of ``numerics.validation`` (re-exported there; see its module
-docstring): a run above ``numerics.validation.QUICK_WORK`` of work is refused at once
-naming its argument unless asked for (``long_run=True`` or :func:`long_runs`); an asked
-run shows its progress (:class:`RunProgress`) and stops at Ctrl-C; a run of unknown length
-gets the same work as a cap on its steps (:func:`flow_budget`)."""
+docstring): a run above :data:`QUICK_WORK` of work is refused at once naming its
+argument unless asked for (``long_run=True`` or :func:`long_runs`); an asked run shows its
+progress (:class:`RunProgress`) and stops at Ctrl-C; a run of unknown length gets the same
+work as a cap on its steps (:func:`flow_budget`).  :data:`QUICK_WORK` and
+:data:`MAX_LONG_WORK` are read here, at each call: to lower them (in a test), patch this
+module's names."""
 from __future__ import annotations
 
 import contextlib
@@ -11,11 +13,19 @@ import sys
 import time
 from typing import Any
 
-from numerics import validation as _V
-from numerics.validation import (_count_text, _flag, _label, require_callable,
-                                 require_positive_int, require_size)
+from numerics._checks import (_count_text, _flag, _label, require_callable,
+                              require_positive_int, require_size)
 
-__all__ = ["long_runs", "wants_long_run", "require_work", "flow_budget", "RunProgress"]
+__all__ = ["long_runs", "wants_long_run", "require_work", "flow_budget", "RunProgress",
+           "QUICK_WORK", "MAX_LONG_WORK"]
+
+#: work (units of about a nanosecond of one core: steps x width x samples, weighted by
+#: each engine's measured cost, plus a measured per-step overhead) that one call runs
+#: without being asked to run long: about two seconds of one core (the engines' costs were
+#: measured on a loaded core, so well below 5 s of CPU)
+QUICK_WORK = 2 ** 31
+#: largest work of a run that was asked to run long (about ten hours of one core)
+MAX_LONG_WORK = 2 ** 45
 
 
 _LONG_RUNS: contextvars.ContextVar[tuple[bool, Any]] = contextvars.ContextVar(
@@ -49,23 +59,23 @@ def wants_long_run(long_run: Any = None) -> bool:
 def require_work(work: Any, name: str, *, long_run: Any = None, what: str = "elementary updates",
                  hint: str = "use fewer steps or smaller sizes") -> bool:
     """Whether a run of ``work`` elementary updates is a long run (above
-    :data:`~numerics.validation.QUICK_WORK`, allowed only when ``long_run`` is True or inside
+    :data:`QUICK_WORK`, allowed only when ``long_run`` is True or inside
     :func:`long_runs`); otherwise a ValueError naming ``name`` raised before any work.
     A long run should show its progress (:class:`RunProgress`).  Work above
-    :data:`~numerics.validation.MAX_LONG_WORK` is refused in any case."""
+    :data:`MAX_LONG_WORK` is refused in any case."""
     name = _label(name)
     long_run = wants_long_run(long_run)
     work = require_size(work, name, limit=10 ** 4000, what=what, hint=hint)
     secs = work // 10 ** 9
     seconds = (f"~{_count_text(secs).lstrip('~')} s of one core" if secs >= 10 ** 6
                else f"~{work * 1e-9:.3g} s of one core")
-    require_size(work, name, limit=_V.MAX_LONG_WORK, what=f"{what} ({seconds})", hint=hint)
-    if work > _V.QUICK_WORK and not long_run:
+    require_size(work, name, limit=MAX_LONG_WORK, what=f"{what} ({seconds})", hint=hint)
+    if work > QUICK_WORK and not long_run:
         raise ValueError(f"{name} is too large for a quick call: it needs {_count_text(work)} "
-                         f"{what} ({seconds}), above {_count_text(_V.QUICK_WORK)}; {hint}, or "
+                         f"{what} ({seconds}), above {_count_text(QUICK_WORK)}; {hint}, or "
                          "pass long_run=True to run it anyway (it then shows its progress on "
                          "stderr and stops at Ctrl-C)")
-    return work > _V.QUICK_WORK
+    return work > QUICK_WORK
 
 
 def flow_budget(budget: Any, name: str, cost: Any, *, long_run: Any = None,
@@ -77,7 +87,7 @@ def flow_budget(budget: Any, name: str, cost: Any, *, long_run: Any = None,
     refused.  Exhausting it is the engine's named IntegratorError, which says to pass
     ``long_run=True`` for a longer run."""
     name = _label(name)
-    cost = require_size(cost, "cost (work units of one step)", limit=_V.MAX_LONG_WORK)
+    cost = require_size(cost, "cost (work units of one step)", limit=MAX_LONG_WORK)
     long = wants_long_run(long_run)
     if budget is None:
         budget = long_default if long else 10 ** 18
@@ -86,7 +96,7 @@ def flow_budget(budget: Any, name: str, cost: Any, *, long_run: Any = None,
         require_work(budget * max(cost, 1), name, long_run=True, what="work units (budget x "
                      "the cost of a step)", hint=f"use a smaller {name}")
         return budget
-    return min(budget, max(100, _V.QUICK_WORK // max(cost, 1)))
+    return min(budget, max(100, QUICK_WORK // max(cost, 1)))
 
 
 def _hms(seconds: float) -> str:

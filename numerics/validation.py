@@ -24,6 +24,10 @@ after a line saying where).  Above :data:`MAX_LONG_WORK` it is refused in any ca
 whose length is not known in advance (an error-controlled flow) gets the same work as a
 cap on its steps or field evaluations (:func:`flow_budget`) and stops with
 :class:`IntegratorError` (budget exhausted, naming ``long_run``).
+The mechanism lives in ``numerics._longrun`` and the primitives it shares with this
+module in ``numerics._checks``; both are re-exported here, the one place to import them
+from (the quick budget is read in ``numerics._longrun``: a test lowering it patches it
+there).
 
 Exact arithmetic helpers (one place for the whole package):
 
@@ -44,6 +48,12 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+
+from numerics._checks import (MAX_ELEMENTS, MAX_STEPS, ArgumentTypeError, _count_text,
+                              _flag, _kind, _label, require_callable, require_positive_int,
+                              require_size)
+from numerics._longrun import (MAX_LONG_WORK, QUICK_WORK, RunProgress, flow_budget,
+                               long_runs, require_work, wants_long_run)
 
 __all__ = [
     "DivergenceError",
@@ -101,36 +111,6 @@ class IntegratorError(DivergenceError, RuntimeError):
 
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
-
-
-class ArgumentTypeError(TypeError, ValueError):
-    """An argument of the wrong kind (string, None, complex, bool, object): both a
-    ``TypeError`` and a ``ValueError``."""
-
-
-def _kind(x: Any) -> str:
-    if isinstance(x, np.ndarray):
-        return f"an array of dtype {x.dtype}"
-    return type(x).__name__
-
-
-def _label(name: Any) -> str:
-    """The argument's label used in messages: it must be text (a caller's bug otherwise)."""
-    if not isinstance(name, str):
-        raise ArgumentTypeError(f"name (the argument's label in error messages) must be text; "
-                                f"got {_kind(name)}")
-    return name
-
-
-def _flag(v: Any, name: str) -> bool:
-    if not isinstance(v, (bool, np.bool_)):
-        raise ArgumentTypeError(f"{name} must be True or False; got {_kind(v)}")
-    return bool(v)
-
-
-def _count_text(n: int) -> str:
-    """A possibly astronomically large count as 1.23e+45 (no float overflow)."""
-    return f"{n:.3g}" if n < 10 ** 300 else f"~1e+{int(math.log10(n))}"
 
 
 def _require_entries(raw: Any, name: str, limit: int | None) -> None:
@@ -318,27 +298,6 @@ def as_int_array(x: Any, name: str, *, minimum: int | None = None,
     return out
 
 
-def require_positive_int(x: Any, name: str, *, minimum: int = 1,
-                         maximum: int | None = None) -> int:
-    """A Python int in ``[minimum, maximum]`` (rejects bools, floats with fractions,
-    strings, None; accepts whole floats and numpy integers)."""
-    name = _label(name)
-    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-    if isinstance(x, (bool, np.bool_)):
-        raise ArgumentTypeError(f"{name} must be an integer {rng}, not a boolean; got {x!r}")
-    if not isinstance(x, (Integral, np.integer)):
-        if isinstance(x, (float, np.floating)) and math.isfinite(x) and float(x).is_integer():
-            x = int(x)
-        elif isinstance(x, (float, np.floating)):
-            raise ValueError(f"{name} must be an integer {rng}; got {x!r}")
-        else:
-            raise ArgumentTypeError(f"{name} must be an integer {rng}; got {_kind(x)} "
-                                    f"{x!r:.40}")
-    if int(x) < minimum or (maximum is not None and int(x) > maximum):
-        raise ValueError(f"{name} must be an integer {rng}; got {int(x)!r}")
-    return int(x)
-
-
 def require_same_shape(**arrays: np.ndarray) -> None:
     """All arrays have one shape; the message lists every name with its shape."""
     shapes = {k: np.shape(v) for k, v in arrays.items()}
@@ -459,58 +418,18 @@ def require_generator(rng: Any, name: str = "rng") -> np.random.Generator:
                             f"got {_kind(rng)}")
 
 
-# --------------------------------------------------------------------------- sizes, dps
-#: largest number of float64 entries one call may allocate (2^27 entries = 1 GiB)
-MAX_ELEMENTS = 2 ** 27
-#: largest number of iterations (steps x work per step, in elementary updates) one call
-#: may run; at ~1e8 simple updates per second this is ~ a few minutes
-MAX_STEPS = 2 ** 35
+# --------------------------------------------------------------------------- dps
 #: largest mpmath precision (decimal digits): beyond it one special-function call takes
 #: minutes (the same cap as ``verify.formulas``)
 MAX_DPS = 2000
 
 
-def require_size(count: Any, name: str, *, limit: int = MAX_ELEMENTS, what: str = "entries",
-                 hint: str = "use smaller sizes") -> int:
-    """``count`` (an exact integer, e.g. a product of sizes) unchanged when it is at most
-    ``limit``; else a ValueError naming ``name`` raised before any work is done."""
-    name = _label(name)
-    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (Integral, np.integer)):
-        if isinstance(count, (float, np.floating)) and math.isfinite(count) and count >= 0:
-            count = math.ceil(count)
-        else:
-            raise ArgumentTypeError(f"{name}: its size must be a count (a non-negative "
-                                    f"integer); got {_kind(count)} {count!r:.40}")
-    count = int(count)
-    limit = require_positive_int(limit, "limit (largest allowed count)", minimum=0)
-    if count > limit:
-        raise ValueError(f"{name} is too large: it needs {_count_text(count)} {what}, above the "
-                         f"limit {_count_text(limit)}; {hint}")
-    return count
-
-
-#: work (units of about a nanosecond of one core: steps x width x samples, weighted by
-#: each engine's measured cost, plus a measured per-step overhead) that one call runs
-#: without being asked to run long: about two seconds of one core (the engines' costs were
-#: measured on a loaded core, so well below 5 s of CPU)
-QUICK_WORK = 2 ** 31
-#: largest work of a run that was asked to run long (about ten hours of one core)
-MAX_LONG_WORK = 2 ** 45
 
 def require_dps(dps: Any, name: str = "dps") -> int:
     """An mpmath precision in decimal digits: an integer in 1..:data:`MAX_DPS`."""
     name = _label(name)
     return require_positive_int(dps, f"{name} (decimal digits for mpmath)", minimum=1,
                                 maximum=MAX_DPS)
-
-
-def require_callable(fn: Any, name: str, signature: str = "") -> Any:
-    """``fn`` itself if callable; else an :class:`ArgumentTypeError` naming ``name``."""
-    name = _label(name)
-    if callable(fn):
-        return fn
-    want = f" {signature}" if signature else ""
-    raise ArgumentTypeError(f"{name} must be a callable{want}; got {_kind(fn)} {fn!r:.40}")
 
 
 # --------------------------------------------------------------------------- exact rescaling
@@ -711,8 +630,3 @@ def dot2(xs: Any, ys: Any) -> np.ndarray:
     return require_finite_result(out, "the sum of products", "its magnitude exceeds "
                                  "float64 (1.8e308); rescale the inputs")
 
-
-# The long-run mechanism (require_work, long_runs, RunProgress, ...) lives in a private
-# module to keep this one short; it is part of this module's public interface.
-from numerics._longrun import (RunProgress, flow_budget, long_runs, require_work,  # noqa: E402
-                               wants_long_run)

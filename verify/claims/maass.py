@@ -34,8 +34,8 @@ from numerics.equivariant import (LinearUnit, LogisticUnit, NormGatedUnit, model
                                   symmetrized_output)
 from numerics.groups import plane_rotation, rotation_rule
 from verify.certify import certified_details
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
-                        for_all_instances, lambdified)
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
+                        fmt, for_all_instances, lambdified)
 from verify.studies.maass import (EXACT_REASON, EXACT_TOL, EXAMPLES, NUMPY, SOURCE, example,
                                   group_action, reference, scaled_error)
 
@@ -89,7 +89,8 @@ def _measure_m1a(ctx: RunContext, inst, offset: float = 0.0) -> SubCheck:
 
 
 def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
-    """The four derived results of M1a against the float64 particle computation."""
+    """The four derived results of M1a against the float64 particle computation at 30
+    drawn points, in units of max(1, |the numeric side|)."""
     x2, a2, b2, w = dm.m1a_symbols(2)
     x3, a3, b3, _ = dm.m1a_symbols(3)
     G, u = reference()
@@ -99,33 +100,36 @@ def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
     res3 = lambdified("M1a", "residual_c3", [x3, a3, b3, w], modules=NUMPY)
     equi = lambdified("M1a", "equivariance_residual", [x2, a2], modules=NUMPY)
     rng = ctx.rng("m1a", "derived")
-    e_single = e_res2 = e_res3 = e_equi = 0.0
+    derived: dict[str, list] = {"single": [], "res2": [], "res3": [], "equi": []}
+    numeric: dict[str, list] = {k: [] for k in derived}
     for _ in range(30):
         xx, za, zb = 4 * rng.standard_normal(2), 2 * rng.standard_normal(4), 2 * rng.standard_normal(4)
         ww = rng.uniform(0.05, 0.95)
         num = symmetrized_output(u, G, xx[None], za[None])[0]
-        e_single = max(e_single, scaled_error(np.ravel(single(xx, za)), num))
+        scale = max(1.0, float(np.abs(num).max()))
+        derived["single"].append(np.ravel(single(xx, za)).astype(float) / scale)
+        numeric["single"].append(num / scale)
         zab, wts = np.stack([za, zb]), np.array([ww, 1 - ww])
-        diff = (symmetrized_output(u, G, xx[None], zab, wts)
-                - model_output(u, xx[None], *G.symmetrize_measure(zab, wts)))[0]
-        e_res2 = max(e_res2, float(np.abs(diff - np.ravel(res2(xx, za, zb, ww)).astype(float)).max()))
+        numeric["res2"].append(np.ravel(symmetrized_output(u, G, xx[None], zab, wts) - model_output(
+            u, xx[None], *G.symmetrize_measure(zab, wts))))
+        derived["res2"].append(np.ravel(res2(xx, za, zb, ww)).astype(float))
         Pg = G.rho[1]
-        eq = (u.value((Pg @ xx)[None], (G.M[1] @ za)[None]) - u.value(xx[None], za[None]) @ G.rho_hat[1].T)[0, 0]
-        e_equi = max(e_equi, float(np.abs(eq - np.ravel(equi(xx, za)).astype(float)).max()))
+        numeric["equi"].append((u.value((Pg @ xx)[None], (G.M[1] @ za)[None])
+                                - u.value(xx[None], za[None]) @ G.rho_hat[1].T)[0, 0])
+        derived["equi"].append(np.ravel(equi(xx, za)).astype(float))
         x3v, z3a, z3b = 4 * rng.standard_normal(3), 2 * rng.standard_normal(9), 2 * rng.standard_normal(9)
-        z3, = [np.stack([z3a, z3b])]
-        diff3 = (symmetrized_output(u3, G3, x3v[None], z3, wts)
-                 - model_output(u3, x3v[None], *G3.symmetrize_measure(z3, wts)))[0]
-        e_res3 = max(e_res3, float(np.abs(diff3 - np.ravel(res3(x3v, z3a, z3b, ww)).astype(float)).max()))
+        z3 = np.stack([z3a, z3b])
+        numeric["res3"].append(np.ravel(symmetrized_output(u3, G3, x3v[None], z3, wts) - model_output(
+            u3, x3v[None], *G3.symmetrize_measure(z3, wts))))
+        derived["res3"].append(np.ravel(res3(x3v, z3a, z3b, ww)).astype(float))
     why = "float64 evaluation of sums of <= 6 logistic terms: rounding <= 1e-15"
-    return [SubCheck("derived Phi_{phi_z}(x) (lambdified) vs Q_G of the particle model, "
-                     "30 random (x, z)", e_single, EXACT_TOL, why),
-            SubCheck("derived residual Q_G Phi_mu - Phi_mu^G (C2, two atoms) vs float64 "
-                     "difference", e_res2, EXACT_TOL, why),
-            SubCheck("derived residual (C3, two atoms) vs float64 difference", e_res3,
-                     EXACT_TOL, why),
-            SubCheck("derived joint-equivariance residual vs sigma(Px, PzP) - P sigma(x, z)",
-                     e_equi, EXACT_TOL, why)]
+    names = {"single": "derived Phi_{phi_z}(x) (lambdified) vs Q_G of the particle model, "
+                       "30 random (x, z)",
+             "res2": "derived residual Q_G Phi_mu - Phi_mu^G (C2, two atoms) vs float64 difference",
+             "res3": "derived residual (C3, two atoms) vs float64 difference",
+             "equi": "derived joint-equivariance residual vs sigma(Px, PzP) - P sigma(x, z)"}
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why) for k in names]
 
 
 #: points of the SO(2) rule that the float64 sub-checks use for the cubic unit: its
@@ -137,7 +141,8 @@ SO2_RULE_N = 8
 def _so2_m1a(ctx: RunContext) -> list[SubCheck]:
     """M1a for SO(2), measured: the derived Haar integrals (cubic norm-gated unit) vs the
     float64 feature average and symmetrized measure on the 8-point rotation rule (exact for
-    these integrands), and the derived equivariance residual at drawn angles."""
+    these integrands), and the derived equivariance residual at drawn angles; each in units
+    of max(1, |the sides compared|)."""
     from verify import formulas
     x, a, b, w = dm.m1a_symbols(2)
     single = lambdified("M1a", "so2_single_particle", [x, a], modules=NUMPY)
@@ -146,34 +151,40 @@ def _so2_m1a(ctx: RunContext) -> list[SubCheck]:
     equi = lambdified("M1a", "so2_equivariance_residual", [phi, x, a], modules=NUMPY)
     G, u = rotation_rule(SO2_RULE_N), NormGatedUnit(2, 2, gate="cubic")
     rng = ctx.rng("m1a", "so2")
-    e_single = e_res = e_equi = 0.0
+    derived: dict[str, list] = {"single": [], "res": [], "equi": []}
+    numeric: dict[str, list] = {k: [] for k in derived}
     for _ in range(30):
         xx, za, zb = 2 * rng.standard_normal(2), rng.standard_normal(4), rng.standard_normal(4)
         ww, t = rng.uniform(0.05, 0.95), rng.uniform(0, 2 * np.pi)
         fa = symmetrized_output(u, G, xx[None], za[None])[0]
         sym = model_output(u, xx[None], *formulas.symmetrize(za[None], G))[0]
         d = np.ravel(single(xx, za)).astype(float)
-        e_single = max(e_single, scaled_error(d, fa), scaled_error(d, sym))
+        s_fa, s_sym = max(1.0, float(np.abs(fa).max())), max(1.0, float(np.abs(sym).max()))
+        derived["single"].append(np.stack([d / s_fa, d / s_sym]))
+        numeric["single"].append(np.stack([fa / s_fa, sym / s_sym]))
         zab, wts = np.stack([za, zb]), np.array([ww, 1 - ww])
-        diff = (symmetrized_output(u, G, xx[None], zab, wts)
-                - model_output(u, xx[None], *formulas.symmetrize(zab, G, wts)))[0]
-        scale = max(1.0, float(np.abs(symmetrized_output(u, G, xx[None], zab, wts)).max()))
-        e_res = max(e_res, float(np.abs(diff - np.ravel(res(xx, za, zb, ww)).astype(float)).max()) / scale)
+        lhs = symmetrized_output(u, G, xx[None], zab, wts)
+        diff = (lhs - model_output(u, xx[None], *formulas.symmetrize(zab, G, wts)))[0]
+        scale = max(1.0, float(np.abs(lhs).max()))
+        derived["res"].append(np.ravel(res(xx, za, zb, ww)).astype(float) / scale)
+        numeric["res"].append(diff / scale)
         R = plane_rotation(t)
         zr = (R @ za.reshape(2, 2) @ R.T).ravel()
         eq = u.value((R @ xx)[None], zr[None])[0, 0] - R @ u.value(xx[None], za[None])[0, 0]
         scale = max(1.0, float(np.abs(u.value(xx[None], za[None])).max()))
-        e_equi = max(e_equi, float(np.abs(eq - np.ravel(equi(t, xx, za)).astype(float)).max()) / scale)
+        derived["equi"].append(np.ravel(equi(t, xx, za)).astype(float) / scale)
+        numeric["equi"].append(eq / scale)
     why = (f"the {SO2_RULE_N}-point rotation rule integrates these degree-4 trigonometric "
            "polynomials exactly; float64 sums of <= 16 terms of size <= 1e3: rounding "
            "<= 1e-13 relative")
-    return [SubCheck("SO(2): derived Haar integral Phi_{phi_z}(x) (cubic norm-gated unit) vs "
-                     "float64 Q_G sigma(., z)(x) and Phi_{phi_z} on the rotation rule, 30 (x, z)",
-                     e_single, EXACT_TOL, why),
-            SubCheck("SO(2): derived residual Q_G Phi_mu - Phi_mu^G (two atoms) vs float64 "
-                     "difference", e_res, EXACT_TOL, why),
-            SubCheck("SO(2): derived joint-equivariance residual vs sigma(Rx, RzR^T) - R sigma(x, z) "
-                     "at drawn angles", e_equi, EXACT_TOL, why)]
+    names = {"single": "SO(2): derived Haar integral Phi_{phi_z}(x) (cubic norm-gated unit) vs "
+                       "float64 Q_G sigma(., z)(x) and Phi_{phi_z} on the rotation rule, 30 (x, z)",
+             "res": "SO(2): derived residual Q_G Phi_mu - Phi_mu^G (two atoms) vs float64 "
+                    "difference",
+             "equi": "SO(2): derived joint-equivariance residual vs sigma(Rx, RzR^T) - R "
+                     "sigma(x, z) at drawn angles"}
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why) for k in names]
 
 
 def _certified_so2_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -397,27 +408,24 @@ def _taylor_subcheck(ctx: RunContext) -> tuple[SubCheck, list]:
               modules=("mpmath",))
     low = [lambdified("M1b", ("low_order", k), [sp.Symbol("u", real=True), sp.Symbol("v", real=True)],
                 modules=("mpmath",)) for k in range(3)]
-    lead_rows, e_tay = [], 0.0
-    for uu, vv in ctx.rng("m1b", "leading").uniform(-2, 2, size=(6, 2)):
-        ref_c = _mp_taylor_D(uu, vv)
-        with mpmath.workdps(30):
-            der = [float(low[k](mpmath.mpf(uu), mpmath.mpf(vv))) for k in range(3)]
-            der.append(float(fl(mpmath.mpf(uu), mpmath.mpf(vv))))
-        err = max(abs(a - b) for a, b in zip(der, ref_c))
-        e_tay = max(e_tay, err)
-        lead_rows.append([fmt(uu), fmt(vv), fmt(ref_c[3], 12), fmt(der[3], 12), fmt(err)])
-    return SubCheck("Taylor coefficients eps^0..eps^3 of D(eps u, eps v): derived vs "
-                    "mpmath numerical differentiation of the definition (40 digits)",
-                    e_tay, 1e-20, "mpmath.taylor at 40 digits is accurate to ~1e-30; "
-                    "coefficients are O(1e-2)"), lead_rows
+    draws = ctx.rng("m1b", "leading").uniform(-2, 2, size=(6, 2))
+    ref = np.array([_mp_taylor_D(uu, vv) for uu, vv in draws])
+    with mpmath.workdps(30):
+        der = np.array([[float(low[k](mpmath.mpf(uu), mpmath.mpf(vv))) for k in range(3)]
+                        + [float(fl(mpmath.mpf(uu), mpmath.mpf(vv)))] for uu, vv in draws])
+    row_err = np.abs(der - ref).max(axis=1)
+    lead_rows = [[fmt(uu), fmt(vv), fmt(r[3], 12), fmt(d[3], 12), fmt(e)]
+                 for (uu, vv), r, d, e in zip(draws, ref, der, row_err)]
+    return compare("Taylor coefficients eps^0..eps^3 of D(eps u, eps v): derived vs "
+                   "mpmath numerical differentiation of the definition (40 digits)",
+                   der, ref, rtol=0.0, atol=1e-20, reason="mpmath.taylor at 40 digits is "
+                   "accurate to ~1e-30; coefficients are O(1e-2)"), lead_rows
 
 
-def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
+def _derived_vs_numeric_m1b(ctx: RunContext) -> list[SubCheck]:
+    """The derived M1b results (linear residuals, projector, logistic difference and its
+    (u, v) form) against float64 particle computations at 30 drawn (x, z)."""
     from verify import formulas
-    sub = [for_all_instances(
-        ctx, "linear units: relative |Phi_{mu^G} - Phi_{mu^{E^G}}| (formulas.symmetrize vs "
-             "formulas.project_to_fixed_space; worst drawn group/measure)",
-        _instances_m1b, lambda inst: _measure_m1b(ctx, inst, kappa), quick=12, full=60)]
     G, u = reference()
     G3 = group_action("C3")
     xs2, zs2 = list(dm.vector_symbols("x", 2)), list(dm.matrix_symbols("z", 2, 2))
@@ -428,7 +436,8 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
     logi = lambdified("M1b", "logistic_difference", [xs2, zs2], modules=NUMPY)
     uvf = lambdified("M1b", "difference_uv", [sp.Symbol("u", real=True), sp.Symbol("v", real=True)], modules=NUMPY)
     rng = ctx.rng("m1b", "derived")
-    e_lin = e_proj = e_logi = e_uv = 0.0
+    derived: dict[str, list] = {"lin": [], "proj": [], "logi": [], "uv": []}
+    numeric: dict[str, list] = {k: [] for k in derived}
     lu2, lu3 = LinearUnit(2, 2), LinearUnit(3, 3)
     for _ in range(30):
         xx, zz = 4 * rng.standard_normal(2), 2 * rng.standard_normal(4)
@@ -437,26 +446,40 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
               - model_output(lu2, xx[None], *G.project_measure(zz[None])))[0]
         d3 = (model_output(lu3, x3v[None], *G3.symmetrize_measure(z3[None]))
               - model_output(lu3, x3v[None], *G3.project_measure(z3[None])))[0]
-        e_lin = max(e_lin, float(np.abs(d2 - np.ravel(lin2(xx, zz)).astype(float)).max()),
-                    float(np.abs(d3 - np.ravel(lin3(x3v, z3)).astype(float)).max()))
-        e_proj = max(e_proj, scaled_error(np.ravel(proj(zz)).astype(float),
-                                      formulas.project_to_fixed_space(zz[None], G)[0][0]))
+        numeric["lin"].append(np.concatenate([d2, d3]))
+        derived["lin"].append(np.concatenate([np.ravel(lin2(xx, zz)), np.ravel(lin3(x3v, z3))]).astype(float))
+        fixed = formulas.project_to_fixed_space(zz[None], G)[0][0]
+        scale = max(1.0, float(np.abs(fixed).max()))
+        numeric["proj"].append(fixed / scale)
+        derived["proj"].append(np.ravel(proj(zz)).astype(float) / scale)
         dl = (model_output(u, xx[None], *G.symmetrize_measure(zz[None]))
               - model_output(u, xx[None], *G.project_measure(zz[None])))[0]
-        e_logi = max(e_logi, float(np.abs(dl - np.ravel(logi(xx, zz)).astype(float)).max()))
+        numeric["logi"].append(dl)
+        derived["logi"].append(np.ravel(logi(xx, zz)).astype(float))
         # entrywise (u, v) form: u = (z x)_k, v = (PzP x)_k
         uu = zz.reshape(2, 2) @ xx
         vv = (G.M[1] @ zz).reshape(2, 2) @ xx
-        e_uv = max(e_uv, float(np.abs(dl - np.array([uvf(uu[k], vv[k]) for k in range(2)])).max()))
+        numeric["uv"].append(dl)
+        derived["uv"].append(np.array([uvf(uu[k], vv[k]) for k in range(2)], dtype=float))
     why = "float64 evaluation of a handful of terms of size <= 1e2: rounding <= 1e-13"
-    sub += [SubCheck("derived linear-unit residuals (C2, C3) vs float64 difference",
-                     e_lin, EXACT_TOL, why),
-            SubCheck("derived P_{E^G} z vs formulas.project_to_fixed_space", e_proj,
-                     EXACT_TOL, why),
-            SubCheck("derived logistic difference Phi_{mu^G} - Phi_{mu^{E^G}} vs float64 "
-                     "particle difference, 30 random (x, z)", e_logi, EXACT_TOL, why),
-            SubCheck("derived (u, v) form D(u, v) vs float64 particle difference", e_uv,
-                     EXACT_TOL, why)]
+    names = {"lin": "derived linear-unit residuals (C2, C3) vs float64 difference",
+             "proj": "derived P_{E^G} z vs formulas.project_to_fixed_space",
+             "logi": "derived logistic difference Phi_{mu^G} - Phi_{mu^{E^G}} vs float64 "
+                     "particle difference, 30 random (x, z)",
+             "uv": "derived (u, v) form D(u, v) vs float64 particle difference"}
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why) for k in names]
+
+
+def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
+    from verify import formulas
+    sub = [for_all_instances(
+        ctx, "linear units: relative |Phi_{mu^G} - Phi_{mu^{E^G}}| (formulas.symmetrize vs "
+             "formulas.project_to_fixed_space; worst drawn group/measure)",
+        _instances_m1b, lambda inst: _measure_m1b(ctx, inst, kappa), quick=12, full=60)]
+    sub += _derived_vs_numeric_m1b(ctx)
+    G, u = reference()
+    xs2, zs2 = list(dm.vector_symbols("x", 2)), list(dm.matrix_symbols("z", 2, 2))
     # pinned counterexample: particle difference vs derived closed form at 30 digits
     z = np.array(PINNED_Z, float).reshape(1, 4)
     x = np.array(PINNED_X, float)[None]
@@ -465,9 +488,9 @@ def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
     fd = lambdified("M1b", "logistic_difference", [xs2, zs2], modules=("mpmath",))
     with mpmath.workdps(30):
         ref = np.array([float(v) for v in fd(list(PINNED_X), [c for r in PINNED_Z for c in r])])
-    sub.append(SubCheck("pinned counterexample: particle difference vs derived closed form "
-                        "(mpmath, 30 digits)", float(np.abs(num - ref).max()), EXACT_TOL,
-                        EXACT_REASON))
+    sub.append(compare("pinned counterexample: particle difference vs derived closed form "
+                       "(mpmath, 30 digits)", num, ref, rtol=0.0, atol=EXACT_TOL,
+                       reason=EXACT_REASON))
     gap = float(np.abs(ref).max())
     sub.append(SubCheck("pinned counterexample: |Phi_mu^G - Phi_mu^E^G| (must be >= the "
                         "bound)", gap, 1e-3, "a genuine difference: must EXCEED 1e-3, ten "
