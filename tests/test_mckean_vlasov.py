@@ -66,6 +66,28 @@ def test_gibbs_fixed_point_of_the_linear_unit_is_its_stationary_gaussian() -> No
     assert abs(g.variance() - (c_inf + g.h ** 2 / 12)) < 1e-10
 
 
+def test_stationary_gap_falls_at_order_two_on_m1f_grids() -> None:
+    """The calibration M1f's h^2 study cites: the flow's state at t = 30 against the linear
+    unit's exact stationary Gaussian N(M*/(1 + 2 tau), beta/(2 tau)) (tau = 0.25: the width of
+    M1f's tanh Gibbs law) on [-5, 5] with 128, 256, 512 cells: observed orders within 0.01
+    of 2."""
+    from numerics.validation import long_runs
+    from scipy.special import erf
+    unit, x, xw, y = _linear_setting()
+    tau, L = 0.25, 5.0
+    m_inf, c_inf = M_STAR / (1 + 2 * tau), BETA / (2 * tau)
+    gaps = []
+    for n in (128, 256, 512):
+        edges = -L + (2 * L / n) * np.arange(n + 1)
+        exact = np.diff(0.5 * erf((edges - m_inf) / np.sqrt(2 * c_inf))) / (2 * L / n)
+        with long_runs():
+            d = mv.mckean_vlasov_flow(unit, mv.gaussian_cells(L, n, 0.0, S0), x, xw, y, tau=tau,
+                                      beta=BETA, t_end=30.0)[0]
+        gaps.append(d.h * np.abs(d.rho - exact).sum())
+    orders = np.log2(np.array(gaps[:-1]) / np.array(gaps[1:]))
+    assert np.all(np.abs(orders - 2.0) < 0.01), orders
+
+
 def test_free_energy_decreases_to_the_gibbs_minimum() -> None:
     unit, x, xw, y = _linear_setting()
     ds = mv.mckean_vlasov_flow(unit, mv.gaussian_cells(4.0, 160, -1.0, 0.4), x, xw, y, tau=0.5,

@@ -119,6 +119,9 @@ def _gibbs(n: int, sz: dict, x, xw, y, temperature: float = 1.0) -> mv.CellDensi
                                 lambda uu, zz: g(uu, zz, t_, b_) + 0.0 * zz)
 
 
+#: |observed order - 2| allowed in the h^2 study: 5x the deviation calibrated on the linear
+#: unit's exact law (tests/test_mckean_vlasov.py), independent of the exponent under test
+_ORDER_TOL = 0.05
 #: the starts of the t -> infinity sub-check: (name, density of z on a grid's centers)
 _GIBBS_STARTS = (("N(0, 0.25^2) (the students' law)",
                   lambda z: np.exp(-z * z / (2 * eq.STUDENT_STD ** 2))),
@@ -147,19 +150,22 @@ def gibbs_limit_check(sz: dict) -> SubCheck:
             halfway[i, j] = star.h * float(np.sum(np.abs(mid.rho - star.rho)))
     p_coarse = np.log2(gaps[:, 0] / gaps[:, 1])
     p_fine = np.log2(gaps[:, 1] / gaps[:, 2])
-    err = float(np.max(np.abs(p_fine - 2.0)))
-    tol = max(float(np.max(np.abs(p_coarse - 2.0))), 1e-3)
+    err = float(np.max(np.abs(np.concatenate([p_coarse, p_fine]) - 2.0)))
     return SubCheck(
         f"t -> infinity, non-linear unit tanh(z x): the Fokker-Planck state at t = {t_end:g} "
         f"from two starts vs the Gibbs fixed point of the derived exponent (tau = "
         f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g}); observed order of the L1 gap in the "
-        f"cell width h (2 = the scheme's order: the gap is discretisation only)", err, tol,
-        f"|observed order - 2| at n = {2 * n0} -> {4 * n0} cells against the same at "
-        f"{n0} -> {2 * n0}: the next-order term h^4 shrinks the deviation ~4x per halving, so "
-        f"the coarse pair's deviation bounds the fine one with a 4x margin (floor 1e-3); gaps "
+        f"cell width h (2 = the scheme's order: the gap is discretisation only)", err,
+        _ORDER_TOL,
+        f"|observed order - 2| over the pairs {n0} -> {2 * n0} -> {4 * n0} cells on "
+        f"[-{_L_GIBBS:g}, {_L_GIBBS:g}]: the scheme's pre-asymptotic deviation, calibrated on "
+        f"the linear unit's exact Gaussian stationary law of the same width on the same grids "
+        f"(tests/test_mckean_vlasov.py: 0.0064 and 0.0007 at 128 -> 256 -> 512 cells), is "
+        f"below 0.01; a wrong exponent leaves a gap that does not fall with h (order near 0); "
+        f"gaps "
         f"{', '.join(fmt(float(g)) for g in gaps[:, 2])} at {4 * n0} cells (at t/2: "
         f"{', '.join(fmt(float(g)) for g in halfway[:, 2])}: the transient has died out); "
-        f"orders {', '.join(f'{p:.4f}' for p in p_fine)}")
+        f"orders {', '.join(f'{p:.4f}' for p in np.concatenate([p_coarse, p_fine]))}")
 
 
 STATIONARY_STUDY = ("W1 between the width-N particles of noisy SGD run to stationarity and the Gibbs "
