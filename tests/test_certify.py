@@ -242,6 +242,31 @@ def test_generic_enclose_of_a_verified_formula_and_not_enclosable() -> None:
         assert not formulas.alpha_constant.enclose(2).overlaps(flint.arb.pi())
 
 
+def _has_enclose(f: object) -> bool:
+    from verify.formulas._base import DerivedFunction, _Derived
+    if isinstance(f, DerivedFunction):
+        return f._enclose is not None
+    return type(f).enclose is not _Derived.enclose
+
+
+def test_every_entry_without_enclose_is_named_and_says_why() -> None:
+    """The entries without ``.enclose`` are exactly the algorithms the package docstring
+    names; each one's docstring says so (NotEnclosable) and calling it raises."""
+    from verify.formulas._base import NotEnclosable, _Derived
+    entries = {n: getattr(formulas, n) for n in formulas.__all__
+               if isinstance(getattr(formulas, n), _Derived)}
+    without = {n for n, f in entries.items() if not _has_enclose(f)}
+    assert without == {"best_linear_approximator", "kernel_interpolant", "symmetrize",
+                       "project_to_fixed_space", "rmd"}
+    for n in without:
+        assert f"``{n}``" in formulas.__doc__, n
+        assert "NotEnclosable" in entries[n].__doc__, n
+        with pytest.raises(NotEnclosable, match=n):
+            entries[n].enclose(0.0)
+    for n, f in entries.items():
+        assert f.ulp_bound is not None, n
+
+
 # ------------------------------------------------ W3d: the NTK's own definition
 def test_consistent_ntk_change_fails_w3d_quadrature() -> None:
     """K_NTK changed by the same 1e-3 everywhere it is written (the derived primary, stable

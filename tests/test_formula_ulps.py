@@ -244,6 +244,35 @@ def test_phi_tilde_within_its_bound_at_10k(name) -> None:
     _phi_worst(name, N_SLOW, 2, per_dims=250).check(name)
 
 
+def _phi_large_worst(name: str, seed: int, n_angles: int) -> _Worst:
+    """d = 30000 with d_H = 29998, 15000, 2: ``n_angles`` drawn (theta, phi), extremes included
+    (``_angles``), each against the certified ball."""
+    from numerics import arb_quadrature as aq
+    f = getattr(formulas, name)
+    derivative = name == "phi_tilde_dtheta"
+    worst = _Worst()
+    rng = np.random.default_rng(seed)
+    for d_H in (29998, 15000, 2):
+        th, ph = _angles(rng, n_angles), _angles(rng, n_angles)
+        vals = np.atleast_1d(f(th, ph, 30000, d_H))
+        for i in range(n_angles):
+            ball = aq.phi_tilde_ball(float(th[i]), float(ph[i]), 30000, d_H, derivative=derivative)
+            sc = _phi_scale(aq, th[i], ph[i], 30000, d_H, derivative)
+            sc = abs(ball) if sc is None else sc
+            if float(sc.upper()) < np.finfo(float).tiny / EPS:
+                continue
+            worst.add(_ulps(abs(ball - float(vals[i])), sc), f.ulp_bound.ulps, (th[i], ph[i], 30000, d_H))
+    return worst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
+def test_phi_tilde_within_its_bound_at_d_30000(name) -> None:
+    """Beyond the 10^4 draws' d <= 1000: 3 x 8 inputs at d = 30000 (about 1 min of one core
+    per entry; the ball decides where float64 and the mpmath double quadrature disagree)."""
+    _phi_large_worst(name, 3, 8).check(name)
+
+
 # ------------------------------------------------------------------ sensitivity of the checks
 def test_a_perturbation_of_4_bounds_fails() -> None:
     """The float64 output moved by (1 + 4 x bound) ulps of its unit fails every check."""

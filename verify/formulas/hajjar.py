@@ -271,7 +271,8 @@ and targets rescaled, weights normalized by their maximum, then their sum).  ``.
 holds the derived moment ODE dw/dt = (1/4)(M + A I) g, g = E[f* x] - E[x x^T] w, whose
 zero it is.  Claim H1c verifies it through these properties: the particles' w(t) and the
 derived ODE converge to it (their late-time rate and ray sub-checks use it), and for
-E[x x^T] = v_rho I it is E[f* x] / v_rho; tests compare it with numpy's lstsq.
+E[x x^T] = v_rho I it is E[f* x] / v_rho; tests compare it with numpy's lstsq.  No
+``.enclose`` (NotEnclosable): a least-squares solve, not one derived expression.
 
 Parameters: X (n, d) inputs, Y (n,) target values, optional non-negative weights (n,),
 not all zero (default: equal weights; any positive scale, they are normalized).
