@@ -20,7 +20,8 @@ units on it is decided once, at an interior point.  A pattern a ball cannot deci
 - :func:`second_moment_ball` E a^2 of the init;
 - :func:`positive_part_mean_ball` E_{u ~ Unif(S^{k-1})}[(u . e)_+];
 - :func:`phi_tilde_ball` phi~(theta; phi) = E[(cos th cos ph R + sin th sin ph S)_+] and its
-  theta-derivative (H1e).
+  theta-derivative (H1e);
+- :func:`inner_expectation_ball` its inner expectation E_R[(c R + y)_+] and partials (H1e).
 
 This module imports neither SymPy nor the ``verify`` package.
 """
@@ -36,6 +37,7 @@ import numpy as np
 __all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
            "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
            "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball", "phi_tilde_ball",
+           "inner_expectation_ball",
            "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
 
 INITS = ("uniform", "gaussian")
@@ -510,6 +512,29 @@ def _phi_inner(k: int, c: Any, dc: Any, z: Any, dv: Any, w_k: Any, derivative: b
     J = _sin_power_integral(k - 2, z, sigma, T)
     top = sigma ** (k - 1) / (k - 1)
     return ((dc * top + dv * J) if derivative else (c * top + v * J)) / w_k
+
+
+def inner_expectation_ball(k: int, c: float, y: float, prec: int = 128) -> tuple[Any, Any, Any]:
+    """Certified (E_R[(c R + y)_+], E_R[R; c R + y > 0], P(c R + y > 0)) for R the first
+    coordinate of Unif(S^(k-1)), c > 0, |y| < c: the inner expectation of phi~ (H1e) and
+    its partial derivatives d/dc, d/dy, from R's polar-angle law cut at the kink
+    (:func:`_phi_inner`); ``arb`` balls at ``prec`` bits (floats taken exactly)."""
+    flint = _flint()
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_PHI_DIM:
+        raise ValueError(f"k (the sphere dimension) must be an integer in 1..{MAX_PHI_DIM}; got {k!r}")
+    cf, yf = _finite_input(c, "c"), _finite_input(y, "y")
+    if not (cf > 0 and abs(yf) < cf):
+        raise ValueError(f"need c > 0 and |y| < c (the kink inside R's range); got c = {cf!r}, "
+                         f"y = {yf!r}")
+    with working_precision(prec):
+        C, Y = exact_ball(cf), exact_ball(yf)
+        z = flint.acb(-Y / C)
+        w_k = _sphere_normalizer(int(k)) if k >= 2 else None
+        one, zero = flint.acb(1), flint.acb(0)
+        vals = (_phi_inner(int(k), C, zero, z, zero, w_k, False, False),
+                _phi_inner(int(k), C, one, z, zero, w_k, True, False),
+                _phi_inner(int(k), C, zero, z, one, w_k, True, False))
+        return tuple(flint.arb(v.real) if isinstance(v, flint.acb) else flint.arb(v) for v in vals)
 
 
 def _sphere_normalizer(k: int) -> Any:

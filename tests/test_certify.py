@@ -247,6 +247,37 @@ def test_generic_enclose_of_a_verified_formula_and_not_enclosable() -> None:
         assert not formulas.alpha_constant.enclose(2).overlaps(flint.arb.pi())
 
 
+def test_derived_inner_expectation_is_proven_against_its_definition() -> None:
+    """H1e's derived inner expectation E_R[(cR + y)_+] and its partials d/dc, d/dy (the four
+    float64-oriented forms: y <= 0 / y > 0, a^2 < or >= 1/2; incomplete Beta and log1p in
+    the Arb translation) overlap the definition's ball (R's polar-angle law cut at the
+    kink) at k = 1..1000, and the same forms moved by 1e-12 are disjoint from it."""
+    from derivations.hajjar_reduced import INNER
+    from derivations.sphere import k as K
+    from verify import derived
+    forms = derived.results("H1e")["inner"]
+    syms = (K, INNER["c"], INNER["y"], INNER["mean"])
+    fns = {(n, key): arb_function(e, syms) for n, fs in forms.items() for key, e in fs.items()}
+    rng = np.random.default_rng(7)
+    for kk in (1, 2, 3, 4, 7, 40, 1000):
+        for a in [-0.9, -0.6, -0.3, 0.0, 0.2, 0.5, 0.95, *rng.uniform(-0.99, 0.99, 3)]:
+            c = 1.3
+            y = -float(a) * c
+            refs = aq.inner_expectation_ball(kk, c, y)
+            with certify.working_precision(128):
+                mean = aq.positive_part_mean_ball(kk)
+                for (n, key), f in fns.items():
+                    if n.endswith("_pos") != (y > 0) or n.startswith("small") != (a * a < 0.5):
+                        continue  # each form on its region (formulas.hajjar's selection)
+                    ref = refs[("inner", "inner_dc", "inner_dy").index(key)]
+                    b = f(kk, c, y, mean)
+                    assert b.overlaps(ref), (kk, a, n, key, b, ref)
+                    # at the scale c + |y| of the terms (the small form's 1/2 - I/2 cancels)
+                    assert float(b.rad()) <= 1e-30 * (c + abs(y)), (kk, a, n, key)
+                    if float(abs(ref).lower()) > 1e-20:
+                        assert not (b * (1 + flint.arb(1e-12))).overlaps(ref)
+
+
 def _has_enclose(f: object) -> bool:
     from verify.formulas._base import DerivedFunction, _Derived
     if isinstance(f, DerivedFunction):
