@@ -132,6 +132,10 @@ def test_sphere_mean_and_validation() -> None:
         aq.rf_kernel_ball(float("inf"), 0.2)
     with pytest.raises(TypeError, match="real number"):
         aq.rf_kernel_ball("0.1", 0.2)
+    for kw, msg in (({"k": 0}, "sphere dimension"), ({"y": 1.3}, r"\|y\| < c"), ({"c": -1.0}, "c > 0"),
+                    ({"y": float("nan")}, "finite")):
+        with pytest.raises(ValueError, match=msg):
+            aq.inner_expectation_ball(**{"k": 3, "c": 1.3, "y": 0.2, **kw})
 
 
 # ------------------------------------------- .enclose and the float64 ulp bounds
