@@ -467,7 +467,7 @@ def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | Non
 MAX_PHI_DIM = 100_000
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)  # up to d_H/2 balls each (a few MB at d_H = 10^5)
 def _sin_power_polynomial(n: int, prec: int) -> tuple[Any, Any]:
     """(R_n, P_n) with int_0^T sin^n = R_n J_(n mod 2)(T) - cos T sin^(1 - n mod 2) T
     P_n(sin^2 T), J_0 = T, J_1 = 1 - cos T: the recurrence J_j = -sin^(j-1) T cos T / j
