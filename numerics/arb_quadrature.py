@@ -20,7 +20,8 @@ units on it is decided once, at an interior point.  A pattern a ball cannot deci
 - :func:`second_moment_ball` E a^2 of the init;
 - :func:`positive_part_mean_ball` E_{u ~ Unif(S^{k-1})}[(u . e)_+];
 - :func:`phi_tilde_ball` phi~(theta; phi) = E[(cos th cos ph R + sin th sin ph S)_+] and its
-  theta-derivative (H1e).
+  theta-derivative (H1e);
+- :func:`inner_expectation_ball` its inner expectation E_R[(c R + y)_+] and partials (H1e).
 
 This module imports neither SymPy nor the ``verify`` package.
 """
@@ -36,6 +37,7 @@ import numpy as np
 __all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
            "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
            "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball", "phi_tilde_ball",
+           "inner_expectation_ball",
            "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
 
 INITS = ("uniform", "gaussian")
@@ -460,37 +462,79 @@ def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | Non
 
 
 # ------------------------------------------------------------------ phi~ (H1e)
-#: d beyond which phi_tilde_ball's O(d) recurrence per integrand evaluation takes seconds
-MAX_PHI_DIM = 2000
+#: d beyond which phi_tilde_ball takes minutes per value (its sin-power polynomial has
+#: d/2 terms, evaluated at each of the integrand's thousands of nodes)
+MAX_PHI_DIM = 100_000
+
+
+@lru_cache(maxsize=16)  # up to d_H/2 balls each (a few MB at d_H = 10^5)
+def _sin_power_polynomial(n: int, prec: int) -> tuple[Any, Any]:
+    """(R_n, P_n) with int_0^T sin^n = R_n J_(n mod 2)(T) - cos T sin^(1 - n mod 2) T
+    P_n(sin^2 T), J_0 = T, J_1 = 1 - cos T: the recurrence J_j = -sin^(j-1) T cos T / j
+    + (j-1)/j J_(j-2) (integration by parts) unrolled, its coefficients as balls at ``prec``
+    bits, so one value is one polynomial evaluation in C, not n/2 Python steps."""
+    flint = _flint()
+    par = n % 2
+    coef = [flint.arb(0)] * ((n - par) // 2 + par)
+    prod = flint.arb(1)   # prod_{i = j+2, j+4, .., n} (i - 1)/i
+    for j in range(n, par + 1, -2):
+        coef[(j - 2 + par) // 2] = prod / j
+        prod = prod * (j - 1) / j
+    return prod, flint.acb_poly(coef)
 
 
 def _sin_power_integral(n: int, z: Any, sigma: Any, T: Any) -> Any:
-    """J_n(T) = int_0^T sin^n, for cos T = z, sin T = sigma (exact recurrence
-    J_n = -sin^(n-1) T cos T / n + (n-1)/n J_(n-2), J_0 = T, J_1 = 1 - cos T)."""
-    J = T if n % 2 == 0 else 1 - z
-    p = sigma if n % 2 == 0 else sigma * sigma    # sin^(j-1) for the first j
-    for j in range(2 + n % 2, n + 1, 2):
-        J = -p * z / j + J * (j - 1) / j
-        p = p * sigma * sigma
-    return J
+    """J_n(T) = int_0^T sin^n, for cos T = z, sin T = sigma (:func:`_sin_power_polynomial`)."""
+    if n < 2:
+        return T if n == 0 else 1 - z
+    R, P = _sin_power_polynomial(n, _flint().ctx.prec)
+    head = R * (T if n % 2 == 0 else 1 - z)
+    return head - z * (sigma if n % 2 == 0 else 1) * P(sigma * sigma)
 
 
 def _phi_inner(k: int, c: Any, dc: Any, z: Any, dv: Any, w_k: Any, derivative: bool,
-               analytic: bool) -> Any:
+               analytic: bool, T: Any = None) -> Any:
     """E_R[(c R + v)_+] at v = -c z, |z| < 1 (or its theta-derivative dc E_R[R; cR + v > 0]
     + dv P(cR + v > 0)), R the first coordinate of Unif(S^(k-1)): its polar angle t has
     density sin^(k-2) t / W_k and the kink is at cos t* = z, so the expectation is
-    int_0^t* (c cos t + v) sin^(k-2) t dt / W_k = (c sin^(k-1) t* / (k-1) + v J_(k-2)(t*)) / W_k."""
+    int_0^t* (c cos t + v) sin^(k-2) t dt / W_k = (c sin^(k-1) t* / (k-1) + v J_(k-2)(t*)) / W_k.
+    With ``T`` (= t*, z = cos T) no acos / square root is taken: the value is entire in T."""
     flint = _flint()
     v = -c * z
     if k == 1:  # R = +-1
         return ((dc + dv) if derivative else (c + v)) / 2
-    if analytic and z.imag.contains(0) and (z.real.upper() >= 1 or z.real.lower() <= -1):
-        return flint.acb("nan")  # on the branch cut of acos / sqrt(1 - z^2)
-    sigma = (1 - z * z).sqrt()
-    J = _sin_power_integral(k - 2, z, sigma, z.acos())
+    if T is None:
+        if analytic and z.imag.contains(0) and (z.real.upper() >= 1 or z.real.lower() <= -1):
+            return flint.acb("nan")  # on the branch cut of acos / sqrt(1 - z^2)
+        sigma, T = (1 - z * z).sqrt(), z.acos()
+    else:
+        sigma = T.sin()
+    J = _sin_power_integral(k - 2, z, sigma, T)
     top = sigma ** (k - 1) / (k - 1)
     return ((dc * top + dv * J) if derivative else (c * top + v * J)) / w_k
+
+
+def inner_expectation_ball(k: int, c: float, y: float, prec: int = 128) -> tuple[Any, Any, Any]:
+    """Certified (E_R[(c R + y)_+], E_R[R; c R + y > 0], P(c R + y > 0)) for R the first
+    coordinate of Unif(S^(k-1)), c > 0, |y| < c: the inner expectation of phi~ (H1e) and
+    its partial derivatives d/dc, d/dy, from R's polar-angle law cut at the kink
+    (:func:`_phi_inner`); ``arb`` balls at ``prec`` bits (floats taken exactly)."""
+    flint = _flint()
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_PHI_DIM:
+        raise ValueError(f"k (the sphere dimension) must be an integer in 1..{MAX_PHI_DIM}; got {k!r}")
+    cf, yf = _finite_input(c, "c"), _finite_input(y, "y")
+    if not (cf > 0 and abs(yf) < cf):
+        raise ValueError(f"need c > 0 and |y| < c (the kink inside R's range); got c = {cf!r}, "
+                         f"y = {yf!r}")
+    with working_precision(prec):
+        C, Y = exact_ball(cf), exact_ball(yf)
+        z = flint.acb(-Y / C)
+        w_k = _sphere_normalizer(int(k)) if k >= 2 else None
+        one, zero = flint.acb(1), flint.acb(0)
+        vals = (_phi_inner(int(k), C, zero, z, zero, w_k, False, False),
+                _phi_inner(int(k), C, one, z, zero, w_k, True, False),
+                _phi_inner(int(k), C, zero, z, one, w_k, True, False))
+        return tuple(flint.arb(v.real) if isinstance(v, flint.acb) else flint.arb(v) for v in vals)
 
 
 def _sphere_normalizer(k: int) -> Any:
@@ -519,8 +563,8 @@ def _phi_normalized(c: Any, y: Any, dc: Any, dy: Any, kH: int, kP: int, derivati
     flint = _flint()
     w_k = _sphere_normalizer(kH) if kH >= 2 else None
 
-    def inner(z, dv, analytic=False):  # z = -v / c, v = y S
-        return _phi_inner(kH, c, dc, z, dv, w_k, derivative, analytic)
+    def inner(z, dv, analytic=False, T=None):  # z = -v / c, v = y S
+        return _phi_inner(kH, c, dc, z, dv, w_k, derivative, analytic, T)
     if kP == 1:  # S = +-1
         total = flint.arb(0)
         for sgn in (1, -1):
@@ -544,18 +588,23 @@ def _phi_normalized(c: Any, y: Any, dc: Any, dy: Any, kH: int, kP: int, derivati
     if not y > c:
         raise UndecidableCondition("phi_tilde_ball: sin th sin ph = cos th cos ph undecided")
     # y cos u >= c on [0, u1] (all of R active), <= -c on [pi - u1, pi] (none); between, the
-    # variable z = -y cos u / c in (-1, 1) (the interval in u can be as narrow as 2 c / y):
-    # du = (c / y) dz / sin u, sin u = sqrt(1 - (c z / y)^2) > 0 on [-1, 1]
+    # kink z = -y cos u / c = cos t runs over (-1, 1) (the interval in u can be as narrow as
+    # 2 c / y): du = (c / y) sin t dt / sin u, sin u = sqrt(1 - (c cos t / y)^2) > 0, and in t
+    # the integrand has no branch point on [0, pi] (R's kink angle is t itself)
     u1 = (c / y).acos()
     closed = (dy if derivative else y) * u1.sin() ** (n + 1) / (n + 1) / w_m
     rho = c / y
 
-    def middle_z(z, analytic):
+    def middle_t(t, analytic):
+        z = t.cos()
         q = 1 - (rho * z) ** 2
         if analytic and q.imag.contains(0) and q.real.lower() <= 0:
             return flint.acb("nan")
-        return inner(z, -dy * rho * z, analytic) * q.sqrt() ** (n - 1) * rho / w_m
-    return closed + certified_integral([(-1, 1, middle_z)], what="phi~ (|y cos u| < c)")
+        return (inner(z, -dy * rho * z, analytic, T=t) * q.sqrt() ** (n - 1) * rho * t.sin()
+                / w_m)
+    cuts = [pi * j / 8 for j in range(9)]
+    return closed + certified_integral([(lo, hi, middle_t) for lo, hi in zip(cuts, cuts[1:])],
+                                       what="phi~ (|y cos u| < c)")
 
 
 def phi_tilde_ball(theta: float, phi: float, d: int, d_H: int, derivative: bool = False,
@@ -565,8 +614,12 @@ def phi_tilde_ball(theta: float, phi: float, d: int, d_H: int, derivative: bool 
     E[(c' R + y' S) 1{c R + y S > 0}] (the integrand is continuous in theta, so no kink
     term), R, S the first coordinates of independent Unif(S^(d_H - 1)), Unif(S^(d-d_H-1)).
     The expectation over R is exact (polar angle, cut at the kink, the sin-power integral by
-    its recurrence); the one over S (polar angle u, density sin^(d-d_H-2) u / W) is
-    ``acb.integral`` cut exactly where |y cos u| = c (beyond, all of R is active or none)."""
+    its integration-by-parts recurrence, unrolled once per (d_H, precision) into a
+    polynomial in sin^2); the one over S (polar angle u, density sin^(d-d_H-2) u / W) is
+    ``acb.integral`` cut exactly where |y cos u| = c (beyond, all of R is active or none),
+    between those cuts in R's kink angle (no branch point on the path).  Cost: ~10 ms at
+    d <= 40, ~0.1 s at d = 1000, seconds at d = 30000 (the polynomial has d_H/2 terms and
+    the integrand is steeper)."""
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= MAX_PHI_DIM:
         raise ValueError(f"d must be an integer in 2..{MAX_PHI_DIM}; got {d!r}")
     if isinstance(d_H, bool) or not isinstance(d_H, (int, np.integer)) or not 1 <= d_H < d:
@@ -575,10 +628,11 @@ def phi_tilde_ball(theta: float, phi: float, d: int, d_H: int, derivative: bool 
     if not (0 <= t <= np.pi / 2 and 0 <= p <= np.pi / 2):
         raise ValueError(f"theta and phi must lie in [0, pi/2]; got {t!r}, {p!r}")
     flint = _flint()
-    # cos th cos ph near th or ph = pi/2 cancels: raise the precision until the radius is
-    # <= 2^(8 - prec) of max(|value|, 1e-6 |scale|) (the derivative can be exactly 0)
+    # cos th cos ph near th or ph = pi/2 cancels, and so does the sin-power polynomial for
+    # large d_H: start 32 bits above prec and double until the radius is <= 2^(8 - prec) of
+    # max(|value|, 1e-6 |scale|) (the derivative can be exactly 0)
     goal = flint.arb(2) ** (8 - prec)
-    work = int(prec)
+    work = int(prec) + 32
     while True:
         with working_precision(work):
             th, ph = exact_ball(t), exact_ball(p)

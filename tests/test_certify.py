@@ -11,6 +11,7 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from sympy.codegen.cfunctions import log1p
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,11 +32,15 @@ EPS = 2.0 ** -52
     sp.loggamma(x + 3), sp.atan(x), sp.atan2(y, x), sp.acos(x / 4), sp.asin(x / 4),
     sp.exp(-x**2) * sp.log(x**2 + 2), sp.Abs(x - y), sp.sign(x - y) * y, sp.Min(x, y) + sp.Max(x, 2 * y),
     sp.Piecewise((x**3, x < y), (y - x, True)), x ** sp.Rational(3, 2) + (x + 1) ** -sp.Rational(1, 2),
-    sp.Float("0.1", 30) * x + 1, sp.E ** x])
+    sp.Float("0.1", 30) * x + 1, sp.E ** x, log1p(-x ** 2 / 16),
+    sp.betainc_regularized(x + 1, y ** 2 + sp.Rational(1, 2), 0, 1 / (x ** 2 + 2)),
+    sp.betainc_regularized(x, 3, sp.Rational(1, 8), 1 / (x ** 2 + 2))])
 @pytest.mark.parametrize("pt", [(1.5, -0.25), (2.0, 3.0), (3.25, 3.25 + 2 ** -40)])
 def test_translation_contains_the_mpmath_value(expr, pt) -> None:
     b = enclose(expr, {x: pt[0], y: pt[1]})
-    f = sp.lambdify((x, y), expr, modules="mpmath")
+    # SymPy 1.14's lambdify maps betainc_regularized to mpmath's UNregularized betainc
+    f = sp.lambdify((x, y), expr, modules=[{"betainc_regularized": lambda p, q, a, b: mpmath.betainc(
+        p, q, a, b, regularized=True)}, "mpmath"])
     with mpmath.workdps(60):
         ref = f(mpmath.mpf(pt[0]), mpmath.mpf(pt[1]))
         assert b.contains(flint.arb(mpmath.nstr(ref, 55, strip_zeros=False)).mid()) or \
@@ -127,6 +132,10 @@ def test_sphere_mean_and_validation() -> None:
         aq.rf_kernel_ball(float("inf"), 0.2)
     with pytest.raises(TypeError, match="real number"):
         aq.rf_kernel_ball("0.1", 0.2)
+    for kw, msg in (({"k": 0}, "sphere dimension"), ({"y": 1.3}, r"\|y\| < c"), ({"c": -1.0}, "c > 0"),
+                    ({"y": float("nan")}, "finite")):
+        with pytest.raises(ValueError, match=msg):
+            aq.inner_expectation_ball(**{"k": 3, "c": 1.3, "y": 0.2, **kw})
 
 
 # ------------------------------------------- .enclose and the float64 ulp bounds
@@ -240,6 +249,62 @@ def test_generic_enclose_of_a_verified_formula_and_not_enclosable() -> None:
     assert issubclass(NotEnclosable, TypeError)
     with formulas.perturbed_output("alpha_constant", 1 + 1e-6):  # public API, reaches .enclose
         assert not formulas.alpha_constant.enclose(2).overlaps(flint.arb.pi())
+
+
+def test_derived_inner_expectation_is_proven_against_its_definition() -> None:
+    """H1e's derived inner expectation E_R[(cR + y)_+] and its partials d/dc, d/dy (the four
+    float64-oriented forms: y <= 0 / y > 0, a^2 < or >= 1/2; incomplete Beta and log1p in
+    the Arb translation) overlap the definition's ball (R's polar-angle law cut at the
+    kink) at k = 1..1000, and the same forms moved by 1e-12 are disjoint from it."""
+    from derivations.hajjar_reduced import INNER
+    from derivations.sphere import k as K
+    from verify import derived
+    forms = derived.results("H1e")["inner"]
+    syms = (K, INNER["c"], INNER["y"], INNER["mean"])
+    fns = {(n, key): arb_function(e, syms) for n, fs in forms.items() for key, e in fs.items()}
+    rng = np.random.default_rng(7)
+    for kk in (1, 2, 3, 4, 7, 40, 1000):
+        for a in [-0.9, -0.6, -0.3, 0.0, 0.2, 0.5, 0.95, *rng.uniform(-0.99, 0.99, 3)]:
+            c = 1.3
+            y = -float(a) * c
+            refs = aq.inner_expectation_ball(kk, c, y)
+            with certify.working_precision(128):
+                mean = aq.positive_part_mean_ball(kk)
+                for (n, key), f in fns.items():
+                    if n.endswith("_pos") != (y > 0) or n.startswith("small") != (a * a < 0.5):
+                        continue  # each form on its region (formulas.hajjar's selection)
+                    ref = refs[("inner", "inner_dc", "inner_dy").index(key)]
+                    b = f(kk, c, y, mean)
+                    assert b.overlaps(ref), (kk, a, n, key, b, ref)
+                    # at the scale c + |y| of the terms (the small form's 1/2 - I/2 cancels)
+                    assert float(b.rad()) <= 1e-30 * (c + abs(y)), (kk, a, n, key)
+                    if float(abs(ref).lower()) > 1e-20:
+                        assert not (b * (1 + flint.arb(1e-12))).overlaps(ref)
+
+
+def _has_enclose(f: object) -> bool:
+    from verify.formulas._base import DerivedFunction, _Derived
+    if isinstance(f, DerivedFunction):
+        return f._enclose is not None
+    return type(f).enclose is not _Derived.enclose
+
+
+def test_every_entry_without_enclose_is_named_and_says_why() -> None:
+    """The entries without ``.enclose`` are exactly the algorithms the package docstring
+    names; each one's docstring says so (NotEnclosable) and calling it raises."""
+    from verify.formulas._base import NotEnclosable, _Derived
+    entries = {n: getattr(formulas, n) for n in formulas.__all__
+               if isinstance(getattr(formulas, n), _Derived)}
+    without = {n for n, f in entries.items() if not _has_enclose(f)}
+    assert without == {"best_linear_approximator", "kernel_interpolant", "symmetrize",
+                       "project_to_fixed_space", "rmd"}
+    for n in without:
+        assert f"``{n}``" in formulas.__doc__, n
+        assert "NotEnclosable" in entries[n].__doc__, n
+        with pytest.raises(NotEnclosable, match=n):
+            entries[n].enclose(0.0)
+    for n, f in entries.items():
+        assert f.ulp_bound is not None, n
 
 
 # ------------------------------------------------ W3d: the NTK's own definition

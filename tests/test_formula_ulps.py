@@ -5,7 +5,8 @@ the quadrature-based ``phi_tilde`` and ``phi_tilde_dtheta`` (H1e), and the algor
 ``project_to_fixed_space``), whose honest unit is a condition number times a scale.
 
 Each entry is tested against a certified or exact reference at seeded, vectorized draws
-including extreme inputs: <= 300 inputs per entry in the default run, 10^4 in the tests
+including extreme inputs: 300 inputs per entry in the default run (1000 for phi_tilde and
+its derivative, 10^4 .enclose containments for potential_gradient), 10^4 in the tests
 marked ``slow``.  ``test_a_perturbation_of_4_bounds_fails`` shows that every check fails
 when the float64 output is moved by (1 + 4 x bound) ulps of its unit."""
 from __future__ import annotations
@@ -234,14 +235,44 @@ def _phi_worst(name: str, n_inputs: int, seed: int, per_dims: int = 25, shift: f
 
 @pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
 def test_phi_tilde_within_its_bound(name) -> None:
-    """The default run: 120 inputs, d <= 40 (~2 s); the slow test: 10^4, d <= 400 and 1000."""
-    _phi_worst(name, 120, 1, per_dims=20, d_max=40).check(name)
+    """The default run: 1000 inputs, d <= 400 and 1000 (~7 s of one core each); the slow
+    test: 10^4 (~70 s of one core each)."""
+    _phi_worst(name, 1000, 1, per_dims=50).check(name)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
 def test_phi_tilde_within_its_bound_at_10k(name) -> None:
     _phi_worst(name, N_SLOW, 2, per_dims=250).check(name)
+
+
+def _phi_large_worst(name: str, seed: int, n_angles: int) -> _Worst:
+    """d = 30000 with d_H = 29998, 15000, 2: ``n_angles`` drawn (theta, phi), extremes included
+    (``_angles``), each against the certified ball."""
+    from numerics import arb_quadrature as aq
+    f = getattr(formulas, name)
+    derivative = name == "phi_tilde_dtheta"
+    worst = _Worst()
+    rng = np.random.default_rng(seed)
+    for d_H in (29998, 15000, 2):
+        th, ph = _angles(rng, n_angles), _angles(rng, n_angles)
+        vals = np.atleast_1d(f(th, ph, 30000, d_H))
+        for i in range(n_angles):
+            ball = aq.phi_tilde_ball(float(th[i]), float(ph[i]), 30000, d_H, derivative=derivative)
+            sc = _phi_scale(aq, th[i], ph[i], 30000, d_H, derivative)
+            sc = abs(ball) if sc is None else sc
+            if float(sc.upper()) < np.finfo(float).tiny / EPS:
+                continue
+            worst.add(_ulps(abs(ball - float(vals[i])), sc), f.ulp_bound.ulps, (th[i], ph[i], 30000, d_H))
+    return worst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["phi_tilde", "phi_tilde_dtheta"])
+def test_phi_tilde_within_its_bound_at_d_30000(name) -> None:
+    """Beyond the 10^4 draws' d <= 1000: 3 x 8 inputs at d = 30000 (about 1 min of one core
+    per entry; the ball decides where float64 and the mpmath double quadrature disagree)."""
+    _phi_large_worst(name, 3, 8).check(name)
 
 
 # ------------------------------------------------------------------ sensitivity of the checks
@@ -540,11 +571,12 @@ def test_kernel_interpolant_within_its_bound_at_10k() -> None:
     _interp_worst(N_SLOW + 1500, 2, per=25).check("kernel_interpolant")  # ~10% refused (cond, repeats)
 
 
-@pytest.mark.slow
-def test_phi_tilde_enclose_contains_the_mpmath_value() -> None:
+def _phi_enclose_contains_mpmath(n_inputs: int, seed: int, d_max: int) -> None:
     """.enclose (the Arb integral of the definition) contains the independent mpmath double
-    quadrature of the definition at 40 digits (its own error taken as 1e-35 relative)."""
-    for d, d_H, th, ph in _phi_problems(4, 12, 4, d_max=20):
+    quadrature of the definition at 40 digits (its own error taken as 1e-35 relative).  The
+    cost is mpmath's (~0.4 s of one core per point at d <= 20; the ball ~0.01 s): 10^4
+    points would take about an hour."""
+    for d, d_H, th, ph in _phi_problems(seed, n_inputs, 4, d_max=d_max):
         for t, p in zip(th.tolist(), ph.tolist()):
             b = formulas.phi_tilde.enclose(t, p, d, d_H)
             m = formulas.phi_tilde.mpmath(t, p, d, d_H, dps=40)
@@ -552,6 +584,17 @@ def test_phi_tilde_enclose_contains_the_mpmath_value() -> None:
                 mid = mpmath.mpf(b.mid().str(60, radius=False))
                 rad = mpmath.mpf(b.rad().str(10, radius=False))
                 assert abs(m - mid) <= rad + abs(m) * mpmath.mpf(10) ** -35, (t, p, d, d_H)
+
+
+def test_phi_tilde_enclose_contains_the_mpmath_value() -> None:
+    """8 points, d <= 12 (~2 s)."""
+    _phi_enclose_contains_mpmath(8, 4, 12)
+
+
+@pytest.mark.slow
+def test_phi_tilde_enclose_contains_the_mpmath_value_at_200() -> None:
+    """200 points, d <= 20 (~1.5 min)."""
+    _phi_enclose_contains_mpmath(200, 5, 20)
 
 
 def test_phi_tilde_enclose_is_the_certified_integral() -> None:

@@ -5,8 +5,9 @@ the true value.  This module gives:
 
 - :func:`arb_function` / :func:`enclose`: a translation of a derived SymPy expression (the
   SAME object ``lambdify`` reads in :mod:`verify.formulas` and the claims) into Arb balls:
-  rationals, floats (exactly), pi, E, sqrt, powers, exp/log, sin/cos/tan, atan/asin/acos,
-  atan2, gamma/loggamma, Abs, sign, Min/Max, Piecewise with ball-decided conditions (a
+  rationals, floats (exactly), pi, E, sqrt, powers, exp/log/log1p, sin/cos/tan,
+  atan/asin/acos, atan2, gamma/loggamma, the regularized incomplete Beta
+  (``betainc_regularized``, Arb's rigorous ``beta_lower``), Abs, sign, Min/Max, Piecewise with ball-decided conditions (a
   condition a ball cannot decide raises :class:`UndecidableCondition`); any other node
   raises ``TypeError`` naming it;
 - certified integrals of the definitions: :mod:`numerics.arb_quadrature` (re-exported:
@@ -31,6 +32,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 import sympy as sp
+from sympy.codegen.cfunctions import log1p as _log1p
 
 from numerics.arb_quadrature import (UncertifiedError, UndecidableCondition, active_probability_ball,
                                      certified_integral, exact_ball, ntk_kernel_ball,
@@ -123,7 +125,7 @@ def _compare(op: type, lhs: Any, rhs: Any, node: sp.Basic) -> bool:
 _UNARY = {sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan",
           sp.atan: "atan", sp.asin: "asin", sp.acos: "acos", sp.gamma: "gamma",
           sp.loggamma: "lgamma", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh",
-          sp.erf: "erf", sp.erfc: "erfc"}
+          sp.erf: "erf", sp.erfc: "erfc", _log1p: "log1p"}
 
 
 def _compile_atom(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any] | None:
@@ -187,6 +189,8 @@ def _compile(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[
     if isinstance(e, sp.atan2):
         y, x = (_compile(a, index) for a in e.args)
         return lambda v: flint.arb.atan2(y(v), x(v))
+    if isinstance(e, sp.betainc_regularized):
+        return _compile_betainc(e, index)
     if isinstance(e, sp.Abs):
         arg = _compile(e.args[0], index)
         return lambda v: abs(_real(arg(v), e))
@@ -252,6 +256,21 @@ def _compile_pow(e: sp.Pow, index: Mapping[sp.Symbol, int]) -> Callable[[Sequenc
         return lambda v: base(v) ** (flint.arb(p) / q)
     expo = _compile(ex, index)
     return lambda v: base(v) ** expo(v)
+
+
+def _compile_betainc(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any]:
+    """I_x2(a, b) - I_x1(a, b), the regularized incomplete Beta (SymPy's
+    ``betainc_regularized(a, b, x1, x2)``), by Arb's rigorous ``beta_lower`` (real only)."""
+    a, b, x1, x2 = (_compile(arg, index) for arg in e.args)
+    zero_lo = e.args[2] == 0
+
+    def lower(x: Any, v: Sequence[Any]) -> Any:
+        return _real(x, e).beta_lower(_real(a(v), e), _real(b(v), e), regularized=True)
+
+    def f(v: Sequence[Any]) -> Any:
+        hi = lower(x2(v), v)
+        return hi if zero_lo else hi - lower(x1(v), v)
+    return f
 
 
 def _integer_power(b: Any, n: int) -> Any:

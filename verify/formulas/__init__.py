@@ -3,8 +3,13 @@
 Each public name is generated from a derived SymPy expression and carries ``.expr``,
 ``.latex`` and ``.claim`` (and ``.mpmath`` for high precision where meaningful).  The
 names are collected from the ``__all__`` of every non-underscore module of this package;
-``dir(formulas)`` lists exactly them.  Closed-form entries also have ``.enclose(...)``
-(certified Arb balls) and ``.ulp_bound`` (their float64 error bound).
+``dir(formulas)`` lists exactly them.  Every entry has ``.ulp_bound`` (its stated float64
+error bound).  Closed-form entries, and ``phi_tilde`` / ``phi_tilde_dtheta`` (whose
+balls integrate the definition), also have ``.enclose(...)`` (certified Arb balls).  The
+algorithms have none and raise ``NotEnclosable`` (a TypeError): ``best_linear_approximator``
+(a least-squares solve), ``kernel_interpolant`` (a linear solve), ``symmetrize`` and
+``project_to_fixed_space`` (group actions on particles), ``rmd`` (an assignment problem);
+their float64 bounds are tested against exact or 30-digit references instead.
 
 :func:`perturbed_output` (documented API, not a formula): within ``with
 perturbed_output(name, factor):`` the formula ``name`` returns ``factor`` times its value

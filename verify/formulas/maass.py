@@ -169,7 +169,9 @@ symmetrize = DerivedFunction(
 An algorithm, not a closed form: the push-forward of the particle measure by every group
 element.  Verified against claim M1a's property Q_G Phi_mu = Phi_{mu^G} (the feature
 average computed on the function side equals the model of this measure, to 1e-12, on
-drawn groups, units and measures) and M1a's derived residuals.
+drawn groups, units and measures) and M1a's derived residuals.  No ``.enclose``
+(NotEnclosable): an output of |G| N particles is a list of products, not one derived
+expression; its float64 bound is tested against exact rational products.
 
 The symmetrized measure mu^G = (1/|G|) sum_g M_g # mu of mu = sum_i w_i delta_{z_i}
 (particles (N, D), weights (N,) summing to 1, default uniform): |G| N particles M_g z_i
@@ -187,7 +189,9 @@ project_to_fixed_space = DerivedFunction(
 An algorithm, not a closed form: the group average of the parameter matrices applied to
 each particle.  Verified against claim M1b's property Phi_{mu^{E^G}} = Phi_{mu^G} for
 linear units (to 1e-12 on drawn groups and measures; it must differ for the logistic
-unit) and M1b's derived projector.
+unit) and M1b's derived projector.  No ``.enclose`` (NotEnclosable): a group average
+applied to particles, not one derived expression; its float64 bound is tested against
+exact rational arithmetic.
 
 The projected measure mu^{E^G} = P_{E^G} # mu, with P_{E^G} = (1/|G|) sum_g M_g the
 orthogonal projection onto the fixed space E^G.  Equal to ``symmetrize`` at the level of
@@ -204,7 +208,10 @@ A convention with one definition (claim M1c's derived ``rmd``), evaluated at the
 W_2^2 (an assignment problem) and second moments.  Checked against the convention's
 properties in M1c: RMD(mu, mu + c) equals the derived RMD of a translate (W_2 = |c| by
 Brenier), and the normalisation: RMD(delta_z, delta_-z) = 1 (the largest value,
-|a - b|^2 <= 2|a|^2 + 2|b|^2 with equality), RMD(mu, mu) = 0, scale invariance.
+|a - b|^2 <= 2|a|^2 + 2|b|^2 with equality), RMD(mu, mu) = 0, scale invariance.  No
+``.enclose`` (NotEnclosable): W_2 is a minimum over couplings (an assignment problem),
+an algorithm, not a closed form; its float64 bound is tested against the exact optimum by
+enumeration in rational arithmetic.
 
 RMD(mu, nu) = sqrt(W_2^2(mu, nu) / (2 (m_2(mu) + m_2(nu)))) between the uniform measures
 on the rows of ``a`` (N, D) and ``b`` (M, D); W_2 is exact (assignment problem, sizes

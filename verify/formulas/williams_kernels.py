@@ -531,6 +531,8 @@ and a Gram condition number <= 1e12 (ValueError otherwise); y_data of the same s
 ``kernel_interpolant.mpmath(..., dps=30)`` returns the same interpolant in mpmath.
 Float64 error (``.ulp_bound[(kernel, init)]``, an algorithm: relative to the Gram matrix's
 condition number): <= B + 1 + 2 m (m + 1) ulps of |k_s(x)|^T |alpha| + ||k_s(x)|| ||K^-1||
-||K_s|| ||alpha|| (m data points, B the kernel's own ulp bound, k_s its unit).
+||K_s|| ||alpha|| (m data points, B the kernel's own ulp bound, k_s its unit).  No
+``.enclose`` (NotEnclosable): a linear solve K alpha = y, an algorithm; the kernels it is
+built from (``rf_kernel``, ``ntk_kernel``) have ``.enclose``.
 """, lambda: {("rf", i): e for i, e in _kernel_exprs("rf").items()}, _kernel_interpolant,
     _kernel_interpolant_mp, ulp_bound=KERNEL_INTERPOLANT_ULPS)
