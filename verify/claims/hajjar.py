@@ -25,8 +25,8 @@ from numerics import twolayer as tl
 from numerics.groups import plane_rotation
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
 from verify.studies.hajjar import alpha_by_quadrature, init_particles
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
-                        for_all_instances, loglog_slope)
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
+                        fmt, for_all_instances, loglog_slope)
 
 #: H1a's near miss: the invariant 2 a^2 - |b|^2 of a 2-homogeneous activation (relu^2),
 #: with its derived rate 0, tested on the ReLU flow (the claim: k = 1)
@@ -153,7 +153,7 @@ class _H1aFlows:
         # (12 evaluations per step), propagated to q (|dq| <= 2 (k + d) |y| |dy|)
         ymax = float(max(np.abs(run.a).max(), np.abs(run.B).max()))
         q_err = (run.nfev / 12 + 1) * (self.rtol * ymax + self.atol) * 2 * (k + d) * ymax
-        err, tol = 0.0, 0.0
+        measured, derived, tol = [], [], 0.0
         for c in self.centres:
             i = [at[round(float(c + j * h), 12)] for j in (-2, -1, 0, 1, 2)]
             fd_h = (q[i[3]] - q[i[1]]) / (2 * h)
@@ -163,20 +163,21 @@ class _H1aFlows:
             rate = dq.mean(axis=1)
             se = self.defined_rate(run.a[i[2]], run.B[i[2]], X, Y).std(axis=1) / np.sqrt(n)
             scale = sc.mean(axis=1) + 1e-300
-            err = max(err, float(np.max(np.abs(fd_h - rate) / scale)))
+            measured.append(fd_h / scale)
+            derived.append(rate / scale)
             tol = max(tol, float(np.max((2 * q_err / h + trunc + 5 * se) / scale)))
         if not self.shown:
             self.shown.update(times=run.times, gap=q - q[0], inst=list(inst), nfev=run.nfev)
-        return SubCheck("fd", err, tol, "central difference (h = 1e-2) of the DOP853 states: "
-                        "integration error (one rtol 1e-12 per step) / h, the FD truncation "
-                        "(Richardson, h vs 2h) and 5 Monte Carlo SE of the per-sample rate from the "
-                        "definitions (0 for k = 1: the ReLU flow conserves a^2 - |b|^2 "
-                        "sample by sample)")
+        return compare("fd", np.array(measured), np.array(derived), rtol=0.0, atol=tol,
+                       reason="central difference (h = 1e-2) of the DOP853 states: integration "
+                       "error (one rtol 1e-12 per step) / h, the FD truncation (Richardson, h vs "
+                       "2h) and 5 Monte Carlo SE of the per-sample rate from the definitions (0 "
+                       "for k = 1: the ReLU flow conserves a^2 - |b|^2 sample by sample)")
 
     def measure_velocity(self, inst) -> SubCheck:
         d, _, m, _ = inst
         X, Y, run = self.simulate(inst)
-        err = 0.0
+        derived, measured = [], []
         for i in range(0, run.times.size, 4):
             aa, BB = run.a[i], run.B[i]
             _, (ga, gB) = tl.loss_and_grad(aa, BB, X, Y)
@@ -185,12 +186,12 @@ class _H1aFlows:
             meas_b = 2 * np.einsum("ij,ij->i", BB, vB)
             da, db, dq, sc = (v.mean(axis=1) for v in self.derived_rates(aa, BB, X, Y))
             sc = sc + 1e-300
-            e = max(np.max(np.abs(da - meas_a) / sc), np.max(np.abs(db - meas_b) / sc),
-                    np.max(np.abs(dq - (self.k * meas_a - meas_b)) / sc))
-            err = max(err, float(e))
-        return SubCheck("velocity", err, 16 * (d + 2) * _U * math.sqrt(self.n),
-                        "float64 sums of n products of d + 2 factors: rounding ~ (d + 2) "
-                        "sqrt(n) u of the summed magnitudes (x16)")
+            derived.append(np.stack([da, db, dq]) / sc)
+            measured.append(np.stack([meas_a, meas_b, self.k * meas_a - meas_b]) / sc)
+        return compare("velocity", np.array(derived), np.array(measured), rtol=0.0,
+                       atol=16 * (d + 2) * _U * math.sqrt(self.n), reason="float64 sums of n "
+                       "products of d + 2 factors: rounding ~ (d + 2) sqrt(n) u of the summed "
+                       "magnitudes (x16)")
 
 
 def check_h1a(ctx: RunContext, k: int) -> Outcome:
@@ -252,10 +253,12 @@ def _transforms() -> dict[str, np.ndarray]:
 
 def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, m0: int,
                       n0: int, X: np.ndarray, Y: np.ndarray, run,
-                      angle: float | None = None) -> tuple[float, float]:
-    """Max over the GD snapshots of (i) |measured - derived| change of the pre-activation
-    (T b).(T x) - b.x and (ii) |measured - derived| change of the particle velocity,
-    v(a, T b) - (v_a, T v_b)(a, b), both relative.  The particle (a, g b_j) of the orbit
+                      angle: float | None = None) -> tuple[np.ndarray, ...]:
+    """Measured and derived, at every GD snapshot (flattened), of (i) the change of the
+    pre-activation (T b).(T x) - b.x, in units of |b||x|, and (ii) the change of the
+    particle velocity v(a, T b) - (v_a, T v_b)(a, b), in units of the velocity scale: the
+    arrays (pre measured, pre derived, velocity measured, velocity derived).  The particle
+    (a, g b_j) of the orbit
     block g has its image under T in block g + 1 (same for samples); the derived
     residuals are those of the rotation (vartheta = 2 pi/5) or the reflection x1 -> -x1
     (vartheta = 0), in the plane (x1, x2) where T acts."""
@@ -272,7 +275,7 @@ def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, 
     f_vel = [sp.lambdify(args, e, "numpy") for e in vel]
     g = len(G)
     perm_p = (np.arange(g * m0) + m0) % (g * m0)   # index of the image particle T b_j
-    e_pre = e_vel = 0.0
+    out: list[list] = [[], [], [], []]
     for aa, BB in run.snapshots:
         m = aa.size
         Z = BB @ X.T
@@ -282,7 +285,8 @@ def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, 
         vals = (ang, A_, R_, H_, BB[:, None, 0], BB[:, None, 1], X[None, :, 0], X[None, :, 1])
         pred_pre = np.broadcast_to(f_pre(*vals), Z.shape)
         scale_pre = np.linalg.norm(BB, axis=1)[:, None] * np.linalg.norm(X, axis=1)[None, :]
-        e_pre = max(e_pre, float(np.max(np.abs(meas_pre - pred_pre) / scale_pre)))
+        out[0].append((meas_pre / scale_pre).ravel())
+        out[1].append((pred_pre / scale_pre).ravel())
         _, (ga, gB) = tl.loss_and_grad(aa, BB, X, Y)
         va, vB = -m * ga, -m * gB
         meas_va = va[perm_p] - va
@@ -290,10 +294,10 @@ def _h1b_equivariance(ctx: RunContext, name: str, T: np.ndarray, G: np.ndarray, 
         pred = [np.broadcast_to(f(*vals), Z.shape).mean(axis=1) for f in f_vel]
         scale = float(np.mean(np.abs(A_ * R_) * np.linalg.norm(X, axis=1)[None, :]
                               * (1 + np.linalg.norm(BB, axis=1)[:, None]))) + 1e-300
-        e_vel = max(e_vel, float(np.max(np.abs(meas_va - pred[0]))) / scale,
-                    float(np.max(np.abs(meas_vb[:, :2] - np.stack(pred[1:], axis=1)))) / scale,
-                    float(np.max(np.abs(meas_vb[:, 2:]))) / scale)
-    return e_pre, e_vel
+        out[2].append(np.concatenate([meas_va, meas_vb.ravel()]) / scale)
+        out[3].append(np.concatenate([pred[0], np.concatenate(
+            [np.stack(pred[1:], axis=1), np.zeros_like(meas_vb[:, 2:])], axis=1).ravel()]) / scale)
+    return tuple(np.concatenate(v) for v in out)
 
 
 def _h1b_instances():
@@ -325,12 +329,15 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
     run = tl.gradient_descent(a, B, X, Y, 0.05, 30, record_every=10)
     Xt = ctx.rng("drawn-test", *inst[:5], s).standard_normal((20, d)) / np.sqrt(d)
     predicted = float(ctx.derivation().results["asymmetry"])
-    asym = max(float(np.abs(tl.forward(aa, BB, Xt @ T.T) - tl.forward(aa, BB, Xt) - predicted).max())
-               for aa, BB in run.snapshots)
-    e_pre, e_vel = _h1b_equivariance(ctx, kind, T, G, m0, n0, X, Y, run, angle=ang)
-    return SubCheck("closed", max(asym / 1e-12, e_pre / (64 * _U), e_vel / (64 * _U * 60)),
-                    1.0, "asymmetry, pre-activation and velocity errors in units of their "
-                    "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)")
+    asym = np.concatenate([tl.forward(aa, BB, Xt @ T.T) - tl.forward(aa, BB, Xt)
+                           for aa, BB in run.snapshots])
+    pre_m, pre_d, vel_m, vel_d = _h1b_equivariance(ctx, kind, T, G, m0, n0, X, Y, run, angle=ang)
+    measured = np.concatenate([asym / 1e-12, pre_m / (64 * _U), vel_m / (64 * _U * 60)])
+    derived = np.concatenate([np.full_like(asym, predicted) / 1e-12, pre_d / (64 * _U),
+                              vel_d / (64 * _U * 60)])
+    return compare("closed", measured, derived, rtol=0.0, atol=1.0,
+                   reason="asymmetry, pre-activation and velocity errors in units of their "
+                   "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)")
 
 
 def _h1b_iid_asymmetry(ctx: RunContext, name: str, T: np.ndarray, X: np.ndarray, Y: np.ndarray,
@@ -356,9 +363,8 @@ def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
     d = 4
     eta, steps = 0.05, ctx.size("steps")
     Xtest = ctx.rng("test").standard_normal((50, d)) / np.sqrt(d)
-    rows, subs, worst = [], [], 0.0
+    rows, subs, asymmetry, equivariance = [], [], [], []
     iid_tab, slopes = [], {}
-    pre_err, vel_err = 0.0, 0.0
     ms = list(ctx.size("widths"))
     seeds = ctx.size("seeds")
     artifacts = {}
@@ -370,15 +376,14 @@ def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
         a0, B0 = init_particles(ctx.rng("particles", name), 24, d)
         a, B = tl.orbit_particles(a0, B0, G)
         run = tl.gradient_descent(a, B, X, Y, eta, steps, record_every=steps // 4)
-        asym = [float(np.abs(tl.forward(aa, BB, Xtest @ T.T) - tl.forward(aa, BB, Xtest)).max())
-                for aa, BB in run.snapshots]
-        worst = max(worst, max(asym))
-        rows.append([name, len(G), a.shape[0], X.shape[0], fmt(max(asym)),
+        asym = np.concatenate([tl.forward(aa, BB, Xtest @ T.T) - tl.forward(aa, BB, Xtest)
+                               for aa, BB in run.snapshots])
+        asymmetry.append(asym)
+        rows.append([name, len(G), a.shape[0], X.shape[0], fmt(float(np.abs(asym).max())),
                      fmt(run.losses[0]), fmt(run.losses[-1])])
         # along the GD run: the measured change of pre-activations and of the particle
         # velocities under (b, x) -> (T b, T x) vs the derived per-sample residuals
-        e_pre, e_vel = _h1b_equivariance(ctx, name, T, G, a0.size, X0.shape[0], X, Y, run)
-        pre_err, vel_err = max(pre_err, e_pre), max(vel_err, e_vel)
+        equivariance.append(_h1b_equivariance(ctx, name, T, G, a0.size, X0.shape[0], X, Y, run))
         if wrong:
             continue
         A_m = _h1b_iid_asymmetry(ctx, name, T, X, Y, Xtest, ms, seeds, eta, steps // 2)
@@ -388,21 +393,22 @@ def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
         artifacts[name] = (ms, A_m)
     der = ctx.derivation()
     predicted = float(der.results["asymmetry"])
-    subs.append(SubCheck("closed particle set + invariant sample: max_t,x |f(Tx) - f(x) - "
-                         "derived asymmetry|", abs(worst - predicted), 1e-12,
-                         "the change of variables b = T b' gives asymmetry 0 in exact "
-                         "arithmetic; float64 rounding of O(1) predictors over <= 600 GD "
-                         "steps stays < 1e-13"))
-    subs.append(SubCheck("along GD: measured (T b_j).(T x_i) - b_j.x_i (pre-activations of "
-                         "the transformed states) vs the derived residual, relative to "
-                         "|b||x|", pre_err, 64 * _U,
-                         "two float64 dot products of d = 4 terms: a few roundings"))
-    subs.append(SubCheck("along GD: measured velocity of the image particle (a, T b_j) minus "
-                         "(v_a, T v_b) of (a, b_j) (numerics' -m grad L) vs the derived "
-                         "per-sample equivariance residuals averaged over the sample, "
-                         "relative to the velocity scale", vel_err, 64 * _U * 60,
-                         "float64 sums over the n <= 300 samples of the orbit: rounding "
-                         "~ sqrt(n) u per term, x64"))
+    pre_m, pre_d, vel_m, vel_d = (np.concatenate(v) for v in zip(*equivariance))
+    subs.append(compare("closed particle set + invariant sample: max_t,x |f(Tx) - f(x) - "
+                        "derived asymmetry|", np.concatenate(asymmetry), predicted, rtol=0.0,
+                        atol=1e-12, reason="the change of variables b = T b' gives asymmetry 0 "
+                        "in exact arithmetic; float64 rounding of O(1) predictors over <= 600 GD "
+                        "steps stays < 1e-13"))
+    subs.append(compare("along GD: measured (T b_j).(T x_i) - b_j.x_i (pre-activations of "
+                        "the transformed states) vs the derived residual, relative to "
+                        "|b||x|", pre_m, pre_d, rtol=0.0, atol=64 * _U, reason="two float64 "
+                        "dot products of d = 4 terms: a few roundings"))
+    subs.append(compare("along GD: measured velocity of the image particle (a, T b_j) minus "
+                        "(v_a, T v_b) of (a, b_j) (numerics' -m grad L) vs the derived "
+                        "per-sample equivariance residuals averaged over the sample, "
+                        "relative to the velocity scale", vel_m, vel_d, rtol=0.0,
+                        atol=64 * _U * 60, reason="float64 sums over the n <= 300 samples of "
+                        "the orbit: rounding ~ sqrt(n) u per term, x64"))
     subs.append(for_all_instances(
         ctx, "drawn closed particle sets (d, rotation 2pi/q or reflection, widths, samples): "
         "measured asymmetry, pre-activations and velocities vs the derived residuals, in "
@@ -479,10 +485,10 @@ def _h1d_target(Z: np.ndarray, d_H: int) -> np.ndarray:
     return np.maximum(Z[:, 0], 0) - 0.5 * np.abs(Z[:, d_H - 1])
 
 
-def _h1d_closed_invariance(ctx: RunContext) -> tuple[float, int]:
+def _h1d_closed_invariance(ctx: RunContext) -> tuple[np.ndarray, np.ndarray, int]:
     """(b) exact invariance under a finite subgroup <cyclic shift, -I> of O(H^perp) during
-    training of a closed particle set on closed data: max |f(gx) - f(x)| after 100 GD steps,
-    and the set's size."""
+    training of a closed particle set on closed data: f(gx) (g the generators and their
+    product) and f(x) after 100 GD steps, and the set's size."""
     d, d_H = dh.H1D_DIMS
     kP = d - d_H
     S = np.eye(d)
@@ -496,9 +502,9 @@ def _h1d_closed_invariance(ctx: RunContext) -> tuple[float, int]:
     Xs = tl.orbit_samples(tl.orbit_samples(X0, tl.cyclic_group(S)), tl.cyclic_group(R))
     run2 = tl.gradient_descent(a1, B1, Xs, _h1d_target(Xs, d_H), 0.1, 100)
     Xt = ctx.rng("test").standard_normal((8, d)) / np.sqrt(d)
-    inv = max(float(np.abs(tl.forward(run2.a, run2.B, Xt @ g.T) - tl.forward(run2.a, run2.B, Xt)).max())
-              for g in (S, R, S @ R))
-    return inv, int(a1.shape[0])
+    moved = np.stack([tl.forward(run2.a, run2.B, Xt @ g.T) for g in (S, R, S @ R)])
+    fixed = np.broadcast_to(tl.forward(run2.a, run2.B, Xt), moved.shape)
+    return moved, fixed, int(a1.shape[0])
 
 
 #: H1d over time: the teacher g(x_H) = relu(x_1) - relu(x_2)/2 - relu(-x_2)/2 (= _h1d_target
@@ -647,31 +653,33 @@ def _h1d_over_time(ctx: RunContext, haar) -> tuple[list[SubCheck], list[list]]:
 
 
 def _h1d_closed_forms(ctx: RunContext, kperp_shift: int, average
-                      ) -> tuple[float, float, dict]:
+                      ) -> tuple[tuple, tuple, dict]:
     """(0) every derived Haar average E_g relu(y + z S) and its partials vs mpmath
     quadrature of their definitions over the law of S (numerics.sphere.relu_affine_mean_mp,
     30 digits), on a grid kept 1% away from the kinks |y| = z, where arcsin(y/z) amplifies
-    the rounding of y/z by 1/sqrt(1 - (y/z)^2): (error of h, error of the partials), and
-    the evaluators (h, h_y, h_z) for the flow sub-check (the control: one dimension up)."""
+    the rounding of y/z by 1/sqrt(1 - (y/z)^2): (derived, reference) of h and of the
+    partials, and the evaluators (h, h_y, h_z) for the flow sub-check (the control: one
+    dimension up)."""
     results = ctx.derivation().results
     derived_avgs = results["haar_average"]
     Yg, Zg = np.meshgrid(np.linspace(-1.5, 1.5, 13), np.array([0.05, 0.3, 1.0, 2.7]))
     away = np.abs(np.abs(Yg / Zg) - 1) > 0.01
     Yg, Zg = Yg[away], Zg[away]
-    cf_err = max(float(np.max(np.abs(average(kP)(Yg, Zg) - _haar_reference(kP, Yg, Zg))))
-                 for kP in derived_avgs)
+    values = (np.concatenate([average(kP)(Yg, Zg) for kP in derived_avgs]),
+              np.concatenate([_haar_reference(kP, Yg, Zg) for kP in derived_avgs]))
     partials = {kP: (dh.haar_average_partials(kP + kperp_shift) if kperp_shift else
                      (results["haar_average_dy"][kP], results["haar_average_dz"][kP]))
                 for kP in derived_avgs}
     with np.errstate(invalid="ignore", divide="ignore"):
-        cf_err_d = max(float(np.max(np.abs(np.broadcast_to(_haar_callable(partials[kP][i])(
-            Yg, Zg), Yg.shape) - _haar_reference(kP, Yg, Zg, 2 - i))))
-            for kP in derived_avgs for i in (0, 1))
+        pairs = [(kP, i) for kP in derived_avgs for i in (0, 1)]
+        derivatives = (np.concatenate([np.broadcast_to(_haar_callable(partials[kP][i])(Yg, Zg),
+                                                       Yg.shape) for kP, i in pairs]),
+                       np.concatenate([_haar_reference(kP, Yg, Zg, 2 - i) for kP, i in pairs]))
     haar = {}
     for kF in _H1D_FLOW_SETS:
         h = dh.haar_relu_average(kF + kperp_shift)[0] if kperp_shift else derived_avgs[kF]
         haar[kF] = tuple(_haar_callable(e) for e in (h, *partials[kF]))
-    return cf_err, cf_err_d, haar
+    return values, derivatives, haar
 
 
 def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
@@ -689,7 +697,7 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                                          if kperp_shift else derived_avgs[kP])
         return built[kP]
 
-    cf_err, cf_err_d, haar_flow = _h1d_closed_forms(ctx, kperp_shift, average)
+    cf_values, cf_derivatives, haar_flow = _h1d_closed_forms(ctx, kperp_shift, average)
     flow_subs, flow_rows = _h1d_over_time(ctx, haar_flow)
     # (a) trained network on f* depending on x_H only: the Haar average over O(H^perp)
     # of f(mu; g x) by Monte Carlo (the definition) vs the derived d_H-dim predictor
@@ -706,39 +714,39 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
         a, B = run.a, run.B
         Xt = ctx.rng("test", d_H, kP, s).standard_normal((6, d)) / np.sqrt(d)
         red = _reduced_dH_predictor(a, B, Xt, d_H, avg)
-        z = 0.0
+        mc, se = np.empty(len(Xt)), np.empty(len(Xt))
         for i, x in enumerate(Xt):
             U = sample_sphere(ctx.rng("haar", d_H, kP, s, i), n_g, kP) * np.linalg.norm(x[d_H:])
             Xg = np.concatenate([np.broadcast_to(x[:d_H], (n_g, d_H)), U], axis=1)
             vals = np.maximum(Xg @ B.T, 0) @ a / a.shape[0]
-            mc, se = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_g))
-            z = max(z, abs(mc - red[i]) / se)
-            if i == 0:
-                rows.append([d_H, kP, fmt(mc, 6), fmt(red[i], 6), fmt(se), fmt(abs(mc - red[i]) / se)])
-        return SubCheck("haar", z, 5.5, "CLT per input; 5.5 SE over 6 inputs and up to 26 "
-                        "instances (union bound 6e-6)")
+            mc[i], se[i] = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_g))
+        rows.append([d_H, kP, fmt(mc[0], 6), fmt(red[0], 6), fmt(se[0]),
+                     fmt(abs(mc[0] - red[0]) / se[0])])
+        return compare("haar", mc / se, np.asarray(red) / se, rtol=0.0, atol=5.5, reason="CLT per "
+                       "input; 5.5 SE over 6 inputs and up to 26 instances (union bound 6e-6)")
 
     s_mc = for_all_instances(
         ctx, f"Haar average over O(H^perp) of f(mu; g x) (MC, {n_g} draws) vs the derived "
         "d_H-dim predictor, max |err|/SE over 6 inputs, (d_H, d - d_H) drawn",
         _h1d_instances(), measure, count=ctx.size("instances"),
         pinned=[(2, kP, 0) for kP in dh.H1D_KPERP])
-    inv, n_closed = _h1d_closed_invariance(ctx)
+    moved, fixed, n_closed = _h1d_closed_invariance(ctx)
     d, d_H = dh.H1D_DIMS
     subs = [s_mc,
-            SubCheck("derived Haar averages E_g relu(y + zS), k = "
-                     f"{', '.join(map(str, derived_avgs))}, vs mpmath quadrature of the "
-                     "definition over the law of S on a (y, z) grid (|y/z| not within 1% of 1)",
-                     cf_err, 1e-13, "the reference to 30 digits; float64 evaluation of the "
-                     "derived form (arcsin with condition number <= 7, powers) ~1e-15"),
-            SubCheck("derived partials d h/dy = P(y + zS > 0), d h/dz = E[S; y + zS > 0], "
-                     "same k and grid, vs mpmath quadrature of their definitions", cf_err_d,
-                     1e-13, "as above; sqrt(z^2 - y^2) / z of k = 2 has condition <= 50 on "
-                     "the grid"),
+            compare("derived Haar averages E_g relu(y + zS), k = "
+                    f"{', '.join(map(str, derived_avgs))}, vs mpmath quadrature of the "
+                    "definition over the law of S on a (y, z) grid (|y/z| not within 1% of 1)",
+                    *cf_values, rtol=0.0, atol=1e-13, reason="the reference to 30 digits; "
+                    "float64 evaluation of the derived form (arcsin with condition number "
+                    "<= 7, powers) ~1e-15"),
+            compare("derived partials d h/dy = P(y + zS > 0), d h/dz = E[S; y + zS > 0], "
+                    "same k and grid, vs mpmath quadrature of their definitions",
+                    *cf_derivatives, rtol=0.0, atol=1e-13, reason="as above; sqrt(z^2 - y^2) "
+                    "/ z of k = 2 has condition <= 50 on the grid"),
             *flow_subs,
-            SubCheck("closed particle set under <cyclic shift, -I> of H^perp: "
-                     "max |f(gx) - f(x)| after 100 GD steps", inv, 1e-12,
-                     "exact invariance; float64 rounding")]
+            compare("closed particle set under <cyclic shift, -I> of H^perp: "
+                    "max |f(gx) - f(x)| after 100 GD steps", moved, fixed, rtol=0.0,
+                    atol=1e-12, reason="exact invariance; float64 rounding")]
     return combine("d_H-dimensional reduction (Lemma 4.2) on trained networks, (d_H, d - d_H) "
                    "drawn" + (" [S marginal of the sphere of one dimension more]"
                               if kperp_shift else ""), subs,

@@ -17,8 +17,8 @@ from numerics.sphere import (positive_part_mean_coordinate_mp, positive_part_mea
                              positive_part_mean_mp, sample_sphere)
 from verify import certify
 from verify.certify import CertifiedInstance, certified_compare
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
-                        for_all_instances)
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
+                        fmt, for_all_instances)
 
 K = sphere.k
 
@@ -176,18 +176,19 @@ def _stirling_subchecks(res: dict) -> list[SubCheck]:
     sub: list[SubCheck] = []
     gap = sp.lambdify(K, res["log_gap"], modules="mpmath")
     series = sp.lambdify(K, res["log_gap_series"], modules="mpmath")
-    gap_err, gap_tol, ser_err, ser_tol = 0.0, 0.0, 0.0, 0.0
+    gaps, gap_refs, gap_tol, ser_err, ser_tol = [], [], 0.0, 0.0, 0.0
     with mpmath.workdps(30):
         for kk in (341, 1000, 3000, 10_000, 1_000_000):
             ref = mpmath.log(_alpha_reference(kk) / mpmath.sqrt(2 * mpmath.pi * kk))
             if kk >= 1000:
-                gap_err = max(gap_err, float(abs(gap(mpmath.mpf(kk)) - ref)))
+                gaps.append(float(gap(mpmath.mpf(kk))))
+                gap_refs.append(float(ref))
                 gap_tol = max(gap_tol, 1.1 / (24 * kk ** 3))
             ser_err = max(ser_err, float(abs(series(mpmath.mpf(kk)) - ref)))
             ser_tol = max(ser_tol, 1.5 * 435330 / (55440 * kk ** 11) + 1e-28)
-    sub.append(SubCheck("derived log gap -1/(4k) vs log(alpha_ref/sqrt(2 pi k)), alpha_ref by "
-                        "quadrature, k = 1e3..1e6", gap_err, gap_tol,
-                        "Stirling remainder: the next term is 1/(24 k^3)"))
+    sub.append(compare("derived log gap -1/(4k) vs log(alpha_ref/sqrt(2 pi k)), alpha_ref by "
+                       "quadrature, k = 1e3..1e6", gaps, gap_refs, rtol=0.0, atol=gap_tol,
+                       reason="Stirling remainder: the next term is 1/(24 k^3)"))
     sub.append(SubCheck("derived Stirling series to O(k^-11) (the formula's float64 form "
                         "beyond Gamma's range) vs log(alpha_ref/sqrt(2 pi k)), k = 341..1e6",
                         ser_err, ser_tol, "first dropped term 435330/(55440 k^11) (x1.5) "
@@ -201,10 +202,11 @@ def _formula_subcheck() -> SubCheck:
     from verify.formulas import alpha_constant
     ks_f = list(range(1, 61)) + list(_LARGE_K)
     vals = np.asarray(alpha_constant(np.array(ks_f)), float)
-    f_err = max(abs(float(v) / float(_alpha_reference(kk)) - 1) for v, kk in zip(vals, ks_f))
-    return SubCheck("formulas.alpha_constant (float64) vs 1/E[(u.e)_+] by quadrature, "
-                    "d_H = 1..60, 200, 340, 341, 1e3, 1e4, 1e6 (relative)", f_err, 1e-13,
-                    "a few float64 roundings of Gamma ratios / the Stirling series")
+    refs = np.array([float(_alpha_reference(kk)) for kk in ks_f])
+    return compare("formulas.alpha_constant (float64) vs 1/E[(u.e)_+] by quadrature, "
+                   "d_H = 1..60, 200, 340, 341, 1e3, 1e4, 1e6 (relative)", vals, refs,
+                   rtol=1e-13, reason="a few float64 roundings of Gamma ratios / the Stirling "
+                   "series")
 
 
 def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
@@ -217,16 +219,16 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
     sub.append(_formula_subcheck())
     # Monte Carlo on the actual sphere: sampling error bound 5 standard errors
     n = ctx.size("sphere_points")
-    mc_rows, z_worst = [], 0.0
+    mc_rows, mc_z, target_z = [], [], []
     for kk in (1, 2, 3, 5, 10, 30):
         mean, se = positive_part_mean_mc(ctx.rng("sphere", kk), n, kk)
         target = 1.0 / float(alpha_np(kk))
-        z = abs(mean - target) / se
-        z_worst = max(z_worst, z)
-        mc_rows.append([kk, n, fmt(mean, 6), fmt(target, 6), fmt(se), fmt(z)])
-    sub.append(SubCheck(f"i.i.d. sphere points (n = {n}) vs 1/alpha, in standard errors",
-                        z_worst, 5.0, "CLT: |error| / SE is ~N(0,1); 5 SE bounds a false "
-                        "failure at 6e-7 per d_H"))
+        mc_z.append(mean / se)
+        target_z.append(target / se)
+        mc_rows.append([kk, n, fmt(mean, 6), fmt(target, 6), fmt(se), fmt(abs(mean - target) / se)])
+    sub.append(compare(f"i.i.d. sphere points (n = {n}) vs 1/alpha, in standard errors",
+                       mc_z, target_z, rtol=0.0, atol=5.0, reason="CLT: |error| / SE is "
+                       "~N(0,1); 5 SE bounds a false failure at 6e-7 per d_H"))
 
     # predictor level: alpha * Unif(S^{d_H-1}) reproduces |x_H| on random inputs, for
     # (d_H, d) drawn by Hypothesis
@@ -243,10 +245,11 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
         f = vals.mean(axis=0)
         se = vals.std(axis=0, ddof=1) / np.sqrt(m)
         target = np.linalg.norm(X[:, :d_H], axis=1)
-        z = float(np.max(np.abs(f - target) / se))
-        pred_rows.append([d_H, d, m, fmt(float(np.max(np.abs(f / target - 1)))), fmt(z)])
-        return SubCheck("predictor", z, 6.0, "CLT per input; 6 SE covers the maximum over "
-                        "20 inputs and up to 25 instances (union bound 1e-6)")
+        sc = compare("predictor", f / se, target / se, rtol=0.0, atol=6.0, reason="CLT per "
+                     "input; 6 SE covers the maximum over 20 inputs and up to 25 instances "
+                     "(union bound 1e-6)")
+        pred_rows.append([d_H, d, m, fmt(float(np.max(np.abs(f / target - 1)))), fmt(sc.error)])
+        return sc
     sub += _certified(ctx, alpha_expr)
     sub.append(for_all_instances(ctx, f"predictor alpha*Unif(S^(d_H-1)) vs |x_H| "
                                  f"(m = {m}, 20 inputs, (d_H, d) drawn)",

@@ -23,7 +23,7 @@ from derivations import hajjar as dh
 from numerics import twolayer as tl
 from numerics.gaussian_orthants import gaussian_first_moment
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
-                        combine, fmt, for_all_instances)
+                        combine, compare, fmt, for_all_instances)
 from verify.studies.hajjar import (derived_s_of_t, h1c_particles_and_sample,  # noqa: F401
                                    h1c_population, h1c_target)
 
@@ -142,11 +142,10 @@ def _exact_identities(ctx: RunContext, r: _H1cRun) -> list[SubCheck]:
     eta^2 S2 (F the derived closed ODE); (1') both over drawn widths, samples and steps."""
     d, F, eta = r.d, r.F, r.eta
     Xt = ctx.rng("test").standard_normal((40, d)) / np.sqrt(d)
-    lin = max(float(np.abs(tl.forward(aa, BB, Xt) - Xt @ (0.5 * (aa @ BB) / aa.shape[0])).max())
-              for aa, BB in r.snaps)
+    f_net = np.array([tl.forward(aa, BB, Xt) for aa, BB in r.snaps])
+    f_lin = np.array([Xt @ (0.5 * (aa @ BB) / aa.shape[0]) for aa, BB in r.snaps])
     pred = np.array([eta * F(z, r.c, r.Sig) for z in r.Z[:-1]]) + eta ** 2 * r.S2[:-1]
     scale = float(np.abs(r.Z).max())
-    step_err = float(np.abs(r.Z[1:] - r.Z[:-1] - pred).max())
 
     def measure_identities(inst) -> SubCheck:
         k0, n_i, eta_i, s = inst
@@ -155,13 +154,15 @@ def _exact_identities(ctx: RunContext, r: _H1cRun) -> list[SubCheck]:
             k0 * d, n_i, 20 * eta_i, eta_i)
         ci, Sigi = Xi.T @ Yi / Xi.shape[0], Xi.T @ Xi / Xi.shape[0]
         pred_i = np.array([eta_i * F(z, ci, Sigi) for z in Zi[:-1]]) + eta_i ** 2 * S2i[:-1]
-        sc = float(np.abs(Zi).max())
-        e_step = float(np.abs(Zi[1:] - Zi[:-1] - pred_i).max()) / (64 * _U * sc * (1 + d))
-        e_lin = max(float(np.abs(tl.forward(aa, BB, Xt) - Xt @ (0.5 * (aa @ BB) / aa.size)).max())
-                    for aa, BB in snaps_i) / 1e-12
-        return SubCheck("identities", max(e_step, e_lin), 1.0,
-                        "both errors in units of their tolerances (64 (1 + d) u of the "
-                        "moments; 1e-12 for linearity)")
+        step_unit = 64 * _U * float(np.abs(Zi).max()) * (1 + d)
+        measured = [np.ravel(Zi[1:] - Zi[:-1]) / step_unit]
+        derived = [np.ravel(pred_i) / step_unit]
+        for aa, BB in snaps_i:
+            measured.append(tl.forward(aa, BB, Xt) / 1e-12)
+            derived.append(Xt @ (0.5 * (aa @ BB) / aa.size) / 1e-12)
+        return compare("identities", np.concatenate(measured), np.concatenate(derived),
+                       rtol=0.0, atol=1.0, reason="both errors in units of their tolerances "
+                       "(64 (1 + d) u of the moments; 1e-12 for linearity)")
     from hypothesis import strategies as st
     s_ident = for_all_instances(
         ctx, "drawn widths 4 d k0, samples 2 n, steps eta: every GD step |Delta z - eta F(z) "
@@ -169,13 +170,14 @@ def _exact_identities(ctx: RunContext, r: _H1cRun) -> list[SubCheck]:
         st.tuples(st.integers(1, 6), st.integers(10, 200), st.sampled_from([0.02, 0.1, 0.3]),
                   st.integers(0, 2 ** 32 - 1)), measure_identities,
         count=ctx.size("instances"))
-    return [SubCheck("predictor exactly linear: max |f(x) - w.x|", lin, 1e-12,
-                     "identity relu(z) - relu(-z) = z; float64 rounding only"),
-            SubCheck("every GD step of the particles: |Delta z - eta F(z) - eta^2 S2| (F the "
-                     "derived moment ODE, z = (w, M, A))", step_err,
-                     64 * np.finfo(float).eps * scale * (1 + d),
-                     "exact identity for pair-closed particles (the moments are quadratic); "
-                     f"rounding of sums of O({fmt(scale)}) moments over m = {r.m} particles"),
+    return [compare("predictor exactly linear: max |f(x) - w.x|", f_net, f_lin, rtol=0.0,
+                    atol=1e-12, reason="identity relu(z) - relu(-z) = z; float64 rounding only"),
+            compare("every GD step of the particles: |Delta z - eta F(z) - eta^2 S2| (F the "
+                    "derived moment ODE, z = (w, M, A))", r.Z[1:] - r.Z[:-1], pred, rtol=0.0,
+                    atol=64 * np.finfo(float).eps * scale * (1 + d),
+                    reason="exact identity for pair-closed particles (the moments are "
+                    f"quadratic); rounding of sums of O({fmt(scale)}) moments over m = {r.m} "
+                    "particles"),
             s_ident]
 
 

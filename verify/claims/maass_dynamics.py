@@ -26,13 +26,13 @@ from numerics.equivariant import (LinearUnit, LogisticUnit, SGDConfig, TanhUnit,
 from numerics.groups import GroupAction
 from numerics.transport import second_moment
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
-                        derived_generation, derived_results, fmt, for_all_instances,
+                        compare, derived_generation, derived_results, fmt, for_all_instances,
                         lambdified)
 from verify.studies.maass import (EXACT_TOL, H_FULL, H_QUICK, H_VANILLA, NUMPY, PREDICTED_RATE,
                                   TREND_SIZES, HeuristicSettings,
                                   RATE_THRESHOLD, SOURCE, TrendSettings, example, group_action,
                                   heuristic_examples, heuristic_run, plateau_subcheck,
-                                  reference, scaled_error, scheme_trend, settings,
+                                  reference, scheme_trend, settings,
                                   shrink_subcheck, trend_streams)
 
 
@@ -63,14 +63,17 @@ def _measure_risk_gap(ctx: RunContext, inst) -> SubCheck:
     var = lambdified("M1c", key, [asyms], modules=NUMPY)
     derived_v = np.array([float(var([list(a[g, b]) for g in range(G.order)]))
                           for b in range(x.shape[0])])
-    err = float(np.abs((da - fa) - derived_v).max() / max(1.0, float(da.max())))
+    scale = max(1.0, float(da.max()))
+    measured, derived = [(da - fa) / scale], [derived_v / scale]
     if G.order == 2:
         gap = lambdified("M1c", "risk_gap_c2", [asyms, ysyms], modules=NUMPY)
         dg = np.array([float(gap([list(a[g, b]) for g in range(2)], list(y[b])))
                        for b in range(x.shape[0])])
-        err = max(err, float(np.abs((da - fa) - dg).max() / max(1.0, float(da.max()))))
-    return SubCheck(name, err, EXACT_TOL, f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
-                    f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms")
+        measured.append((da - fa) / scale)
+        derived.append(dg / scale)
+    return compare(name, np.concatenate(measured), np.concatenate(derived), rtol=0.0,
+                   atol=EXACT_TOL, reason=f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
+                   f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms")
 
 
 def _measure_translate(ctx: RunContext, inst) -> SubCheck:
@@ -95,12 +98,13 @@ def _measure_translate(ctx: RunContext, inst) -> SubCheck:
     # and RMD(delta_c, delta_0) = 1/sqrt(2); a consistent change of the definition breaks them
     one = float(formulas.rmd(c[None, :], -c[None, :]))
     half = float(formulas.rmd(c[None, :], np.zeros((1, D))))
-    err = max(abs(got - ref) / max(ref, 1e-300), abs(one - 1.0), abs(half * np.sqrt(2) - 1.0))
-    return SubCheck("translate", err, 1e-12, f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
-                    "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
-                    "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
-                    "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
-                    "2^-1/2 to a few eps")
+    # W_2 relative to the derived value; the two normalisations against 1
+    return compare("translate", [(got - ref) / max(ref, 1e-300), one, half * np.sqrt(2)],
+                   [0.0, 1.0, 1.0], rtol=0.0, atol=1e-12, reason=f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
+                   "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
+                   "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
+                   "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
+                   "2^-1/2 to a few eps")
 
 
 _instances_translate = st.tuples(st.integers(2, 60), st.integers(1, 6),
@@ -182,15 +186,16 @@ def _measure_risks(ctx: RunContext, inst) -> SubCheck:
     r = _risks(u, G, x, y, z)
     ea_def = float(np.mean(0.5 * np.sum((model_output(u, x, z @ G.projector().T) - y) ** 2, axis=1)))
     scale = max(1.0, abs(r["R"]))
-    errs = [abs(r["FA"] - r["R(mu^G)"]), abs(r["EA"] - ea_def)]
+    pairs = [(r["FA"], r["R(mu^G)"]), (r["EA"], ea_def)]
     if law == "SI":
-        errs += [abs(r[a] - r["R"]) for a in ("DA", "FA", "EA")]
+        pairs += [(r[a], r["R"]) for a in ("DA", "FA", "EA")]
     if isinstance(u, (LogisticUnit, TanhUnit)):  # matrix action M_g z = rho^_g z rho_g^T
         rl = _risks(LinearUnit(u.dim_x, u.dim_y), G, x, y, z)
-        errs.append(abs(rl["EA"] - rl["FA"]))
-    return SubCheck(name, max(errs) / scale, EXACT_TOL,
-                    f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
-                    "squares of O(1) model outputs; the identities are exact")
+        pairs.append((rl["EA"], rl["FA"]))
+    risk, identity = (np.array(side) / scale for side in zip(*pairs))
+    return compare(name, risk, identity, rtol=0.0, atol=EXACT_TOL,
+                   reason=f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
+                   "squares of O(1) model outputs; the identities are exact")
 
 
 def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
@@ -309,7 +314,8 @@ def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
     G, u = reference()
     P = G.projector()
     rng = ctx.rng("m1d", "drift")
-    e_v = e_t = e_d = 0.0
+    numeric: dict[str, list] = {"v": [], "t": [], "d": []}
+    derived: dict[str, list] = {"v": [], "t": [], "d": []}
     for _ in range(20):
         th = G.project(1.5 * rng.standard_normal((6, 4)))      # 6 particles in E^G
         x = 4.0 * rng.standard_normal((1, 2))
@@ -320,18 +326,21 @@ def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
         for i in range(th.shape[0]):
             p, q = th[i, 0], th[i, 1]
             der = np.ravel(V(p, q, x[0], r)).astype(float)
-            e_v = max(e_v, scaled_error(fa[i], der))
-            e_t = max(e_t, float(np.abs(fa[i] @ (np.eye(4) - P).T
-                                        - np.ravel(Vt(p, q, x[0], r)).astype(float)).max()))
-            e_d = max(e_d, float(np.abs(fa[i] - van[i] @ P.T
-                                        - np.ravel(Vd(p, q, x[0], r)).astype(float)).max()))
+            scale = max(1.0, float(np.abs(der).max()))
+            numeric["v"].append(fa[i] / scale)
+            derived["v"].append(der / scale)
+            numeric["t"].append(fa[i] @ (np.eye(4) - P).T)
+            derived["t"].append(np.ravel(Vt(p, q, x[0], r)).astype(float))
+            numeric["d"].append(fa[i] - van[i] @ P.T)
+            derived["d"].append(np.ravel(Vd(p, q, x[0], r)).astype(float))
     why = "float64 evaluation of 8 logistic terms: rounding <= 1e-15"
-    return [SubCheck("derived FA drift at z in E^G vs numerics' FA gradient (one sample, "
-                     "120 particles)", e_v, EXACT_TOL, why),
-            SubCheck("derived transversal drift (I - P)V vs (I - P) of the numerics' FA "
-                     "gradient", e_t, EXACT_TOL, why),
-            SubCheck("derived V - P grad_vanilla vs numerics (FA gradient minus projected "
-                     "vanilla gradient)", e_d, EXACT_TOL, why)]
+    names = {"v": "derived FA drift at z in E^G vs numerics' FA gradient (one sample, "
+                  "120 particles)",
+             "t": "derived transversal drift (I - P)V vs (I - P) of the numerics' FA gradient",
+             "d": "derived V - P grad_vanilla vs numerics (FA gradient minus projected "
+                  "vanilla gradient)"}
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why) for k in names]
 
 
 _instances_si = st.tuples(st.sampled_from([0, 1, 2, 3, 6, 8]), st.sampled_from(["fa", "da_orbit"]),

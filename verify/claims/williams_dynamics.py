@@ -65,17 +65,21 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
         r, th, dl = (np.atleast_1d(v) for v in canonical_from_full(a, b, c))
         k = 10.0 ** np.linspace(-1, 1, m)
         r2, th2, dl2 = (np.atleast_1d(v) for v in canonical_from_full(k * a, k * b, c / k))
-        e_orbit = max(np.max(np.abs(r2 - r) / np.abs(r)), np.max(np.abs(wrap_angle(th2 - th))))
         a3, b3, c3 = full_from_canonical(r, th, dl)
         zscale = np.maximum(np.abs(c), np.hypot(a, b))
-        e_inv = np.max(np.abs(np.stack([a3 - a, b3 - b, c3 - c])) / zscale)
         f_full = N.forward_dense(a, b, c, xs, "m")
         a4, b4, c4 = full_from_canonical(r, th, dl + 1.0)
-        scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
-        e_fib = np.max(np.abs(N.forward_dense(a4, b4, c4, xs, "m") - f_full)) / scale
-        err = float(max(e_orbit, e_inv, e_fib / (m + 2)))
-        return SubCheck("fibres", err, 64 * U, "a few roundings in sqrt/atan2/division "
-                        "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)")
+        fscale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m * (m + 2)
+        # orbit (r relative, angle mod 2 pi), inverse (per neuron, in units of max(|c|, |(a, b)|)),
+        # fibre point (f in units of (m + 2) times the summed magnitudes)
+        value = np.concatenate([r2 / np.abs(r), wrap_angle(th2 - th),
+                                (np.stack([a3, b3, c3]) / zscale).ravel(),
+                                N.forward_dense(a4, b4, c4, xs, "m") / fscale])
+        reference = np.concatenate([r / np.abs(r), np.zeros(m),
+                                    (np.stack([a, b, c]) / zscale).ravel(), f_full / fscale])
+        return compare("fibres", value, reference, rtol=0.0, atol=64 * U,
+                       reason="a few roundings in sqrt/atan2/division "
+                       "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)")
 
     # output weights |c| >= 1e-3 (r = 0 has no angle to compare)
     nets = relu1d_networks(1, 24, min_norm=1e-3).map(

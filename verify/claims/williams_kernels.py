@@ -35,8 +35,8 @@ from verify.claims._williams_kernels_common import (ALPHA_TEST, EPS, EXACT_TOL, 
                                                     datasets, definition_ball, float_instances,
                                                     formulas, point_pairs, quadrature_reference,
                                                     relative_error_vs_mpmath)
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, fmt,
-                        for_all_instances, lambdified, loglog_slope)
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
+                        fmt, for_all_instances, lambdified, loglog_slope)
 
 __all__ = ["CLAIMS", "FIG4_X", "FIG4_Y"]
 
@@ -508,6 +508,29 @@ _JUMP_POINTS = {"jump_uniform": ("uniform", (-0.7, 0.0, 0.45, 1.0)),
                 "jump_gaussian": ("gaussian", (-2.0, 0.0, 0.6, 3.5))}
 
 
+def _ntk_kinks(ctx: RunContext, F: Any, dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
+    """W3d: the jumps [f'](x_j) of the float64 NTK interpolants (both inits) by one-sided
+    differences vs alpha_j J(x_j) with the derived jump J, in units of
+    max(|alpha_j J(x_j)|, 1e-3 max |alpha|)."""
+    xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
+    measured, predicted = [], []
+    for init in dk.INITS:
+        f = F.kernel_interpolant(xd, yd, kernel="ntk", init=init, sigma_c=1.0)
+        for j, x0 in enumerate(xd):
+            key = "jump_gaussian" if init == "gaussian" else (
+                "jump_uniform" if abs(x0) <= 1 else "jump_uniform_outside")
+            J = lambdified(ctx.claim_id, key, (XP, dk.sigma_c), modules="numpy")
+            fr, fl = _one_sided_slopes(f, float(x0), 1e-5)
+            pred = float(f.coefficients[j] * float(J(x0, 1.0)))
+            scale = max(abs(pred), 1e-3 * float(np.max(np.abs(f.coefficients))))
+            measured.append((fr - fl) / scale)
+            predicted.append(pred / scale)
+    return compare("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", measured,
+                   predicted, rtol=0.0, atol=1e-4, reason="second-order one-sided "
+                   "differences, h = 1e-5: truncation h^2 |f'''| and rounding eps |f| / h, "
+                   "relative to the jump")
+
+
 def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
     """``c2_factor != 1``: negative control, the NTK with E c^2 = c2_factor sigma_c^2."""
     F = formulas()
@@ -585,24 +608,10 @@ def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
                          "[-1, 1]; the kernel itself is verified against quadrature above)"))
 
     # kinks of NTK interpolants at the data (finite differences of the float64 interpolant)
-    def kinks(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
-        xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
-        w = 0.0
-        for init in dk.INITS:
-            f = F.kernel_interpolant(xd, yd, kernel="ntk", init=init, sigma_c=1.0)
-            for j, x0 in enumerate(xd):
-                key = "jump_gaussian" if init == "gaussian" else (
-                    "jump_uniform" if abs(x0) <= 1 else "jump_uniform_outside")
-                J = lambdified(ctx.claim_id, key, (XP, dk.sigma_c), modules="numpy")
-                fr, fl = _one_sided_slopes(f, float(x0), 1e-5)
-                pred = float(f.coefficients[j] * float(J(x0, 1.0)))
-                w = max(w, abs((fr - fl) - pred) / max(abs(pred), 1e-3 * float(np.max(np.abs(f.coefficients)))))
-        return SubCheck("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", w, 1e-4,
-                        "second-order one-sided differences, h = 1e-5: truncation h^2 |f'''| and "
-                        "rounding eps |f| / h, relative to the jump")
     subs.append(for_all_instances(ctx, "NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)",
                                   datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.5, 2.5)),
-                                  kinks, quick=2, full=15, pinned=[(FIG4_X, FIG4_Y)]))
+                                  lambda dat: _ntk_kinks(ctx, F, dat), quick=2, full=15,
+                                  pinned=[(FIG4_X, FIG4_Y)]))
     return combine("derived K_NTK and P (both inits) vs quadrature of their definitions; float64 "
                    "evaluators vs the derived expressions; derived f'-jumps vs differentiation; "
                    "kinks of NTK interpolants at the data", subs,
