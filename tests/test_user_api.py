@@ -174,3 +174,41 @@ def test_formula_signatures_name_their_parameters(name: str) -> None:
     sig = inspect.signature(getattr(formulas, name))
     kinds = {p.kind for p in sig.parameters.values()}
     assert sig.parameters and inspect.Parameter.VAR_POSITIONAL not in kinds, f"{name}{sig}"
+
+
+def test_kit_compare_refuses_a_huge_broadcast_view_at_once() -> None:
+    """A 10^8-row zero-copy view made kit.compare build 1.6 GB temporaries and run > 5 s of
+    CPU (issue 34's outside fuzz); above COMPARE_MAX_ENTRIES it is refused before any work,
+    naming value and reference."""
+    import time
+
+    from verify import kit
+    from verify._subchecks import COMPARE_MAX_ENTRIES
+    view = np.broadcast_to(np.float64(0.5), (10 ** 8, 2))
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match="value and reference broadcast to 2e\\+08 entries"):
+        kit.compare("x", view, 1.0, rtol=1e-9, reason="r")
+    assert time.process_time() - t0 < 0.5
+    assert COMPARE_MAX_ENTRIES >= 2 ** 24
+
+
+def test_kit_compare_chunks_find_the_worst_point_anywhere() -> None:
+    """Chunked evaluation gives the unchunked worst error and its index, in a later chunk,
+    for contiguous, strided and broadcast inputs alike."""
+    from verify import kit
+    from verify._subchecks import _COMPARE_CHUNK
+    n = 3 * _COMPARE_CHUNK + 7
+    ref = np.linspace(1.0, 2.0, n)
+    val = ref.copy()
+    val[n - 3] *= 1 + 1e-6
+    sc = kit.compare("x", val, ref, rtol=1e-9, reason="r")
+    assert sc.error == abs(val[n - 3] - ref[n - 3]) / ref[n - 3]
+    assert sc.counterexample["index"] == [n - 3]
+    grid = np.stack([val, ref], axis=1)[:, :1]   # non-contiguous (n, 1), stride 2 entries
+    assert not grid.flags.c_contiguous
+    sc2 = kit.compare("x", grid, ref[:, None], rtol=1e-9, reason="r")
+    assert sc2.error == sc.error and sc2.counterexample["index"] == [n - 3, 0]
+    flat = kit.compare("x", np.broadcast_to(1.5, (n,)), 1.5, rtol=1e-9, reason="r")
+    assert flat.error == 0.0 and flat.counterexample is None
+    with pytest.raises(ValueError, match="non-finite"):
+        kit.compare("x", val, np.where(np.arange(n) == n - 1, np.inf, ref), rtol=1e-9, reason="r")

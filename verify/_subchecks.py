@@ -418,6 +418,37 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     if v.size == 0:
         raise ValueError(f"compare: nothing to compare: value and reference broadcast to the "
                          f"empty shape {v.shape}")
+    if v.size > COMPARE_MAX_ENTRIES:
+        raise ValueError(f"compare: value and reference broadcast to {v.size:.3g} entries "
+                         f"(shape {v.shape}), above the limit {COMPARE_MAX_ENTRIES:.3g}; compare "
+                         "fewer points (or summarise them first)")
+    # chunks bound the temporaries; a contiguous array is sliced as a view, a broadcast
+    # (zero-copy) one through .flat, which copies only the chunk
+    vf = v.reshape(-1) if v.flags.c_contiguous else v.flat
+    rf = r.reshape(-1) if r.flags.c_contiguous else r.flat
+    worst_err, i = -1.0, 0
+    for start in range(0, v.size, _COMPARE_CHUNK):
+        stop = min(start + _COMPARE_CHUNK, v.size)
+        err = _relative_errors(vf[start:stop], rf[start:stop], rtol, atol)
+        k = int(np.argmax(err))
+        if err[k] > worst_err:
+            worst_err, i = float(err[k]), start + k
+    worst = {"index": [int(j) for j in np.unravel_index(i, v.shape)] if v.ndim else [],
+             "value": float(v.flat[i]), "reference": float(r.flat[i])}
+    bound = float(rtol if rtol > 0 else atol)
+    return SubCheck(name, worst_err, bound, reason,
+                    counterexample=worst if worst_err > bound else None)
+
+
+#: largest broadcast size :func:`compare` accepts (about 2 s of one core, chunked)
+COMPARE_MAX_ENTRIES = 2 ** 26
+_COMPARE_CHUNK = 2 ** 18
+
+
+def _relative_errors(v: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """|v - r| / (atol / rtol + |r|) (|v - r| for rtol = 0), inf where v is not finite; a
+    finite difference whose ratio to a tiny reference overflows is the largest finite
+    float64 (the largest error float64 can state; inf is kept for a non-finite value)."""
     if not np.all(np.isfinite(r)):
         raise ValueError("compare: the reference has non-finite entries; a reference must be "
                          "a number")
@@ -425,14 +456,7 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     scale = (atol / rtol + np.abs(r)) if rtol > 0 else np.ones_like(r)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         err = np.where(diff == 0, 0.0, diff / scale)
-    # a finite difference whose ratio to a tiny reference overflows is the largest error
-    # float64 can state, not inf (inf is kept for a non-finite value)
-    err = np.where(np.isfinite(diff) & ~np.isfinite(err), np.finfo(np.float64).max, err)
-    i = int(np.argmax(err))
-    worst = {"index": list(np.unravel_index(i, err.shape)) if err.ndim else [],
-             "value": float(v.flat[i]), "reference": float(r.flat[i])}
-    return SubCheck(name, float(err.flat[i]), float(rtol if rtol > 0 else atol), reason,
-                    counterexample=worst if err.flat[i] > (rtol if rtol > 0 else atol) else None)
+    return np.where(np.isfinite(diff) & ~np.isfinite(err), np.finfo(np.float64).max, err)
 
 
 def compare_derivative(name: str, f: Callable[[float], Any], df: Callable[[float], Any],
