@@ -276,6 +276,13 @@ def _fast():
     return fast1d
 
 
+def _require_engine_size(fast: Any, m: int, s: int) -> None:
+    """Refuse, naming m + s, a call the sorted engine would run for more than ~2 s (checked
+    here, since its ValueErrors otherwise hand the call to the slower dense path)."""
+    if fast is not None:
+        fast.require_sorted_size(m, s)
+
+
 def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     """f_z(x); uses ``numerics.fast1d.forward_sorted`` when available, else (and when an
     intermediate overflows or the inputs leave the sorted engine's exactness range) the
@@ -285,6 +292,7 @@ def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
     al = normalize_alpha(alpha, a.size)
+    _require_engine_size(fast, a.size, x.size)
     if fast is not None and fast._in_exact_range(a, x):  # inside 2^-900..2^500
         try:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -307,6 +315,7 @@ def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
     al = normalize_alpha(alpha, a.size)
+    _require_engine_size(fast, a.size, x.size)
     if fast is not None and fast._in_exact_range(a, x):  # inside 2^-900..2^500
         try:
             with np.errstate(over="ignore", invalid="ignore"):

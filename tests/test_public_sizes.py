@@ -1,0 +1,71 @@
+"""Sizes the public numerics accepted and then ran for many seconds (issue 34's outside fuzz,
+replayed with zero-copy views): each is now refused before any work, naming the argument,
+within a fraction of a second of CPU; the largest accepted size stays a quick call."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from numerics import fast1d, meanfield1d, relu1d
+from numerics.validation import long_runs
+
+VIEW = np.broadcast_to(np.float64(0.5), (10 ** 8,))
+A, B, C = np.array([1.0, -0.5, 0.3, 2.0]), np.array([0.1, 0.2, -0.3, 0.4]), np.ones(4)
+
+
+def _refused_fast(call, match: str) -> None:
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert time.process_time() - t0 < 0.5
+
+
+@pytest.mark.parametrize("call", [
+    lambda: relu1d.forward(A, B, C, VIEW, 1.0),
+    lambda: relu1d.loss_and_grad(A, B, C, VIEW, VIEW, 1.0),
+    lambda: fast1d.forward_sorted(A, B, C, VIEW, 1.0),
+    lambda: fast1d.loss_and_grad_sorted(A, B, C, VIEW, VIEW, 1.0),
+    lambda: fast1d.forward_sorted(list(A), B, C, VIEW, 1.0),
+], ids=["relu1d.forward", "relu1d.loss_and_grad", "forward_sorted", "loss_and_grad_sorted",
+        "forward_sorted(list)"])
+def test_sorted_engine_refuses_1e8_samples(call) -> None:
+    """10^8 samples ran 18 s (relu1d.forward) or raised MemoryError (forward_sorted)."""
+    _refused_fast(call, r"^m \+ s \(neurons plus samples\) is too large")
+
+
+def test_sorted_engine_accepts_its_limit() -> None:
+    x = np.linspace(-2, 2, fast1d.MAX_SORTED_ENTRIES - A.size)
+    assert np.all(np.isfinite(relu1d.forward(A, B, C, x, 1.0)))
+
+
+def test_preactivation_matrix_is_capped() -> None:
+    """2^26 entries took 4.7 s; the cap is 2^24."""
+    m = 256
+    x = np.linspace(-1, 1, fast1d.MAX_PREACTIVATION_ENTRIES // m + 1)
+    _refused_fast(lambda: fast1d.preactivation(np.ones(m), np.zeros(m), x),
+                  "pre-activation matrix")
+
+
+def test_sphere_rule_refuses_huge_inputs_and_overflowing_weights() -> None:
+    """A 10^8-sample view ran 8 s before the node count was checked; weight_exponent = 1e6
+    returned inf weights; 20 samples at 160 panels ran 6 s unasked."""
+    _refused_fast(lambda: meanfield1d.sphere_rule(VIEW, 4, 1.0), "^x .* is too large")
+    _refused_fast(lambda: meanfield1d.sphere_rule(np.linspace(-.9, .9, 5), 4, 1e6),
+                  "weight_exponent too large")
+    _refused_fast(lambda: meanfield1d.sphere_rule(np.linspace(-.9, .9, 20), 160, 1.0),
+                  "^panels .* too large for a quick call")
+
+
+def test_sphere_rule_runs_long_when_asked(monkeypatch) -> None:
+    """Above the quick bound the rule runs with long_run=True or inside long_runs (the node
+    cost raised so that a small rule is 'long')."""
+    monkeypatch.setattr(meanfield1d, "_NODE_COST", 10 ** 9)
+    x = np.linspace(-.9, .9, 3)
+    with pytest.raises(ValueError, match="too large for a quick call"):
+        meanfield1d.sphere_rule(x, 2, 3.0)
+    a, b, c, w = meanfield1d.sphere_rule(x, 2, 3.0, long_run=True)
+    with long_runs():
+        assert np.array_equal(meanfield1d.sphere_rule(x, 2, 3.0)[3], w)
+    assert a.size == w.size and np.all(np.isfinite(w)) and np.all(w > 0)
