@@ -69,3 +69,13 @@ def test_sphere_rule_runs_long_when_asked(monkeypatch) -> None:
     with long_runs():
         assert np.array_equal(meanfield1d.sphere_rule(x, 2, 3.0)[3], w)
     assert a.size == w.size and np.all(np.isfinite(w)) and np.all(w > 0)
+
+
+def test_gd_result_refuses_a_huge_record_before_scanning_it() -> None:
+    """A 10^8-entry view of step indices was scanned for 2.2-2.5 s before its refusal."""
+    from numerics.dynamics import MAX_RECORDS, GDResult
+    _refused_fast(lambda: GDResult(VIEW, np.zeros(5), np.zeros(5), {"a": np.zeros((5, 2))},
+                                   {"a": np.zeros(2)}), "^steps .* is too large")
+    ok = GDResult(np.arange(3), np.zeros(3), np.zeros(3), {"a": np.zeros((3, 2))},
+                  {"a": np.zeros(2)})
+    assert ok.steps.tolist() == [0, 1, 2] and MAX_RECORDS >= 2 ** 20
