@@ -79,3 +79,21 @@ def test_gd_result_refuses_a_huge_record_before_scanning_it() -> None:
     ok = GDResult(np.arange(3), np.zeros(3), np.zeros(3), {"a": np.zeros((3, 2))},
                   {"a": np.zeros(2)})
     assert ok.steps.tolist() == [0, 1, 2] and MAX_RECORDS >= 2 ** 20
+
+
+def test_flow_budget_counts_the_evaluation_overhead() -> None:
+    """twolayer.gradient_flow with B x 1e12 (a stiff, never-ending flow) ran 4.85 s of CPU
+    before its named IntegratorError: its budget priced an evaluation at the GD step's
+    80 us, while one costs 111-198 us.  The budget is now QUICK_WORK / (20 n m d + 160000)
+    evaluations (a deterministic bound, ~2-3 s of one core)."""
+    import re
+
+    from numerics import twolayer
+    from numerics.validation import QUICK_WORK, IntegratorError
+    g = np.random.default_rng(0)
+    a, B = np.ones(4), g.standard_normal((4, 3)) * 1e12
+    X, Y = g.standard_normal((5, 3)), np.zeros(5)
+    with pytest.raises(IntegratorError, match="max_evals") as info:
+        twolayer.gradient_flow(a, B, X, Y, [0.0, 1.0])
+    budget = int(re.search(r"budget of (\d+)", str(info.value)).group(1))
+    assert budget == QUICK_WORK // (20 * 5 * 4 * 3 + 160_000)
