@@ -61,6 +61,9 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
+#: largest m s of one dense (rescaled) evaluation: loss_and_grad_dense took 2.7 s of one
+#: core at 2^25 pairs, so ~1.4 s at the limit
+MAX_DENSE_PAIRS = 2 ** 24
 #: cost of one GD step in the work units of ``numerics.validation.require_work`` (~1 ns):
 #: a fixed overhead (measured 140-150 us) plus ~160 per neuron and per sample
 _STEP_OVERHEAD = 150_000
@@ -176,6 +179,8 @@ class _Scaled:
 
 
 def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray, x: np.ndarray, alpha: float) -> _Scaled:
+    require_size(a.size * x.size, "the dense sum (m neurons x s samples)",
+                 limit=MAX_DENSE_PAIRS, hint="evaluate x in chunks of fewer samples")
     ea, eb, ex = pow2_exponent(a), pow2_exponent(b), pow2_exponent(x)
     has_ax = bool(np.any(a != 0) and np.any(x != 0))
     parts = ([ea + ex] if has_ax else []) + ([eb] if np.any(b != 0) else [])

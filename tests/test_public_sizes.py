@@ -97,3 +97,12 @@ def test_flow_budget_counts_the_evaluation_overhead() -> None:
         twolayer.gradient_flow(a, B, X, Y, [0.0, 1.0])
     budget = int(re.search(r"budget of (\d+)", str(info.value)).group(1))
     assert budget == QUICK_WORK // (20 * 5 * 4 * 3 + 160_000)
+
+
+def test_dense_reference_refuses_too_many_pairs() -> None:
+    """relu1d.forward_dense with a 10^8-sample view ran > 5 s of CPU (surface fuzz); the
+    dense sums cap m s at MAX_DENSE_PAIRS (loss_and_grad_dense: 2.7 s at 2^25 pairs)."""
+    _refused_fast(lambda: relu1d.forward_dense(A, B, C, VIEW, "m"), "^the dense sum")
+    _refused_fast(lambda: relu1d.loss_and_grad_dense(A, B, C, VIEW, VIEW, "m"),
+                  "^the dense sum")
+    assert relu1d.MAX_DENSE_PAIRS >= 2 ** 22

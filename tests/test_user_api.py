@@ -212,3 +212,35 @@ def test_kit_compare_chunks_find_the_worst_point_anywhere() -> None:
     assert flat.error == 0.0 and flat.counterexample is None
     with pytest.raises(ValueError, match="non-finite"):
         kit.compare("x", val, np.where(np.arange(n) == n - 1, np.inf, ref), rtol=1e-9, reason="r")
+
+
+def test_kit_compare_and_compare_derivative_refuse_bad_inputs_by_name() -> None:
+    """The project's surface fuzz (thorough profile) found: a None entry compared as nan
+    (error inf), a 10^9-entry int64 view copied to float64 (7.45 GiB), rtol = 2**64 an
+    unnamed numpy TypeError; compare_derivative copied a 10^9 view of points and blamed
+    'the reference' for an overflowing f."""
+    from verify import kit
+    with pytest.raises(TypeError, match="compare: value must be real numbers"):
+        kit.compare("x", [1.0, None], 1.0, rtol=1e-9, reason="r")
+    with pytest.raises(ValueError, match="above the limit"):
+        kit.compare("x", np.broadcast_to(np.int64(1), (10 ** 9,)), 1.0, rtol=1e-9, reason="r")
+    with pytest.raises(ValueError, match="rtol must be a finite number"):
+        kit.compare("x", 1.0, 1.0, rtol=10 ** 400, reason="r")
+    big = kit.compare("x", 2 ** 70, 2.0 ** 70, rtol=2 ** 64, reason="r")
+    assert big.error == 0.0 and big.tolerance == 2.0 ** 64
+    assert kit.compare("x", np.arange(3), [0.0, 1.0, 2.0], rtol=1e-9, reason="r").error == 0.0
+    with pytest.raises(ValueError, match="points has 1e\\+09 entries"):
+        kit.compare_derivative("d", np.sin, np.cos, np.broadcast_to(0.5, (10 ** 9,)),
+                               step=1e-3, rtol=1e-6, reason="r")
+    with pytest.raises(ValueError, match="finite difference of f is not finite at points"):
+        kit.compare_derivative("d", np.exp, np.exp, [1e300], step=1e-3, rtol=1e-6, reason="r")
+    with pytest.raises(TypeError, match="points must be real numbers"):
+        kit.compare_derivative("d", np.sin, np.cos, [[1.0, 2.0], [3.0]], step=1e-3,
+                               rtol=1e-6, reason="r")
+
+
+def test_claim_run_refuses_a_non_boolean_negative_control() -> None:
+    """An array as negative_control raised numpy's 'truth value is ambiguous'."""
+    from verify.claims import get
+    with pytest.raises(TypeError, match="negative_control must be True or False"):
+        get("H1f").run("quick", 0, negative_control=np.ones(3))

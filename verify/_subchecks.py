@@ -395,33 +395,10 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
         raise ValueError("compare: name must be a non-empty string naming the sub-check")
     if not isinstance(reason, str) or not reason.strip():
         raise ValueError("compare: reason must say why rtol/atol are what they are")
-    for label, tol in (("rtol", rtol), ("atol", atol)):
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) \
-                or not np.isfinite(tol) or tol < 0:
-            raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r}")
+    rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     if rtol == 0 and atol == 0:
         raise ValueError("compare: give rtol > 0 or atol > 0")
-    for label, arr in (("value", value), ("reference", reference)):
-        try:
-            complex_kind = np.iscomplexobj(arr)
-        except (TypeError, ValueError):
-            complex_kind = False  # ragged: refused by name below
-        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)) or complex_kind:
-            raise TypeError(f"compare: {label} must be real numbers or an array of them; got "
-                            f"{type(arr).__name__}")
-    try:
-        v, r = np.broadcast_arrays(np.asarray(value, dtype=np.float64),
-                                   np.asarray(reference, dtype=np.float64))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"compare: value and reference must be real (rectangular) arrays of "
-                        f"broadcastable shapes ({exc})") from None
-    if v.size == 0:
-        raise ValueError(f"compare: nothing to compare: value and reference broadcast to the "
-                         f"empty shape {v.shape}")
-    if v.size > COMPARE_MAX_ENTRIES:
-        raise ValueError(f"compare: value and reference broadcast to {v.size:.3g} entries "
-                         f"(shape {v.shape}), above the limit {COMPARE_MAX_ENTRIES:.3g}; compare "
-                         "fewer points (or summarise them first)")
+    v, r = _compared_arrays(value, reference)
     # chunks bound the temporaries; a contiguous array is sliced as a view, a broadcast
     # (zero-copy) one through .flat, which copies only the chunk
     vf = v.reshape(-1) if v.flags.c_contiguous else v.flat
@@ -429,20 +406,75 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     worst_err, i = -1.0, 0
     for start in range(0, v.size, _COMPARE_CHUNK):
         stop = min(start + _COMPARE_CHUNK, v.size)
-        err = _relative_errors(vf[start:stop], rf[start:stop], rtol, atol)
+        err = _relative_errors(np.asarray(vf[start:stop], dtype=np.float64),
+                               np.asarray(rf[start:stop], dtype=np.float64), rtol, atol)
         k = int(np.argmax(err))
         if err[k] > worst_err:
             worst_err, i = float(err[k]), start + k
     worst = {"index": [int(j) for j in np.unravel_index(i, v.shape)] if v.ndim else [],
              "value": float(v.flat[i]), "reference": float(r.flat[i])}
-    bound = float(rtol if rtol > 0 else atol)
+    bound = rtol if rtol > 0 else atol
     return SubCheck(name, worst_err, bound, reason,
                     counterexample=worst if worst_err > bound else None)
 
 
+#: most points of one :func:`compare_derivative` (five Python calls of f and df each)
+COMPARE_DERIVATIVE_MAX_POINTS = 2 ** 16
 #: largest broadcast size :func:`compare` accepts (about 2 s of one core, chunked)
 COMPARE_MAX_ENTRIES = 2 ** 26
 _COMPARE_CHUNK = 2 ** 18
+
+
+def _tolerance(label: str, tol: Any) -> float:
+    """``rtol``/``atol`` of :func:`compare` as a finite float >= 0 (an integer too large for
+    float64 is refused, not an unnamed numpy error)."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+        raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r:.60}")
+    try:
+        t = float(tol)
+    except OverflowError:
+        t = math.inf
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r:.60}")
+    return t
+
+
+def _compared_arrays(value: Any, reference: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``value`` and ``reference`` as real arrays broadcast against each other WITHOUT a
+    copy (a zero-copy view stays one; :func:`compare` converts chunk by chunk); their
+    broadcast size is checked before any conversion.  None entries, strings, booleans,
+    complex numbers and ragged lists are a TypeError naming the argument."""
+    raw = []
+    for label, arr in (("value", value), ("reference", reference)):
+        bad = f"compare: {label} must be real numbers or an array of them; got "
+        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)):
+            raise TypeError(bad + type(arr).__name__)
+        try:
+            a = np.asarray(arr)
+            if a.dtype == object:   # Python integers beyond int64; None would become nan
+                if any(e is None or isinstance(e, (str, bytes, bool, np.bool_)) for e in a.flat):
+                    raise TypeError("an entry is None, text or a boolean")
+                a = a.astype(np.float64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(f"{bad}{type(arr).__name__} ({exc})"[:300]) from None
+        if a.dtype.kind not in "iuf":
+            raise TypeError(f"{bad}{type(arr).__name__} of dtype {a.dtype}")
+        raw.append(a)
+    try:
+        shape = np.broadcast_shapes(raw[0].shape, raw[1].shape)
+    except ValueError as exc:
+        raise TypeError(f"compare: value and reference must be real (rectangular) arrays of "
+                        f"broadcastable shapes ({exc})") from None
+    size = math.prod(shape)
+    if size == 0:
+        raise ValueError(f"compare: nothing to compare: value and reference broadcast to the "
+                         f"empty shape {shape}")
+    if size > COMPARE_MAX_ENTRIES:
+        raise ValueError(f"compare: value and reference broadcast to {size:.3g} entries "
+                         f"(shape {shape}), above the limit {COMPARE_MAX_ENTRIES:.3g}; compare "
+                         "fewer points (or summarise them first)")
+    v, r = np.broadcast_arrays(raw[0], raw[1])
+    return v, r
 
 
 def _relative_errors(v: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> np.ndarray:
@@ -473,17 +505,31 @@ def compare_derivative(name: str, f: Callable[[float], Any], df: Callable[[float
     if not callable(f) or not callable(df):
         raise TypeError("compare_derivative: f and df must be callables of one point")
     try:
+        n_points = np.size(points)
+    except (TypeError, ValueError) as exc:   # ragged lists
+        raise TypeError(f"compare_derivative: points must be real numbers ({exc})") from None
+    if n_points > COMPARE_DERIVATIVE_MAX_POINTS:   # before a copy of a huge view
+        raise ValueError(f"compare_derivative: points has {n_points:.3g} entries, above "
+                         f"the limit {COMPARE_DERIVATIVE_MAX_POINTS} (five calls of f and df "
+                         "per point); pass fewer points")
+    try:
         xs = np.asarray(points, dtype=np.float64).ravel()
     except (TypeError, ValueError) as exc:
         raise TypeError(f"compare_derivative: points must be real numbers ({exc})") from None
     if xs.size == 0 or not np.all(np.isfinite(xs)):
         raise ValueError("compare_derivative: points must be a non-empty array of finite numbers")
     fd, dv = [], []
-    for x in xs:
-        d1 = f(x + h) - f(x - h)
-        d2 = f(x + 2 * h) - f(x - 2 * h)
-        fd.append(float((8 * d1 - d2) / (12 * h)))
-        dv.append(float(df(x)))
+    with np.errstate(over="ignore", invalid="ignore"):   # a non-finite difference is named below
+        for x in xs:
+            d1 = f(x + h) - f(x - h)
+            d2 = f(x + 2 * h) - f(x - 2 * h)
+            fd.append(float((8 * d1 - d2) / (12 * h)))
+            dv.append(float(df(x)))
+    bad = [float(x) for x, v in zip(xs, fd) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"compare_derivative: the finite difference of f is not finite at "
+                         f"points {bad[:3]} (f overflows within 2 step of them); choose points "
+                         "and a step where f is finite")
     return compare(name, np.array(dv), np.array(fd), rtol=rtol, atol=atol,
                    reason=f"{reason} (fourth-order central difference, step {h:g})")
 
