@@ -442,7 +442,7 @@ def _tolerance(label: str, tol: Any) -> float:
 def _compared_arrays(value: Any, reference: Any) -> tuple[np.ndarray, np.ndarray]:
     """``value`` and ``reference`` as real arrays broadcast against each other WITHOUT a
     copy (a zero-copy view stays one; :func:`compare` converts chunk by chunk); their
-    broadcast size is checked before any conversion.  None entries, strings, booleans,
+    broadcast size is checked before any conversion.  None entries, strings, a boolean scalar,
     complex numbers and ragged lists are a TypeError naming the argument."""
     raw = []
     for label, arr in (("value", value), ("reference", reference)):
@@ -457,7 +457,7 @@ def _compared_arrays(value: Any, reference: Any) -> tuple[np.ndarray, np.ndarray
                 a = a.astype(np.float64)
         except (TypeError, ValueError, OverflowError) as exc:
             raise TypeError(f"{bad}{type(arr).__name__} ({exc})"[:300]) from None
-        if a.dtype.kind not in "iuf":
+        if a.dtype.kind not in "biuf":   # a boolean array counts 0/1, as np.asarray did
             raise TypeError(f"{bad}{type(arr).__name__} of dtype {a.dtype}")
         raw.append(a)
     try:
