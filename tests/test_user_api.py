@@ -244,3 +244,30 @@ def test_claim_run_refuses_a_non_boolean_negative_control() -> None:
     from verify.claims import get
     with pytest.raises(TypeError, match="negative_control must be True or False"):
         get("H1f").run("quick", 0, negative_control=np.ones(3))
+
+
+def test_kit_fits_and_instances_refuse_bad_inputs_by_name() -> None:
+    """Thorough surface fuzz: loglog_slope/rate_study copied 10^9-entry views (7.45 GiB)
+    and met floor = 2**64 with an unnamed numpy TypeError; for_all_instances returned an
+    infinite error for strategy = 0 and raised Hypothesis's InvalidArgument for quick = 0."""
+    from hypothesis import strategies as st
+
+    from verify import kit
+    from verify.claims import get
+    view = np.broadcast_to(np.int64(1), (10 ** 9,))
+    with pytest.raises(ValueError, match="x has 1e\\+09 entries"):
+        kit.loglog_slope(view, view)
+    with pytest.raises(ValueError, match="distances has 1e\\+09 entries"):
+        kit.rate_study("s", [1.0, 2.0, 4.0], view, predicted=-0.5)
+    with pytest.raises(ValueError, match="floor must be a positive number"):
+        kit.loglog_slope([1, 2, 4], [1.0, 0.5, 0.25], floor=10 ** 400)
+    assert kit.loglog_slope([1, 2, 4], [1.0, 0.5, 0.0], floor=2 ** 64) == 0.0  # all floored
+    ctx = get("H1f").context("quick", 0)
+    ok = lambda i: kit.SubCheck("m", 0.0, 1.0, "r")  # noqa: E731
+    with pytest.raises(TypeError, match="strategy must be a Hypothesis strategy"):
+        kit.for_all_instances(ctx, "n", 0, ok)
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        kit.for_all_instances(ctx, -1, st.integers(0, 3), ok)
+    with pytest.raises(ValueError, match="quick must be an integer in 1..100000"):
+        kit.for_all_instances(ctx, "n", st.integers(0, 3), ok, quick=0)
+    assert kit.for_all_instances(ctx, "n", st.integers(0, 3), ok, quick=3).error == 0.0

@@ -235,19 +235,35 @@ def loglog_slope(x: Any, y: Any, *, floor: float | None = None) -> float:
     return _fit_slope(np.log(x), np.log(y))
 
 
+#: most points (x entries; y entries for a rate study) of one log-log fit
+LOGLOG_MAX_POINTS = 2 ** 24
+
+
 def _loglog_arrays(fn: str, x: Any, y: Any, floor: float | None,
                    names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     nx, ny = names
+    for label, arr in ((nx, x), (ny, y)):   # before a copy of a huge (zero-copy) view
+        try:
+            n = np.size(arr)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{fn}: {label} must be an array of real numbers ({exc})") from None
+        if n > LOGLOG_MAX_POINTS:
+            raise ValueError(f"{fn}: {label} has {n:.3g} entries, above the limit "
+                             f"{LOGLOG_MAX_POINTS}; fit fewer points")
     try:
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{fn}: {nx} and {ny} must be arrays of real numbers ({exc})") from None
     if floor is not None:
-        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) \
-                or not (np.isfinite(floor) and floor > 0):
-            raise ValueError(f"{fn}: floor must be a positive number; got {floor!r}")
-        y = np.where(y < floor, floor, y)
+        try:
+            fl = float(floor) if not isinstance(floor, bool) and isinstance(
+                floor, (int, float, np.integer, np.floating)) else math.nan
+        except OverflowError:
+            fl = math.inf
+        if not (math.isfinite(fl) and fl > 0):
+            raise ValueError(f"{fn}: floor must be a positive number; got {floor!r:.60}")
+        y = np.where(y < fl, fl, y)
     if x.ndim != 1 or x.size < 2 or y.shape[:1] != x.shape:
         raise ValueError(f"{fn} needs {nx} with >= 2 values and {ny} with one row per value "
                          f"of {nx}; got shapes {x.shape} and {y.shape}")
@@ -625,15 +641,24 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     if not isinstance(ctx, RunContext):
         raise TypeError(f"for_all_instances: ctx must be the check's RunContext; got "
                         f"{type(ctx).__name__}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"for_all_instances: name must be a non-empty string naming the "
+                        f"sub-check; got {type(name).__name__} {name!r:.40}")
+    from hypothesis.strategies import SearchStrategy
+    if not isinstance(strategy, SearchStrategy):
+        raise TypeError(f"for_all_instances: strategy must be a Hypothesis strategy (e.g. "
+                        f"st.integers(1, 9)); got {type(strategy).__name__}")
     if isinstance(pinned, (str, bytes)) or not isinstance(pinned, (list, tuple)):
         raise TypeError(f"for_all_instances: pinned must be a list of instances; got "
                         f"{type(pinned).__name__}")
     if not callable(measure):
         raise TypeError(f"for_all_instances: measure must be a callable (instance) -> SubCheck; "
                         f"got {type(measure).__name__}")
+    for label, v in (("quick", quick), ("full", full)) + ((("count", count),) if count is not None else ()):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 10 ** 5:
+            raise ValueError(f"for_all_instances: {label} must be an integer in 1..100000; "
+                             f"got {v!r:.40}")
     if count is not None:
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"for_all_instances: count must be a positive integer; got {count!r}")
         quick = full = int(count)
     n = ctx.n_examples(quick, full)
     records: list[tuple[Any, SubCheck]] = []
