@@ -37,6 +37,10 @@ __all__ = ["GDResult", "FlowResult", "ChatteringGuard", "ChatteringError", "MAX_
 
 
 # --------------------------------------------------------------------------- result types
+#: largest number of recorded steps of a GDResult (validating 2^24 entries takes ~0.4 s)
+MAX_RECORDS = 2 ** 24
+
+
 def _names(names: Any, field_name: str) -> tuple[str, ...]:
     if isinstance(names, str) or not isinstance(names, (tuple, list)):
         raise ArgumentTypeError(f"{field_name} must be a tuple of parameter names such as "
@@ -118,6 +122,9 @@ class GDResult(_ByName):
     names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.steps, np.ndarray):   # before a copy or scan of a huge view
+            require_size(self.steps.size, "steps (recorded step indices)",
+                         limit=MAX_RECORDS, hint="record fewer steps (record_every)")
         steps = as_int_array(self.steps, "steps (recorded step indices)", minimum=0)
         if steps.ndim != 1 or np.any(np.diff(steps) <= 0):
             raise ValueError("steps (recorded step indices) must be a 1-D increasing array; "

@@ -63,6 +63,19 @@ _MARGIN = 8.0 * _U
 _TINY = 4.0 * np.finfo(np.float64).smallest_subnormal
 _BIG = np.finfo(np.float64).max
 _BLOCK = 256  # block length of the blocked prefix sums
+#: largest m + s (neurons plus samples) of one sorted-engine call: sorting and the
+#: compensated sweep cost ~0.5 us per entry, so ~2 s of one core at the limit
+MAX_SORTED_ENTRIES = 2 ** 22
+#: largest m s of one :func:`preactivation` matrix: ~10 temporaries of m s entries, ~1 s of
+#: one core and ~1.3 GiB at the limit (2^26 entries took 4.7 s)
+MAX_PREACTIVATION_ENTRIES = 2 ** 24
+
+
+def require_sorted_size(m: int, s: int) -> None:
+    """A ValueError naming m + s, before any work, when one sorted-engine call on m neurons
+    and s samples exceeds :data:`MAX_SORTED_ENTRIES`."""
+    require_size(m + s, "m + s (neurons plus samples)", limit=MAX_SORTED_ENTRIES,
+                 hint="evaluate x in chunks of fewer samples")
 
 
 # ---------------------------------------------------------------------------------------
@@ -97,6 +110,7 @@ def preactivation(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b)
     require_size(a.size * x.size, "the (m, s) pre-activation matrix (len(a) x len(x))",
+                 limit=MAX_PREACTIVATION_ENTRIES,
                  hint="pass fewer neurons or samples per call (chunk x)")
     _check_range(a, x, lower=False)  # below 2^-900 the sign is that of the rounded value
     return _compensated_preactivation(a[:, None], x[None, :], b[:, None])
@@ -234,6 +248,8 @@ def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
     else:  # refuses strings, None, booleans, complex numbers with the argument's name
         alpha = as_float_scalar(alpha_value, "alpha_value", lo=0.0, lo_open=True)
     arrs = (a, b, c, x) if y is None else (a, b, c, x, y)
+    if all(hasattr(v, "size") for v in (a, x)):   # before any copy of a huge (view) input
+        require_sorted_size(int(a.size), int(x.size))
     if (all(type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1 for v in arrs)
             and a.shape == b.shape == c.shape and (y is None or x.shape == y.shape)):
         with np.errstate(over="ignore", invalid="ignore"):
@@ -246,6 +262,7 @@ def _validate(a, b, c, x, alpha_value, y=None) -> tuple[np.ndarray, ...]:
     c = as_float_array(c, "c", ndim=1)
     x = as_float_array(x, "x", ndim=1)
     require_same_shape(a=a, b=b, c=c)
+    require_sorted_size(a.size, x.size)
     _check_range(a, x)
     if y is None:
         return a, b, c, x, alpha

@@ -71,6 +71,8 @@ _T_COEF = np.array([p / q for p, q in T_MINUS_ATAN_SERIES])
 #: pairs whose cosine is below this get the refined rejection (t < 1/4 means cos < -0.970)
 _NEAR_OPPOSITE_COS = -0.96
 _PAIR_CHUNK = 1 << 20
+#: passes of :func:`_opposite_tangent` (each gains ~53 bits; float64 spans ~2100 bits)
+_MAX_REORTHOGONALIZATIONS = 48
 
 
 def _t_minus_atan(t: np.ndarray) -> np.ndarray:
@@ -90,17 +92,26 @@ def _t_minus_atan(t: np.ndarray) -> np.ndarray:
 def _opposite_tangent(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(t, |u . v|) for row pairs (u_k, v_k) with u . v < 0: t = tan(pi - g) = |v_perp| |u| /
     |u . v| to a few ulps relative, v_perp the rejection of v from u computed without
-    cancellation (v - alpha u with alpha u split exactly by TwoProduct, then two
-    re-orthogonalization steps: the part left along u is ~2^-159 |v|, so t keeps its
-    relative accuracy down to pi - g ~ 1e-40)."""
+    cancellation: v - alpha u with alpha u split exactly by TwoProduct, then
+    re-orthogonalization passes r <- r - c u, c u split by TwoProduct too (so its rounding
+    does not leak into v_perp), until the part removed along u is below 2^-60 |r|.  Each
+    pass shrinks the part along u by ~2^-53, so t keeps its relative accuracy at any angle
+    the float64 rows can hold (pi - g ~ 1e-300 when the rows mix magnitudes)."""
     uu = np.einsum("ij,ij->i", u, u)
     uv = np.einsum("ij,ij->i", u, v)
-    alpha = (uv / uu)[:, None]
-    p, e = two_product(alpha, u)
+    p, e = two_product((uv / uu)[:, None], u)
     r = (v - p) - e
-    for _ in range(2):   # each pass shrinks the part along u by a factor ~2^-53
-        r -= (np.einsum("ij,ij->i", u, r) / uu)[:, None] * u
-    t = np.linalg.norm(r, axis=1) * np.sqrt(uu) / np.abs(uv)
+    norm_u = np.sqrt(uu)
+    live = np.ones(u.shape[0], dtype=bool)
+    for _ in range(_MAX_REORTHOGONALIZATIONS):
+        c = np.einsum("ij,ij->i", u[live], r[live]) / uu[live]
+        p, e = two_product(c[:, None], u[live])
+        r[live] = (r[live] - p) - e
+        converged = np.abs(c) * norm_u[live] <= 2.0 ** -60 * np.linalg.norm(r[live], axis=1)
+        live[np.flatnonzero(live)[converged]] = False
+        if not live.any():
+            break
+    t = np.linalg.norm(r, axis=1) * norm_u / np.abs(uv)
     return t, np.abs(uv)
 
 

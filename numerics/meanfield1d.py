@@ -30,15 +30,20 @@ from typing import Any
 import numpy as np
 from numpy.polynomial.legendre import leggauss
 
-from numerics.validation import (MAX_ELEMENTS, DivergenceError, as_float_array, require_size,
-                                 require_work)
+from numerics.validation import (MAX_ELEMENTS, DivergenceError, as_float_array,
+                                 require_finite_result, require_size, require_work)
 
 __all__ = ["sphere_rule", "meanfield_velocity", "meanfield_gd", "weighted_forward",
-           "MAX_RULE_PANELS"]
+           "MAX_RULE_PANELS", "MAX_RULE_SAMPLES"]
 
 #: the largest panels-per-piece of :func:`sphere_rule` (2.7e6 nodes at s = 6 samples)
 MAX_RULE_PANELS = 160
 _RADIAL_NODES = 60
+#: work units (~1 ns) of one node of the sphere rule (60 radial nodes: 0.9 us measured at
+#: 1.7e6 nodes, 1.3 us on a loaded core) and the largest sample count (x.size) it splits
+#: at: beyond 2^17 distinct samples even one panel exceeds a quick call
+_NODE_COST = 1000
+MAX_RULE_SAMPLES = 2 ** 17
 _CHUNK = 1 << 16
 #: work units (~1 ns) of one particle-sample pair of one GD step (26.6 ns measured at
 #: 2e5 particles and 6 samples) and of one step's fixed overhead
@@ -100,14 +105,19 @@ def _radial_weight(oa, ob, oc, exponent: float, sigma_c: float) -> np.ndarray:
     return out
 
 
-def sphere_rule(x: Any, panels: int, weight_exponent: float, sigma_c: float = 1.0
+def sphere_rule(x: Any, panels: int, weight_exponent: float, sigma_c: float = 1.0, *,
+                long_run: bool | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Weighted particles ``(a, b, c, weights)`` representing mu_0 = U([-1, 1]^2) x
     N(0, sigma_c^2) for 2-homogeneous test functions (claim W2i; module docstring):
     ``sum_k weights_k phi(w_k) = int phi dmu_0`` up to the rule's error, exact in the
     limit ``panels -> inf`` (second order).  ``panels`` per theta piece (and 6 * panels
-    in beta); ``weight_exponent`` the derived k of W(omega) = int varrho^k p_0 dvarrho."""
+    in beta); ``weight_exponent`` the derived k of W(omega) = int varrho^k p_0 dvarrho.
+    A rule above ~2 s of one core (~1.6e6 nodes) needs ``long_run=True`` (or
+    ``numerics.long_runs``); weights beyond float64 (a huge ``weight_exponent``) raise."""
     xs = _samples(x)
+    require_size(xs.size, "x (samples the rule splits at)", limit=MAX_RULE_SAMPLES,
+                 hint="pass fewer samples")
     panels = _count(panels, "panels", 1, MAX_RULE_PANELS)
     k = _positive(weight_exponent, "weight_exponent")
     sigma_c = _positive(sigma_c, "sigma_c")
@@ -115,13 +125,19 @@ def sphere_rule(x: Any, panels: int, weight_exponent: float, sigma_c: float = 1.
     n_nodes = (th_breaks.size - 1) * panels * 6 * panels
     require_size(n_nodes * _RADIAL_NODES // 16, "the sphere rule's nodes x radial nodes / 16",
                  limit=MAX_ELEMENTS, hint="use fewer panels")
+    require_work(n_nodes * _NODE_COST, "panels (the rule's nodes: pieces x 6 panels^2)",
+                 long_run=long_run, hint="use fewer panels or samples")
     th, wth = _midpoints(th_breaks, panels)
     be, wbe = _midpoints(np.array([-np.pi / 2, 0.0, np.pi / 2]), 3 * panels)
     TH, BE = np.meshgrid(th, be, indexing="ij")
     area = np.outer(wth, wbe * np.cos(be)).ravel()
     TH, BE = TH.ravel(), BE.ravel()
     a, b, c = np.cos(BE) * np.cos(TH), np.cos(BE) * np.sin(TH), np.sin(BE)
-    return a, b, c, area * _radial_weight(a, b, c, k, sigma_c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        weights = area * _radial_weight(a, b, c, k, sigma_c)
+    require_finite_result(weights, "the sphere rule's weights",
+                          "weight_exponent too large (varrho^k overflows float64)")
+    return a, b, c, weights
 
 
 def _particles(a: Any, b: Any, c: Any, weights: Any) -> tuple[np.ndarray, ...]:

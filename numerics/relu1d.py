@@ -61,6 +61,9 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20  # max entries of one m x n block in forward_dense
+#: largest m s of one dense (rescaled) evaluation: loss_and_grad_dense took 2.7 s of one
+#: core at 2^25 pairs, so ~1.4 s at the limit
+MAX_DENSE_PAIRS = 2 ** 24
 #: cost of one GD step in the work units of ``numerics.validation.require_work`` (~1 ns):
 #: a fixed overhead (measured 140-150 us) plus ~160 per neuron and per sample
 _STEP_OVERHEAD = 150_000
@@ -176,6 +179,8 @@ class _Scaled:
 
 
 def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray, x: np.ndarray, alpha: float) -> _Scaled:
+    require_size(a.size * x.size, "the dense sum (m neurons x s samples)",
+                 limit=MAX_DENSE_PAIRS, hint="evaluate x in chunks of fewer samples")
     ea, eb, ex = pow2_exponent(a), pow2_exponent(b), pow2_exponent(x)
     has_ax = bool(np.any(a != 0) and np.any(x != 0))
     parts = ([ea + ex] if has_ax else []) + ([eb] if np.any(b != 0) else [])
@@ -276,6 +281,13 @@ def _fast():
     return fast1d
 
 
+def _require_engine_size(fast: Any, m: int, s: int) -> None:
+    """Refuse, naming m + s, a call the sorted engine would run for more than ~2 s (checked
+    here, since its ValueErrors otherwise hand the call to the slower dense path)."""
+    if fast is not None:
+        fast.require_sorted_size(m, s)
+
+
 def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     """f_z(x); uses ``numerics.fast1d.forward_sorted`` when available, else (and when an
     intermediate overflows or the inputs leave the sorted engine's exactness range) the
@@ -285,6 +297,7 @@ def forward(a: Any, b: Any, c: Any, x: Any, alpha: float | str) -> np.ndarray:
     a, b, c = _params(a, b, c)
     x, _ = _data(x)
     al = normalize_alpha(alpha, a.size)
+    _require_engine_size(fast, a.size, x.size)
     if fast is not None and fast._in_exact_range(a, x):  # inside 2^-900..2^500
         try:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -307,6 +320,7 @@ def loss_and_grad(a: Any, b: Any, c: Any, x: Any, y: Any, alpha: float | str
     a, b, c = _params(a, b, c)
     x, y = _data(x, y)
     al = normalize_alpha(alpha, a.size)
+    _require_engine_size(fast, a.size, x.size)
     if fast is not None and fast._in_exact_range(a, x):  # inside 2^-900..2^500
         try:
             with np.errstate(over="ignore", invalid="ignore"):

@@ -67,6 +67,8 @@ _MAX_GD_WORK = 2 ** 46
 #: (~1 ns): overhead (measured 60-70 us) + 20 per multiply-add (19 ns at n = m = 1000, d = 10)
 _STEP_OVERHEAD = 80_000
 _STEP_PER_MADD = 20
+#: overhead of one gradient_flow field evaluation (solver, activations, guard): 111-198 us
+_FLOW_EVAL_OVERHEAD = 160_000
 _LONG_FLOW_EVALS = 1_000_000
 #: smallest relative tolerance of gradient_flow: 100 float64 ulps, below which SciPy's
 #: solvers raise it themselves (with a warning) instead of honouring it
@@ -655,7 +657,7 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     sample = _require_grad_fn(grad_fn) is None
     if sample:
         grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
-    eval_cost = _STEP_PER_MADD * (Xv.shape[0] if sample else 1) * m * d + _STEP_OVERHEAD
+    eval_cost = _STEP_PER_MADD * (Xv.shape[0] if sample else 1) * m * d + _FLOW_EVAL_OVERHEAD
     max_evals = flow_budget(max_evals, "max_evals", eval_cost, long_run=long_run,
                             long_default=_LONG_FLOW_EVALS)
     more = "" if wants_long_run(long_run) else " (with long_run=True beyond about two seconds)"

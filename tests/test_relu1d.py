@@ -402,14 +402,14 @@ def test_normalize_alpha_refuses_a_bad_width():
 
 def test_gradient_descent_refuses_absurd_step_counts_fast():
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for steps in (2 ** 63 - 1, 10 ** 12):
         with pytest.raises(ValueError, match="^steps is too large"):
             N.gradient_descent([1.0], [0.0], [1.0], [1.0], [0.0], "m", eta=0.1, steps=steps)
     with pytest.raises(ValueError, match="record_every"):
         N.gradient_descent(np.ones(1000), np.zeros(1000), np.ones(1000), [1.0], [0.0], "m",
                            eta=0.1, steps=10 ** 6, long_run=True)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_gradient_descent_refuses_a_last_time_beyond_float64():

@@ -370,7 +370,7 @@ def test_public_surface_validates():
     with pytest.raises(ValueError, match="not representable"):
         tl.gaussian_relu_kernel([[1e200, 0.0]], [[1e200, 1.0]], 1.0)
     rot = np.array([[np.cos(2 * np.pi), -np.sin(2 * np.pi)], [np.sin(2 * np.pi), np.cos(2 * np.pi)]])
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match="max_order"):
         tl.cyclic_group(rot, 10 ** 12, 5e-324)
     with pytest.raises(ValueError, match="tol"):
@@ -379,7 +379,7 @@ def test_public_surface_validates():
     with pytest.raises(ValueError, match="work"):
         tl.gradient_descent(np.ones(100), np.ones((100, 10)), np.ones((100, 10)), np.ones(100),
                             0.1, 2 ** 62)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     with pytest.raises(ValueError, match="group"):
         tl.orbit_samples(np.ones((3, 2)), np.ones((2, 3, 3)))
     with pytest.raises(TypeError, match="negate_a"):
@@ -418,13 +418,13 @@ def test_gradient_descent_refuses_a_huge_step_budget_at_once(steps):
     steps, even for a tiny problem (whose multiply-adds alone stay under their cap)."""
     import time
     a, B, X, Y = _problem(0, 1, 1, 1)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ValueError, match="steps"):
         tl.gradient_descent(a, B, X, Y, 0.01, steps)
     with pytest.raises(ValueError, match="steps"):
         tl.gradient_descent(a, B, None, None, 0.01, steps,
                             grad_fn=lambda aa, BB: (0.0, (0 * aa, 0 * BB)))
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     # the largest accepted budget is unchanged for a few steps
     run = tl.gradient_descent(a, B, X, Y, 0.01, 3)
     assert run.a.shape == a.shape

@@ -174,3 +174,100 @@ def test_formula_signatures_name_their_parameters(name: str) -> None:
     sig = inspect.signature(getattr(formulas, name))
     kinds = {p.kind for p in sig.parameters.values()}
     assert sig.parameters and inspect.Parameter.VAR_POSITIONAL not in kinds, f"{name}{sig}"
+
+
+def test_kit_compare_refuses_a_huge_broadcast_view_at_once() -> None:
+    """A 10^8-row zero-copy view made kit.compare build 1.6 GB temporaries and run > 5 s of
+    CPU (issue 34's outside fuzz); above COMPARE_MAX_ENTRIES it is refused before any work,
+    naming value and reference."""
+    import time
+
+    from verify import kit
+    from verify._subchecks import COMPARE_MAX_ENTRIES
+    view = np.broadcast_to(np.float64(0.5), (10 ** 8, 2))
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match="value and reference broadcast to 2e\\+08 entries"):
+        kit.compare("x", view, 1.0, rtol=1e-9, reason="r")
+    assert time.process_time() - t0 < 0.5
+    assert COMPARE_MAX_ENTRIES >= 2 ** 24
+
+
+def test_kit_compare_chunks_find_the_worst_point_anywhere() -> None:
+    """Chunked evaluation gives the unchunked worst error and its index, in a later chunk,
+    for contiguous, strided and broadcast inputs alike."""
+    from verify import kit
+    from verify._subchecks import _COMPARE_CHUNK
+    n = 3 * _COMPARE_CHUNK + 7
+    ref = np.linspace(1.0, 2.0, n)
+    val = ref.copy()
+    val[n - 3] *= 1 + 1e-6
+    sc = kit.compare("x", val, ref, rtol=1e-9, reason="r")
+    assert sc.error == abs(val[n - 3] - ref[n - 3]) / ref[n - 3]
+    assert sc.counterexample["index"] == [n - 3]
+    grid = np.stack([val, ref], axis=1)[:, :1]   # non-contiguous (n, 1), stride 2 entries
+    assert not grid.flags.c_contiguous
+    sc2 = kit.compare("x", grid, ref[:, None], rtol=1e-9, reason="r")
+    assert sc2.error == sc.error and sc2.counterexample["index"] == [n - 3, 0]
+    flat = kit.compare("x", np.broadcast_to(1.5, (n,)), 1.5, rtol=1e-9, reason="r")
+    assert flat.error == 0.0 and flat.counterexample is None
+    with pytest.raises(ValueError, match="non-finite"):
+        kit.compare("x", val, np.where(np.arange(n) == n - 1, np.inf, ref), rtol=1e-9, reason="r")
+
+
+def test_kit_compare_and_compare_derivative_refuse_bad_inputs_by_name() -> None:
+    """The project's surface fuzz (thorough profile) found: a None entry compared as nan
+    (error inf), a 10^9-entry int64 view copied to float64 (7.45 GiB), rtol = 2**64 an
+    unnamed numpy TypeError; compare_derivative copied a 10^9 view of points and blamed
+    'the reference' for an overflowing f."""
+    from verify import kit
+    with pytest.raises(TypeError, match="compare: value must be real numbers"):
+        kit.compare("x", [1.0, None], 1.0, rtol=1e-9, reason="r")
+    with pytest.raises(ValueError, match="above the limit"):
+        kit.compare("x", np.broadcast_to(np.int64(1), (10 ** 9,)), 1.0, rtol=1e-9, reason="r")
+    with pytest.raises(ValueError, match="rtol must be a finite number"):
+        kit.compare("x", 1.0, 1.0, rtol=10 ** 400, reason="r")
+    big = kit.compare("x", 2 ** 70, 2.0 ** 70, rtol=2 ** 64, reason="r")
+    assert big.error == 0.0 and big.tolerance == 2.0 ** 64
+    assert kit.compare("x", np.arange(3), [0.0, 1.0, 2.0], rtol=1e-9, reason="r").error == 0.0
+    with pytest.raises(ValueError, match="points has 1e\\+09 entries"):
+        kit.compare_derivative("d", np.sin, np.cos, np.broadcast_to(0.5, (10 ** 9,)),
+                               step=1e-3, rtol=1e-6, reason="r")
+    with pytest.raises(ValueError, match="finite difference of f is not finite at points"):
+        kit.compare_derivative("d", np.exp, np.exp, [1e300], step=1e-3, rtol=1e-6, reason="r")
+    with pytest.raises(TypeError, match="points must be real numbers"):
+        kit.compare_derivative("d", np.sin, np.cos, [[1.0, 2.0], [3.0]], step=1e-3,
+                               rtol=1e-6, reason="r")
+
+
+def test_claim_run_refuses_a_non_boolean_negative_control() -> None:
+    """An array as negative_control raised numpy's 'truth value is ambiguous'."""
+    from verify.claims import get
+    with pytest.raises(TypeError, match="negative_control must be True or False"):
+        get("H1f").run("quick", 0, negative_control=np.ones(3))
+
+
+def test_kit_fits_and_instances_refuse_bad_inputs_by_name() -> None:
+    """Thorough surface fuzz: loglog_slope/rate_study copied 10^9-entry views (7.45 GiB)
+    and met floor = 2**64 with an unnamed numpy TypeError; for_all_instances returned an
+    infinite error for strategy = 0 and raised Hypothesis's InvalidArgument for quick = 0."""
+    from hypothesis import strategies as st
+
+    from verify import kit
+    from verify.claims import get
+    view = np.broadcast_to(np.int64(1), (10 ** 9,))
+    with pytest.raises(ValueError, match="x has 1e\\+09 entries"):
+        kit.loglog_slope(view, view)
+    with pytest.raises(ValueError, match="distances has 1e\\+09 entries"):
+        kit.rate_study("s", [1.0, 2.0, 4.0], view, predicted=-0.5)
+    with pytest.raises(ValueError, match="floor must be a positive number"):
+        kit.loglog_slope([1, 2, 4], [1.0, 0.5, 0.25], floor=10 ** 400)
+    assert kit.loglog_slope([1, 2, 4], [1.0, 0.5, 0.0], floor=2 ** 64) == 0.0  # all floored
+    ctx = get("H1f").context("quick", 0)
+    ok = lambda i: kit.SubCheck("m", 0.0, 1.0, "r")  # noqa: E731
+    with pytest.raises(TypeError, match="strategy must be a Hypothesis strategy"):
+        kit.for_all_instances(ctx, "n", 0, ok)
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        kit.for_all_instances(ctx, -1, st.integers(0, 3), ok)
+    with pytest.raises(ValueError, match="quick must be an integer in 1..100000"):
+        kit.for_all_instances(ctx, "n", st.integers(0, 3), ok, quick=0)
+    assert kit.for_all_instances(ctx, "n", st.integers(0, 3), ok, quick=3).error == 0.0

@@ -291,8 +291,11 @@ class Claim:
                                      or not isinstance(examples, (int, np.integer))
                                      or not 1 <= examples <= 100_000):
             raise ValueError(f"examples must be an integer in 1..100000; got {examples!r}")
+        if not isinstance(negative_control, (bool, np.bool_)):
+            raise TypeError(f"negative_control must be True or False; got "
+                            f"{type(negative_control).__name__} {negative_control!r:.40}")
         items = tuple(self.sizes.get(profile, {}).items())
-        return RunContext(self.id, profile, int(seed), negative_control,
+        return RunContext(self.id, profile, int(seed), bool(negative_control),
                           None if examples is None else int(examples), items)
 
     def outcome(self, ctx: RunContext) -> Outcome:

@@ -235,19 +235,35 @@ def loglog_slope(x: Any, y: Any, *, floor: float | None = None) -> float:
     return _fit_slope(np.log(x), np.log(y))
 
 
+#: most points (x entries; y entries for a rate study) of one log-log fit
+LOGLOG_MAX_POINTS = 2 ** 24
+
+
 def _loglog_arrays(fn: str, x: Any, y: Any, floor: float | None,
                    names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     nx, ny = names
+    for label, arr in ((nx, x), (ny, y)):   # before a copy of a huge (zero-copy) view
+        try:
+            n = np.size(arr)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{fn}: {label} must be an array of real numbers ({exc})") from None
+        if n > LOGLOG_MAX_POINTS:
+            raise ValueError(f"{fn}: {label} has {n:.3g} entries, above the limit "
+                             f"{LOGLOG_MAX_POINTS}; fit fewer points")
     try:
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{fn}: {nx} and {ny} must be arrays of real numbers ({exc})") from None
     if floor is not None:
-        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) \
-                or not (np.isfinite(floor) and floor > 0):
-            raise ValueError(f"{fn}: floor must be a positive number; got {floor!r}")
-        y = np.where(y < floor, floor, y)
+        try:
+            fl = float(floor) if not isinstance(floor, bool) and isinstance(
+                floor, (int, float, np.integer, np.floating)) else math.nan
+        except OverflowError:
+            fl = math.inf
+        if not (math.isfinite(fl) and fl > 0):
+            raise ValueError(f"{fn}: floor must be a positive number; got {floor!r:.60}")
+        y = np.where(y < fl, fl, y)
     if x.ndim != 1 or x.size < 2 or y.shape[:1] != x.shape:
         raise ValueError(f"{fn} needs {nx} with >= 2 values and {ny} with one row per value "
                          f"of {nx}; got shapes {x.shape} and {y.shape}")
@@ -395,29 +411,92 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
         raise ValueError("compare: name must be a non-empty string naming the sub-check")
     if not isinstance(reason, str) or not reason.strip():
         raise ValueError("compare: reason must say why rtol/atol are what they are")
-    for label, tol in (("rtol", rtol), ("atol", atol)):
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) \
-                or not np.isfinite(tol) or tol < 0:
-            raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r}")
+    rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     if rtol == 0 and atol == 0:
         raise ValueError("compare: give rtol > 0 or atol > 0")
-    for label, arr in (("value", value), ("reference", reference)):
-        try:
-            complex_kind = np.iscomplexobj(arr)
-        except (TypeError, ValueError):
-            complex_kind = False  # ragged: refused by name below
-        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)) or complex_kind:
-            raise TypeError(f"compare: {label} must be real numbers or an array of them; got "
-                            f"{type(arr).__name__}")
+    v, r = _compared_arrays(value, reference)
+    # chunks bound the temporaries; a contiguous array is sliced as a view, a broadcast
+    # (zero-copy) one through .flat, which copies only the chunk
+    vf = v.reshape(-1) if v.flags.c_contiguous else v.flat
+    rf = r.reshape(-1) if r.flags.c_contiguous else r.flat
+    worst_err, i = -1.0, 0
+    for start in range(0, v.size, _COMPARE_CHUNK):
+        stop = min(start + _COMPARE_CHUNK, v.size)
+        err = _relative_errors(np.asarray(vf[start:stop], dtype=np.float64),
+                               np.asarray(rf[start:stop], dtype=np.float64), rtol, atol)
+        k = int(np.argmax(err))
+        if err[k] > worst_err:
+            worst_err, i = float(err[k]), start + k
+    worst = {"index": [int(j) for j in np.unravel_index(i, v.shape)] if v.ndim else [],
+             "value": float(v.flat[i]), "reference": float(r.flat[i])}
+    bound = rtol if rtol > 0 else atol
+    return SubCheck(name, worst_err, bound, reason,
+                    counterexample=worst if worst_err > bound else None)
+
+
+#: most points of one :func:`compare_derivative` (five Python calls of f and df each)
+COMPARE_DERIVATIVE_MAX_POINTS = 2 ** 16
+#: largest broadcast size :func:`compare` accepts (about 2 s of one core, chunked)
+COMPARE_MAX_ENTRIES = 2 ** 26
+_COMPARE_CHUNK = 2 ** 18
+
+
+def _tolerance(label: str, tol: Any) -> float:
+    """``rtol``/``atol`` of :func:`compare` as a finite float >= 0 (an integer too large for
+    float64 is refused, not an unnamed numpy error)."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+        raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r:.60}")
     try:
-        v, r = np.broadcast_arrays(np.asarray(value, dtype=np.float64),
-                                   np.asarray(reference, dtype=np.float64))
-    except (TypeError, ValueError) as exc:
+        t = float(tol)
+    except OverflowError:
+        t = math.inf
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"compare: {label} must be a finite number >= 0; got {tol!r:.60}")
+    return t
+
+
+def _compared_arrays(value: Any, reference: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``value`` and ``reference`` as real arrays broadcast against each other WITHOUT a
+    copy (a zero-copy view stays one; :func:`compare` converts chunk by chunk); their
+    broadcast size is checked before any conversion.  None entries, strings, a boolean scalar,
+    complex numbers and ragged lists are a TypeError naming the argument."""
+    raw = []
+    for label, arr in (("value", value), ("reference", reference)):
+        bad = f"compare: {label} must be real numbers or an array of them; got "
+        if arr is None or isinstance(arr, (str, bytes, bool, np.bool_)):
+            raise TypeError(bad + type(arr).__name__)
+        try:
+            a = np.asarray(arr)
+            if a.dtype == object:   # Python integers beyond int64; None would become nan
+                if any(e is None or isinstance(e, (str, bytes, bool, np.bool_)) for e in a.flat):
+                    raise TypeError("an entry is None, text or a boolean")
+                a = a.astype(np.float64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(f"{bad}{type(arr).__name__} ({exc})"[:300]) from None
+        if a.dtype.kind not in "biuf":   # a boolean array counts 0/1, as np.asarray did
+            raise TypeError(f"{bad}{type(arr).__name__} of dtype {a.dtype}")
+        raw.append(a)
+    try:
+        shape = np.broadcast_shapes(raw[0].shape, raw[1].shape)
+    except ValueError as exc:
         raise TypeError(f"compare: value and reference must be real (rectangular) arrays of "
                         f"broadcastable shapes ({exc})") from None
-    if v.size == 0:
+    size = math.prod(shape)
+    if size == 0:
         raise ValueError(f"compare: nothing to compare: value and reference broadcast to the "
-                         f"empty shape {v.shape}")
+                         f"empty shape {shape}")
+    if size > COMPARE_MAX_ENTRIES:
+        raise ValueError(f"compare: value and reference broadcast to {size:.3g} entries "
+                         f"(shape {shape}), above the limit {COMPARE_MAX_ENTRIES:.3g}; compare "
+                         "fewer points (or summarise them first)")
+    v, r = np.broadcast_arrays(raw[0], raw[1])
+    return v, r
+
+
+def _relative_errors(v: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """|v - r| / (atol / rtol + |r|) (|v - r| for rtol = 0), inf where v is not finite; a
+    finite difference whose ratio to a tiny reference overflows is the largest finite
+    float64 (the largest error float64 can state; inf is kept for a non-finite value)."""
     if not np.all(np.isfinite(r)):
         raise ValueError("compare: the reference has non-finite entries; a reference must be "
                          "a number")
@@ -425,14 +504,7 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     scale = (atol / rtol + np.abs(r)) if rtol > 0 else np.ones_like(r)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         err = np.where(diff == 0, 0.0, diff / scale)
-    # a finite difference whose ratio to a tiny reference overflows is the largest error
-    # float64 can state, not inf (inf is kept for a non-finite value)
-    err = np.where(np.isfinite(diff) & ~np.isfinite(err), np.finfo(np.float64).max, err)
-    i = int(np.argmax(err))
-    worst = {"index": list(np.unravel_index(i, err.shape)) if err.ndim else [],
-             "value": float(v.flat[i]), "reference": float(r.flat[i])}
-    return SubCheck(name, float(err.flat[i]), float(rtol if rtol > 0 else atol), reason,
-                    counterexample=worst if err.flat[i] > (rtol if rtol > 0 else atol) else None)
+    return np.where(np.isfinite(diff) & ~np.isfinite(err), np.finfo(np.float64).max, err)
 
 
 def compare_derivative(name: str, f: Callable[[float], Any], df: Callable[[float], Any],
@@ -449,17 +521,31 @@ def compare_derivative(name: str, f: Callable[[float], Any], df: Callable[[float
     if not callable(f) or not callable(df):
         raise TypeError("compare_derivative: f and df must be callables of one point")
     try:
+        n_points = np.size(points)
+    except (TypeError, ValueError) as exc:   # ragged lists
+        raise TypeError(f"compare_derivative: points must be real numbers ({exc})") from None
+    if n_points > COMPARE_DERIVATIVE_MAX_POINTS:   # before a copy of a huge view
+        raise ValueError(f"compare_derivative: points has {n_points:.3g} entries, above "
+                         f"the limit {COMPARE_DERIVATIVE_MAX_POINTS} (five calls of f and df "
+                         "per point); pass fewer points")
+    try:
         xs = np.asarray(points, dtype=np.float64).ravel()
     except (TypeError, ValueError) as exc:
         raise TypeError(f"compare_derivative: points must be real numbers ({exc})") from None
     if xs.size == 0 or not np.all(np.isfinite(xs)):
         raise ValueError("compare_derivative: points must be a non-empty array of finite numbers")
     fd, dv = [], []
-    for x in xs:
-        d1 = f(x + h) - f(x - h)
-        d2 = f(x + 2 * h) - f(x - 2 * h)
-        fd.append(float((8 * d1 - d2) / (12 * h)))
-        dv.append(float(df(x)))
+    with np.errstate(over="ignore", invalid="ignore"):   # a non-finite difference is named below
+        for x in xs:
+            d1 = f(x + h) - f(x - h)
+            d2 = f(x + 2 * h) - f(x - 2 * h)
+            fd.append(float((8 * d1 - d2) / (12 * h)))
+            dv.append(float(df(x)))
+    bad = [float(x) for x, v in zip(xs, fd) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"compare_derivative: the finite difference of f is not finite at "
+                         f"points {bad[:3]} (f overflows within 2 step of them); choose points "
+                         "and a step where f is finite")
     return compare(name, np.array(dv), np.array(fd), rtol=rtol, atol=atol,
                    reason=f"{reason} (fourth-order central difference, step {h:g})")
 
@@ -555,15 +641,24 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     if not isinstance(ctx, RunContext):
         raise TypeError(f"for_all_instances: ctx must be the check's RunContext; got "
                         f"{type(ctx).__name__}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"for_all_instances: name must be a non-empty string naming the "
+                        f"sub-check; got {type(name).__name__} {name!r:.40}")
+    from hypothesis.strategies import SearchStrategy
+    if not isinstance(strategy, SearchStrategy):
+        raise TypeError(f"for_all_instances: strategy must be a Hypothesis strategy (e.g. "
+                        f"st.integers(1, 9)); got {type(strategy).__name__}")
     if isinstance(pinned, (str, bytes)) or not isinstance(pinned, (list, tuple)):
         raise TypeError(f"for_all_instances: pinned must be a list of instances; got "
                         f"{type(pinned).__name__}")
     if not callable(measure):
         raise TypeError(f"for_all_instances: measure must be a callable (instance) -> SubCheck; "
                         f"got {type(measure).__name__}")
+    for label, v in (("quick", quick), ("full", full)) + ((("count", count),) if count is not None else ()):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 10 ** 5:
+            raise ValueError(f"for_all_instances: {label} must be an integer in 1..100000; "
+                             f"got {v!r:.40}")
     if count is not None:
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"for_all_instances: count must be a positive integer; got {count!r}")
         quick = full = int(count)
     n = ctx.n_examples(quick, full)
     records: list[tuple[Any, SubCheck]] = []

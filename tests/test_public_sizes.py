@@ -1,0 +1,108 @@
+"""Sizes the public numerics accepted and then ran for many seconds (issue 34's outside fuzz,
+replayed with zero-copy views): each is now refused before any work, naming the argument,
+within a fraction of a second of CPU; the largest accepted size stays a quick call."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from numerics import fast1d, meanfield1d, relu1d
+from numerics.validation import long_runs
+
+VIEW = np.broadcast_to(np.float64(0.5), (10 ** 8,))
+A, B, C = np.array([1.0, -0.5, 0.3, 2.0]), np.array([0.1, 0.2, -0.3, 0.4]), np.ones(4)
+
+
+def _refused_fast(call, match: str) -> None:
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert time.process_time() - t0 < 0.5
+
+
+@pytest.mark.parametrize("call", [
+    lambda: relu1d.forward(A, B, C, VIEW, 1.0),
+    lambda: relu1d.loss_and_grad(A, B, C, VIEW, VIEW, 1.0),
+    lambda: fast1d.forward_sorted(A, B, C, VIEW, 1.0),
+    lambda: fast1d.loss_and_grad_sorted(A, B, C, VIEW, VIEW, 1.0),
+    lambda: fast1d.forward_sorted(list(A), B, C, VIEW, 1.0),
+], ids=["relu1d.forward", "relu1d.loss_and_grad", "forward_sorted", "loss_and_grad_sorted",
+        "forward_sorted(list)"])
+def test_sorted_engine_refuses_1e8_samples(call) -> None:
+    """10^8 samples ran 18 s (relu1d.forward) or raised MemoryError (forward_sorted)."""
+    _refused_fast(call, r"^m \+ s \(neurons plus samples\) is too large")
+
+
+def test_sorted_engine_accepts_its_limit() -> None:
+    x = np.linspace(-2, 2, fast1d.MAX_SORTED_ENTRIES - A.size)
+    assert np.all(np.isfinite(relu1d.forward(A, B, C, x, 1.0)))
+
+
+def test_preactivation_matrix_is_capped() -> None:
+    """2^26 entries took 4.7 s; the cap is 2^24."""
+    m = 256
+    x = np.linspace(-1, 1, fast1d.MAX_PREACTIVATION_ENTRIES // m + 1)
+    _refused_fast(lambda: fast1d.preactivation(np.ones(m), np.zeros(m), x),
+                  "pre-activation matrix")
+
+
+def test_sphere_rule_refuses_huge_inputs_and_overflowing_weights() -> None:
+    """A 10^8-sample view ran 8 s before the node count was checked; weight_exponent = 1e6
+    returned inf weights; 20 samples at 160 panels ran 6 s unasked."""
+    _refused_fast(lambda: meanfield1d.sphere_rule(VIEW, 4, 1.0), "^x .* is too large")
+    _refused_fast(lambda: meanfield1d.sphere_rule(np.linspace(-.9, .9, 5), 4, 1e6),
+                  "weight_exponent too large")
+    _refused_fast(lambda: meanfield1d.sphere_rule(np.linspace(-.9, .9, 20), 160, 1.0),
+                  "^panels .* too large for a quick call")
+
+
+def test_sphere_rule_runs_long_when_asked(monkeypatch) -> None:
+    """Above the quick bound the rule runs with long_run=True or inside long_runs (the node
+    cost raised so that a small rule is 'long')."""
+    monkeypatch.setattr(meanfield1d, "_NODE_COST", 10 ** 9)
+    x = np.linspace(-.9, .9, 3)
+    with pytest.raises(ValueError, match="too large for a quick call"):
+        meanfield1d.sphere_rule(x, 2, 3.0)
+    a, b, c, w = meanfield1d.sphere_rule(x, 2, 3.0, long_run=True)
+    with long_runs():
+        assert np.array_equal(meanfield1d.sphere_rule(x, 2, 3.0)[3], w)
+    assert a.size == w.size and np.all(np.isfinite(w)) and np.all(w > 0)
+
+
+def test_gd_result_refuses_a_huge_record_before_scanning_it() -> None:
+    """A 10^8-entry view of step indices was scanned for 2.2-2.5 s before its refusal."""
+    from numerics.dynamics import MAX_RECORDS, GDResult
+    _refused_fast(lambda: GDResult(VIEW, np.zeros(5), np.zeros(5), {"a": np.zeros((5, 2))},
+                                   {"a": np.zeros(2)}), "^steps .* is too large")
+    ok = GDResult(np.arange(3), np.zeros(3), np.zeros(3), {"a": np.zeros((3, 2))},
+                  {"a": np.zeros(2)})
+    assert ok.steps.tolist() == [0, 1, 2] and MAX_RECORDS >= 2 ** 20
+
+
+def test_flow_budget_counts_the_evaluation_overhead() -> None:
+    """twolayer.gradient_flow with B x 1e12 (a stiff, never-ending flow) ran 4.85 s of CPU
+    before its named IntegratorError: its budget priced an evaluation at the GD step's
+    80 us, while one costs 111-198 us.  The budget is now QUICK_WORK / (20 n m d + 160000)
+    evaluations (a deterministic bound, ~2-3 s of one core)."""
+    import re
+
+    from numerics import twolayer
+    from numerics.validation import QUICK_WORK, IntegratorError
+    g = np.random.default_rng(0)
+    a, B = np.ones(4), g.standard_normal((4, 3)) * 1e12
+    X, Y = g.standard_normal((5, 3)), np.zeros(5)
+    with pytest.raises(IntegratorError, match="max_evals") as info:
+        twolayer.gradient_flow(a, B, X, Y, [0.0, 1.0])
+    budget = int(re.search(r"budget of (\d+)", str(info.value)).group(1))
+    assert budget == QUICK_WORK // (20 * 5 * 4 * 3 + 160_000)
+
+
+def test_dense_reference_refuses_too_many_pairs() -> None:
+    """relu1d.forward_dense with a 10^8-sample view ran > 5 s of CPU (surface fuzz); the
+    dense sums cap m s at MAX_DENSE_PAIRS (loss_and_grad_dense: 2.7 s at 2^25 pairs)."""
+    _refused_fast(lambda: relu1d.forward_dense(A, B, C, VIEW, "m"), "^the dense sum")
+    _refused_fast(lambda: relu1d.loss_and_grad_dense(A, B, C, VIEW, VIEW, "m"),
+                  "^the dense sum")
+    assert relu1d.MAX_DENSE_PAIRS >= 2 ** 22
