@@ -275,7 +275,7 @@ def test_kit_fits_and_instances_refuse_bad_inputs_by_name() -> None:
 
 def test_lambdified_and_datasets_refuse_bad_names_by_name() -> None:
     """An unknown module name and a non-pair range are ValueErrors that say what to give
-    (were SymPy's NameError and a KeyError; found by the issue-34 outside fuzz)."""
+    (were SymPy's NameError and a KeyError)."""
     import pytest
     from derivations.maass_limit import alpha_sgd, n_width
     from verify import derived, strategies

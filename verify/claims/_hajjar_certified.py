@@ -1,4 +1,4 @@
-"""H1e's certified sub-checks (Hajjar & Chizat 2023, Thm 4.3; issue 32): Arb balls of the
+"""H1e's certified sub-checks (Hajjar & Chizat 2023, Thm 4.3): Arb balls of the
 derived closed forms of phi~ and of its inner expectation against Arb balls of their
 DEFINITIONS (``numerics.arb_quadrature``: phi~ as the expectation over the two sphere
 marginals cut exactly at the ReLU kink; the inner expectation from R's polar-angle law),
