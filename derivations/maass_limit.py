@@ -16,7 +16,13 @@ closed form (:func:`derive_gaussian_closure`): the drift is affine in z, so a Ga
 stays Gaussian, with mean f(t) M* and covariance c(t) I from the moment ODEs (Ito), solved
 by ``sp.dsolve``; as t -> infinity it tends to N(m_inf, beta/(2 tau) I), which is also the
 Gibbs fixed point mu ~ exp(-(dR/dmu + tau |z|^2)/beta) of the entropic risk: the (unique)
-minimiser for tau, beta > 0."""
+minimiser for tau, beta > 0.
+
+For ANY unit (:func:`derive_gibbs_exponent`) the stationary points of the entropic risk
+F = R + tau int |z|^2 + beta int mu log mu are the Gibbs fixed points
+rho* ~ exp(-(u(z) + tau |z|^2)/beta), u the risk's first variation, whose z-gradient is
+minus the McKean-Vlasov drift (the flow is F's Wasserstein gradient flow): derived on a
+3-cell measure with an undefined sigma."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +35,7 @@ from derivations.base import Derivation, Step
 
 __all__ = ["DERIVATIONS", "derive_m1f", "n_width", "alpha_sgd", "GaussianClosure",
            "derive_gaussian_closure", "closure_symbols", "scheme_symbols",
-           "derive_scheme_deviation_variance"]
+           "derive_scheme_deviation_variance", "gibbs_symbols", "derive_gibbs_exponent"]
 
 n_width = sp.Symbol("N", positive=True)
 alpha_sgd = sp.Symbol("alpha", positive=True)
@@ -129,6 +135,58 @@ def derive_scheme_deviation_variance() -> sp.Expr:
     return dev
 
 
+def gibbs_symbols() -> tuple[sp.Symbol, ...]:
+    """(u, z, tau, beta): the risk's first variation at z, the scalar parameter, penalty,
+    temperature."""
+    u, z = sp.symbols("u z", real=True)
+    tau, beta = sp.symbols("tau beta", positive=True)
+    return u, z, tau, beta
+
+
+@lru_cache(maxsize=None)
+def derive_gibbs_exponent() -> sp.Expr:
+    """log rho* (up to a constant) of the stationary points of the entropic risk
+    F(mu) = 1/2 E_x (Phi_mu(x) - y(x))^2 + tau int z^2 dmu + beta int mu log mu for ANY unit
+    sigma (an undefined function): on a measure of K = 3 cells (masses w_k at z_k, width h)
+    and a data rule of 2 nodes (weights p_b), d/dw_k (F - lambda sum w) = 0 is solved for w_k
+    with the first variation u_k = sum_b p_b sigma(x_b, z_k)(Phi(x_b) - y_b) (checked to be
+    d R / d w_k) held as a symbol.  Also checked: d/dz_k (u_k + tau z_k^2) is minus the
+    McKean-Vlasov drift (E_x[d_z sigma (Phi - y)] + 2 tau z) and d F/d z_k = w_k times it
+    (the flow is the Wasserstein gradient flow of F), else ArithmeticError."""
+    u, z, tau, beta = gibbs_symbols()
+    h, lam = sp.symbols("h lambda", positive=True)
+    sigma = sp.Function("sigma")
+    K, B = 3, 2
+    w = sp.symbols(f"w1:{K + 1}", positive=True)
+    zs = sp.symbols(f"z1:{K + 1}", real=True)
+    xs, ys = sp.symbols(f"x1:{B + 1}", real=True), sp.symbols(f"y1:{B + 1}", real=True)
+    p = sp.symbols(f"p1:{B + 1}", positive=True)
+    phi = [sum(w[k] * sigma(xs[b], zs[k]) for k in range(K)) for b in range(B)]
+    risk = sum(p[b] * (phi[b] - ys[b]) ** 2 for b in range(B)) / 2
+    F = risk + tau * sum(w[k] * zs[k] ** 2 for k in range(K)) \
+        + beta * sum(w[k] * sp.log(w[k] / h) for k in range(K))
+    exponents = []
+    for k in range(K):
+        u_k = sum(p[b] * sigma(xs[b], zs[k]) * (phi[b] - ys[b]) for b in range(B))
+        if sp.expand(sp.diff(risk, w[k]) - u_k) != 0:
+            raise ArithmeticError("M1f Gibbs: dR/dw_k is not the first variation u_k")
+        stationarity = sp.diff(F - lam * sum(w), w[k]).subs(sp.diff(risk, w[k]), u)
+        sol = sp.solve(stationarity, w[k])
+        if len(sol) != 1:
+            raise ArithmeticError(f"M1f Gibbs: no unique stationary mass: {sol}")
+        exponents.append(sp.expand(sp.expand_log(sp.log(sol[0] / h), force=True)
+                                   - (lam / beta - 1)).subs(zs[k], z))
+        drift = -(sum(p[b] * sp.diff(sigma(xs[b], zs[k]), zs[k]) * (phi[b] - ys[b])
+                      for b in range(B)) + 2 * tau * zs[k])
+        grad = sp.diff(u_k.subs({phi[b]: sp.Symbol(f"Phi{b}") for b in range(B)})
+                       + tau * zs[k] ** 2, zs[k]).subs({sp.Symbol(f"Phi{b}"): phi[b] for b in range(B)})
+        if sp.simplify(grad + drift) != 0 or sp.simplify(sp.diff(F, zs[k]) + w[k] * drift) != 0:
+            raise ArithmeticError("M1f Gibbs: the drift is not -grad_z of the first variation")
+    if any(sp.simplify(e - exponents[0]) != 0 for e in exponents):
+        raise ArithmeticError(f"M1f Gibbs: the cells' exponents differ: {exponents}")
+    return sp.simplify(exponents[0])
+
+
 def derive_m1f() -> Derivation:
     V, tau, beta, dt, g = sp.symbols("V tau beta dt g_r", positive=True)
     s = alpha_sgd / n_width
@@ -169,12 +227,19 @@ def derive_m1f() -> Derivation:
              "particles' mean is an Euler-Maruyama OU process (the law-dependent drift and the "
              "minibatch term are common and cancel) whose stationary variance per coordinate is",
              derive_scheme_deviation_variance(), lhs="v(s, N)"),
+        Step("beta > 0, any unit $\\sigma_*(x, z)$: the stationary points of the entropic risk "
+             "$F(\\mu) = \\tfrac12 E_x(\\Phi_\\mu - y)^2 + \\tau\\int|z|^2 d\\mu + \\beta\\int\\mu"
+             "\\log\\mu$ (its first variation $u(z) = E_x[\\sigma_*(x, z)(\\Phi_\\mu(x) - y(x))]$, "
+             "whose $z$-gradient is minus the McKean-Vlasov drift: the flow is $F$'s Wasserstein "
+             "gradient flow) are the Gibbs fixed points $\\rho^* \\propto e^{g}$ with",
+             derive_gibbs_exponent(), lhs="g(u, z)"),
     ], results={"time_per_step": per_step, "mean_factor": closure.mean_factor,
                 "variance": closure.variance,
                 "stationary_mean_factor": closure.stationary_mean_factor,
                 "stationary_variance": closure.stationary_variance,
                 "mean_rate": closure.mean_rate, "variance_rate": closure.variance_rate,
-                "scheme_deviation_variance": derive_scheme_deviation_variance()})
+                "scheme_deviation_variance": derive_scheme_deviation_variance(),
+                "gibbs_exponent": derive_gibbs_exponent()})
 
 
 DERIVATIONS: dict[str, Callable[[], Derivation]] = {"M1f": derive_m1f}

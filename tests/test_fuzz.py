@@ -1370,6 +1370,24 @@ MODULE_BASE["numerics.validation"].update({
     "work": 10, "total": 10, "what": "steps", "enabled": True, "long_run": False,
     "progress": None, "done": 3, "start": 0, "every": 4})
 
+def _mv_density():
+    from numerics import mckean_vlasov
+    return mckean_vlasov.gaussian_cells(4.0, 64, 0.0, 0.5)
+
+
+def _mv_rule():
+    from numerics import equivariant_limit
+    return equivariant_limit.gauss_hermite_product(1, 8, 1.0)
+
+
+MODULE_BASE["numerics.mckean_vlasov"] = {
+    "unit": lambda: __import__("numerics.equivariant", fromlist=["TanhUnit"]).TanhUnit(1, 1),
+    "density0": lambda: _mv_density(), "density": lambda: _mv_density(), "rho": lambda: _mv_density().rho,
+    "x": lambda: _mv_rule()[0], "x_weights": lambda: _mv_rule()[1],
+    "y": lambda: np.tanh(_mv_rule()[0]), "tau": 0.1, "beta": 0.05, "t_end": 0.1, "L": 4.0,
+    "n": 64, "mean": 0.0, "std": 0.5, "sample": np.array([0.1, -0.2, 0.3]),
+    "z": np.array([0.0, 0.5]), "exponent": lambda: (lambda u, z: -(u + 0.1 * z * z) / 0.05)}
+
 TARGET_BASE: dict[str, dict[str, Any]] = {
     "numerics.kernels.rf_kernel_quad_mp": {"x": 0.3, "xp": 0.5, "dps": 15},
     "numerics.kernels.active_probability_quad_mp": {"x": 0.3, "xp": 0.5, "dps": 15},
@@ -1445,7 +1463,8 @@ SURFACE_NO_BASE = {"verify.formulas.VerifiedFormula", "numerics.equivariant.Unit
 #: numerical integrators and trainers may stop with a documented FloatingPointError /
 #: RuntimeError naming the cause (divergence, budget); other targets may not
 SURFACE_MAY_STOP = ("gradient_descent", "gradient_flow", "reduced_flow", "simulate",
-                    "train", "output_layer_gd", "discover_fixed_space", "fit_output_layer")
+                    "train", "output_layer_gd", "discover_fixed_space", "fit_output_layer",
+                    "mckean_vlasov_flow", "gibbs_fixed_point")
 
 
 def _arb_identity(z: Any, analytic: bool) -> Any:

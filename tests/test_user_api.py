@@ -271,3 +271,15 @@ def test_kit_fits_and_instances_refuse_bad_inputs_by_name() -> None:
     with pytest.raises(ValueError, match="quick must be an integer in 1..100000"):
         kit.for_all_instances(ctx, "n", st.integers(0, 3), ok, quick=0)
     assert kit.for_all_instances(ctx, "n", st.integers(0, 3), ok, quick=3).error == 0.0
+
+
+def test_lambdified_and_datasets_refuse_bad_names_by_name() -> None:
+    """An unknown module name and a non-pair range are ValueErrors that say what to give
+    (were SymPy's NameError and a KeyError)."""
+    import pytest
+    from derivations.maass_limit import alpha_sgd, n_width
+    from verify import derived, strategies
+    with pytest.raises(ValueError, match="unknown module name 'text'"):
+        derived.lambdified("M1f", "time_per_step", (n_width, alpha_sgd), modules="text")
+    with pytest.raises(ValueError, match="y_range must be a pair"):
+        strategies.datasets_1d(y_range={})

@@ -183,6 +183,11 @@ def lambdified(claim_id: str, key: str | tuple, args: Any,
     if not mods or not all(isinstance(m, (str, dict)) for m in mods):
         raise TypeError("lambdified: modules must be a module name ('numpy', 'mpmath', ...), "
                         "a dict of translations, or a list of them")
+    from sympy.utilities.lambdify import MODULES
+    unknown = [m for m in mods if isinstance(m, str) and m not in MODULES]
+    if unknown:
+        raise ValueError(f"lambdified: unknown module name {unknown[0]!r:.40}; use one of "
+                         f"{sorted(MODULES)} or a dict of translations")
     ck = (claim_id, key, str(args), tuple(str(m) if not isinstance(m, dict) else id(m)
                                           for m in mods), _GENERATION)
     fn = _LAMBDIFIED.get(ck)

@@ -305,12 +305,13 @@ class TaskResult:
 
 #: Seconds of the claims' (check, negative control) at the full profile on one worker of a
 #: 2-worker local cluster (2 cores; measured 2026-12-04 in a full report at load ~3, so
-#: about 1.5x a quiet machine; H1g, H1l, W2k: 1.5x their own full runs at load ~2).  A control that reuses the simulations its check cached
+#: about 1.5x a quiet machine; H1g, H1l, W2k: 1.5x their own full runs at load ~2; M1f: 1.5x
+#: its quiet full run of 2026-12-04, 380 s).  A control that reuses the simulations its check cached
 #: (it starts after the check, on the same worker) is counted in the check.  Only a
 #: scheduling hint: on a cluster the longest tasks start first, so that the workers finish
 #: together instead of one long claim starting last; results are gathered in task order.
 FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
-    "M1c": (382, 433), "M1f": (301, 20), "H1k": (322, 1), "W3f": (270, 23), "W2j": (214, 10),
+    "M1c": (382, 433), "M1f": (570, 20), "H1k": (322, 1), "W3f": (270, 23), "W2j": (214, 10),
     "H1i": (234, 39), "M1d": (189, 1), "W2i": (77, 66), "H1g": (150, 43), "H1f": (74, 4),
     "W2g": (58, 2), "H1e": (44, 12), "H1d": (14, 29), "M1a": (17, 17), "H1c": (17, 16),
     "W3c": (15, 14), "H1b": (26, 1), "W3b": (16, 5), "H1j": (20, 1), "M1e": (8, 7),

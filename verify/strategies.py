@@ -35,7 +35,7 @@ def _check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
 def _check_range(name: str, r: Any) -> tuple[float, float]:
     try:
         lo, hi = (float(r[0]), float(r[1]))
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, KeyError):
         raise ValueError(f"{name} must be a pair (low, high) of floats; got {r!r}") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"{name} must be finite with low < high; got {r!r}")

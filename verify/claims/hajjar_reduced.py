@@ -23,6 +23,7 @@ from numerics import meanfield as mf
 from numerics import reduced as rd
 from numerics.paper_units import HAJJAR_FIG3_PUBLISHED, hajjar_step_to_suite
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
+from verify.claims._hajjar_certified import h1e_certified
 from verify.studies import hajjar as sh
 from verify.studies.hajjar import derived_velocity, phi_table
 from verify.studies.hajjar import alpha_by_quadrature
@@ -136,6 +137,7 @@ def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
              "(worst drawn d, d_H, theta, phi)", _h1e_instances(),
         _h1e_measure(der, phi_fn, dphi_fn, dps), count=ctx.size("instances"), pinned=pinned))
     subs.append(_inner_check(swap))
+    subs += h1e_certified(ctx, der.results, ctx.size("certified"))
     # (c) Monte Carlo on the actual spheres
     n = ctx.size("mc_samples")
     mc_z, ref_z, mrows = [], [], []
@@ -696,9 +698,9 @@ CLAIMS = [
                     r"$\tilde\phi(\theta;\varphi) = E[\sigma(\cos\theta\cos\varphi R + \sin\theta\sin\varphi S)]$.",
           check=check_h1e, exact=False, near_miss=SWAPPED_MARGINALS,
           sizes={"quick": {"dps": 15, "pinned": 5, "instances": 1, "mc_samples": 100_000,
-                           "haar_draws": 20_000},
+                           "haar_draws": 20_000, "certified": 12},
                  "full": {"dps": 20, "pinned": len(_H1E_PINNED), "instances": 16,
-                          "mc_samples": 1_000_000, "haar_draws": 200_000}},
+                          "mc_samples": 1_000_000, "haar_draws": 200_000, "certified": 60}},
           negative_control_description="d_H and d - d_H exchanged in phi~ (wrong marginals)",
           negative_target="phi_tilde vs mpmath", figures=fig_h1e),
     Claim(id="H1g", title="Figure 3: tau+ -> alpha delta_0, tau- -> 0 (numerical evidence)",

@@ -3,7 +3,9 @@ noisy SGD at step alpha/N converges to the mean-field (Wasserstein gradient) flo
 N -> infinity, at the fluctuation rate N^-1/2: in the noiseless case beta = 0 (penalty
 tau > 0), where the limit is deterministic transport of the initial law, and at beta > 0
 for the linear unit, where the McKean-Vlasov law is Gaussian with a derived closed form
-(mean f(t) M*, covariance c(t) I).
+(mean f(t) M*, covariance c(t) I), and for the non-linear unit tanh(z x), whose law solves a
+1-D nonlinear Fokker-Planck equation (``verify/claims/_maass_noisy.py``, reference
+``numerics.mckean_vlasov``); t -> infinity: the Gibbs minimiser of the entropic risk.
 
 The derivation (derivations/maass_limit.py) gives the flow time per SGD step, alpha/N,
 from the step's mean (drift) and, identically, from its variance (noise).  The system
@@ -25,6 +27,7 @@ from numerics import equivariant as eq
 from numerics import equivariant_limit as el
 from numerics.groups import c2_swap
 from numerics.validation import long_runs
+from verify.claims._maass_noisy import gibbs_limit_check, nonlinear_study, stationary_study
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         compare, derived_generation, fmt, lambdified, rate_study)
 
@@ -186,17 +189,18 @@ def _closure_check(sz: dict) -> SubCheck:
     the numerics' drift (:func:`_moment_ode`) from the students' law, at t = T/4, T/2, T."""
     tau, beta, T = sz["tau"], sz["beta"], sz["T"]
     sol, D, _ = _moment_ode(sz["x_std"], tau, beta, np.zeros(4), eq.STUDENT_STD ** 2, T)
-    err = 0.0
-    for t in (T / 4, T / 2, T):
+    vals, refs = [], []
+    for t in (T / 4, T / 2, T):   # each block in its unit: max(1, |m|) for the mean, c for C
         m_d, c_d = _gaussian_limit(t, sz["x_std"], tau, beta)
-        u = sol(t)
-        err = max(err, float(np.max(np.abs(u[:D] - m_d))) / max(1.0, float(np.abs(m_d).max())),
-                  float(np.max(np.abs(u[D:].reshape(D, D) - c_d * np.eye(D)))) / c_d)
-    return SubCheck("derived Gaussian law (f(t) M*, c(t) I) vs the Ito moment ODEs of the numerics' "
-                    "drift (population velocity and its Jacobian), integrated by DOP853, t = T/4, "
-                    "T/2, T", err, 1e-10,
-                    "DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 relative; "
-                    "the 4-node Gauss-Hermite rule is exact for the quadratic data moments")
+        u, s_m = sol(t), max(1.0, float(np.abs(m_d).max()))
+        vals += [u[:D] / s_m, u[D:] / c_d]
+        refs += [m_d / s_m, np.eye(D).ravel()]
+    return compare("derived Gaussian law (f(t) M*, c(t) I) vs the Ito moment ODEs of the numerics' "
+                   "drift (population velocity and its Jacobian), integrated by DOP853, t = T/4, "
+                   "T/2, T", np.concatenate(vals), np.concatenate(refs), rtol=0.0, atol=1e-10,
+                   reason="DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 "
+                          "relative; the 4-node Gauss-Hermite rule is exact for the quadratic data "
+                          "moments")
 
 
 def _stationary(name: str, sz: dict, s: float = 0.0, N: float = float("inf")) -> float:
@@ -229,27 +233,30 @@ def _limit_in_time_check(sz: dict) -> SubCheck:
     f_inf, c_inf = _stationary("stationary_mean_factor", sz), _stationary("stationary_variance", sz)
     t1 = 2.0 / min(r_m, r_c)
     t_end = 40.0 / min(r_m, r_c)
-    err = 0.0
+    vals, refs = [], []
     for _, mu, var, _ in _STARTS:
         sol, D, M_star = _moment_ode(sz["x_std"], sz["stat_tau"], sz["stat_beta"],
                                      np.full(D_Z, mu), var, t_end)
-        m_inf = f_inf * M_star
-        u1, u2, u_end = sol(t1), sol(2 * t1), sol(t_end)
-        # relaxation: (m(2 t1) - m_inf) = exp(-r_m t1) (m(t1) - m_inf); same for C at r_c
-        err = max(err, float(np.max(np.abs((u2[:D] - m_inf) - np.exp(-r_m * t1) * (u1[:D] - m_inf))))
-                  / float(np.max(np.abs(u1[:D] - m_inf))))
-        dc1, dc2 = (u1[D:] - c_inf * np.eye(D).ravel()), (u2[D:] - c_inf * np.eye(D).ravel())
-        err = max(err, float(np.max(np.abs(dc2 - np.exp(-r_c * t1) * dc1))) / float(np.max(np.abs(dc1))))
-        err = max(err, float(np.max(np.abs(u_end[:D] - m_inf))) / float(np.max(np.abs(m_inf))),
-                  float(np.max(np.abs(u_end[D:] - c_inf * np.eye(D).ravel()))) / c_inf)
-    return SubCheck(f"t -> infinity: the moment ODEs from two non-Gaussian starts relax at the derived "
-                    f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
-                    f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
-                    f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", err, 1e-9,
-                    "DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios are "
-                    "read where the transients are >= exp(-4) ~ 2e-2 of their start, so rounding "
-                    "and the integrator error stay below ~1e-10 of them; at 40 relaxation times the "
-                    "transient is exp(-40) ~ 4e-18")
+        target = np.concatenate([f_inf * M_star, c_inf * np.eye(D).ravel()])
+        d1, d2, d_end = sol(t1) - target, sol(2 * t1) - target, sol(t_end) - target
+        rates = np.concatenate([np.full(D, r_m), np.full(D * D, r_c)])
+        # relaxation: d(2 t1) = exp(-r t1) d(t1) per block (mean at r_m, covariance at r_C),
+        # in units of the block's transient at t1; the end state in units of the target
+        for blk in (slice(0, D), slice(D, None)):
+            unit = float(np.max(np.abs(d1[blk])))
+            vals.append(d2[blk] / unit)
+            refs.append(np.exp(-rates[blk] * t1) * d1[blk] / unit)
+        vals += [d_end[:D] / float(np.max(np.abs(target[:D]))), d_end[D:] / c_inf]
+        refs += [np.zeros(D), np.zeros(D * D)]
+    return compare(f"t -> infinity: the moment ODEs from two non-Gaussian starts relax at the derived "
+                   f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
+                   f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
+                   f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", np.concatenate(vals),
+                   np.concatenate(refs), rtol=0.0, atol=1e-9,
+                   reason="DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios "
+                          "are read where the transients are >= exp(-4) ~ 2e-2 of their start, so "
+                          "rounding and the integrator error stay below ~1e-10 of them; at 40 "
+                          "relaxation times the transient is exp(-40) ~ 4e-18")
 
 
 @lru_cache(maxsize=2)
@@ -399,7 +406,10 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     """M1f: the width study against the limit read at time_factor * T (1 for the claim)."""
     sz = {k: ctx.size(k) for k in ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch",
                                    "nq", "nx", "rk4", "n_eval", "beta", "beta_widths", "stat_tau",
-                                   "stat_beta", "stat_N", "stat_seeds", "stat_step", "stat_T")}
+                                   "stat_beta", "stat_N", "stat_seeds", "stat_step", "stat_T",
+                                   "mv_widths", "mv_seeds", "mv_cells", "mv_nx", "gibbs_cells",
+                                   "gibbs_T", "gibbs_nx", "gibbs_ref_cells", "stat_mv_widths",
+                                   "stat_mv_seeds", "stat_mv_T")}
     widths, T = tuple(sz["widths"]), sz["T"]
     F, steps = _width_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], T, sz["x_std"],
                            sz["tau"], sz["batch"], sz["n_eval"], derived_generation())
@@ -414,6 +424,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     move = _distance(f_inf, f0, ew)
     study = rate_study(_STUDY, widths, D, predicted=-0.5, level=0.999)
     beta_study, c_T = _beta_study(ctx, sz, time_factor)
+    mv_study, mv_ref_err, mv_move = nonlinear_study(ctx, sz, time_factor, derived_generation())
     subs = [study.subcheck("fluctuations of the empirical measure around the mean-field flow "
                            "(initial draw and minibatches, law of large numbers with CLT "
                            "scaling): 99.9% Student-t interval of the per-seed slopes"),
@@ -421,8 +432,21 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                 "minibatches, the particles' independent noise) around the exact "
                                 "Gaussian law of the McKean-Vlasov flow: 99.9% Student-t interval "
                                 "of the per-seed slopes"),
+            mv_study.subcheck("fluctuations of the empirical measure around the McKean-Vlasov "
+                              "law (initial draw, minibatches, noise): W1 of an N-sample to a "
+                              "smooth law in 1-D is O(N^-1/2); 99.9% Student-t interval of the "
+                              "per-seed slopes"),
+            mv_study.bias_subcheck("Fokker-Planck reference error, non-linear unit (bounded by "
+                                   "W1 to the coarser grid: half the cells, nx - 8 data nodes)",
+                                   mv_ref_err,
+                                   f"second-order finite volumes (the error falls 4x per "
+                                   f"halving, so the coarser grid's distance bounds the finer "
+                                   f"one's error) at {sz['mv_cells']} cells, {sz['mv_nx']} "
+                                   f"Gauss-Hermite data nodes", _BIAS_FRACTION),
             _closure_check(sz),
             _limit_in_time_check(sz),
+            gibbs_limit_check(sz),
+            *stationary_study(ctx, sz, derived_generation()),
             _scheme_variance_check(ctx, sz),
             *_stationary_particles_check(ctx, sz),
             _time_change_check(ctx, sz["alpha"], sz["tau"]),
@@ -439,37 +463,44 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                    f"batch {sz['batch']}, flow time T = {T:g}; {sz['seeds']} seeds; limit read at "
                    f"{time_factor:g} T (it moved the predictor by {fmt(move)}); and beta = "
                    f"{sz['beta']:g} with the linear unit against its Gaussian law (variance "
-                   f"c = {fmt(c_T)} at the time read)", subs,
+                   f"c = {fmt(c_T)} at the time read), and with tanh(z x) against its "
+                   f"Fokker-Planck law (W1(rho_T, rho_0) = {fmt(mv_move)})", subs,
                    details={"slope": study.slope, "interval": list(study.interval),
                             "reference_error": ref_err, "limit_move": move,
-                            "beta_slope": beta_study.slope, "beta_interval": list(beta_study.interval)},
+                            "beta_slope": beta_study.slope, "beta_interval": list(beta_study.interval),
+                            "tanh_slope": mv_study.slope, "tanh_interval": list(mv_study.interval),
+                            "tanh_reference_error": mv_ref_err, "tanh_limit_move": mv_move},
                    tables=[Table("Distance to the limit per width",
                                  ["N", "SGD steps", "flow time per step", "mean distance",
                                   "sd over seeds"], rows)],
-                   artifacts={"study": study.to_json(), "beta_study": beta_study.to_json()})
+                   artifacts={"study": study.to_json(), "beta_study": beta_study.to_json(),
+                              "tanh_study": mv_study.to_json()})
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.kit import new_figure, rate_study_panel, save_figure
     if "study" not in ev.artifacts:
         return []
-    studies = [k for k in ("study", "beta_study") if k in ev.artifacts]
+    studies = [k for k in ("study", "beta_study", "tanh_study") if k in ev.artifacts]
     fig, axes = new_figure(len(studies))
     axes = np.atleast_1d(axes)
     labels = {"study": r"$\|\Phi_N(T) - \Phi_\infty(T)\|_{L^2(\pi_X)}$, $\beta = 0$",
-              "beta_study": r"$|m_N - m(T)| + \|C_N - c(T) I\|$, $\beta > 0$ (linear)"}
+              "beta_study": r"$|m_N - m(T)| + \|C_N - c(T) I\|$, $\beta > 0$ (linear)",
+              "tanh_study": r"$W_1(\mu^N_T, \rho_T)$, $\beta > 0$, $\tanh(zx)$"}
     for ax, key in zip(axes, studies):
         rate_study_panel(ax, ev.artifacts[key], labels[key], xlabel="width N")
     save_figure(fig, outdir / "M1f_width_study.png")
     return [("M1f_width_study.png", "Distance of the width-N noisy SGD to the mean-field limit at "
-                                    "flow time T: left beta = 0 (predictor in L2), right beta > 0 "
-                                    "for the linear unit (mean and covariance against the Gaussian "
-                                    "law); seeds (dots), mean, fitted slope with its 99.9% "
-                                    "interval, and the predicted -1/2.")]
+                                    "flow time T: beta = 0 (predictor in L2); beta > 0 for the "
+                                    "linear unit (mean and covariance against the Gaussian law); "
+                                    "beta > 0 for tanh(z x) (W1 of the particles to the "
+                                    "Fokker-Planck law); seeds (dots), mean, fitted slope with its "
+                                    "99.9% interval, and the predicted -1/2.")]
 
 
 CLAIMS = [Claim(
-    id="M1f", title="Noisy SGD -> the mean-field flow at rate N^-1/2 (beta = 0; beta > 0 for linear units)",
+    id="M1f", title="Noisy SGD -> the mean-field flow at rate N^-1/2 (beta = 0; beta > 0, linear "
+                    "and non-linear units; t -> infinity: the Gibbs minimiser)",
     source="Maass Martinez & Fontbona (NeurIPS 2024), arXiv 2405.19995, main theorem "
            "(mean-field limit of noisy SGD), Section 2",
     statement=r"Noisy SGD with step $\varepsilon_N = \alpha/N$, penalty $\tau|z|^2$ and "
@@ -477,21 +508,35 @@ CLAIMS = [Claim(
               r"the McKean-Vlasov flow; at $\beta = 0$ the limit transports $\mu_0$ and "
               r"$\|\Phi_{\mu^N_T} - \Phi_{\mu_T}\|_{L^2(\pi_X)} = O(N^{-1/2})$; at "
               r"$\beta > 0$, for linear units, the limit law is Gaussian and the particles' "
-              r"mean and covariance approach it at $O(N^{-1/2})$.",
+              r"mean and covariance approach it at $O(N^{-1/2})$; for a non-linear unit "
+              r"($\tanh(zx)$) the limit law solves the nonlinear Fokker-Planck equation, "
+              r"$W_1(\mu^N_T, \rho_T) = O(N^{-1/2})$, and as $t\to\infty$ $\rho_t$ tends to the "
+              r"Gibbs fixed point $\rho^* \propto e^{-(\delta R/\delta\mu + \tau z^2)/\beta}$, "
+              r"the unique minimiser of the entropic risk.",
     check=check, exact=EXACT, near_miss=LATE_LIMIT,
     sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048, 4096), "seeds": 8, "alpha": 16.0,
                      "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 6, "nx": 16,
                      "rk4": 24, "n_eval": 32, "beta": 0.05,
                      "beta_widths": (64, 128, 256, 512, 1024, 2048, 4096),
                      "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 1024, "stat_seeds": 16,
-                     "stat_step": 1 / 64, "stat_T": 12.0},
+                     "stat_step": 1 / 64, "stat_T": 12.0,
+                     "mv_widths": (64, 128, 256, 512, 1024, 2048, 4096), "mv_seeds": 12,
+                     "mv_cells": 1024, "mv_nx": 40, "gibbs_cells": 128, "gibbs_T": 30.0,
+                     "gibbs_nx": 24, "gibbs_ref_cells": 1024,
+                     "stat_mv_widths": (64, 128, 256, 512, 1024, 2048), "stat_mv_seeds": 8,
+                     "stat_mv_T": 12.0},
            "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8,
                     "alpha": 16.0, "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 7,
                     "nx": 20, "rk4": 32, "n_eval": 32, "beta": 0.05,
                     # the linear unit's SGD step is memory-bound beyond N ~ 8192 (~10 ms)
                     "beta_widths": (128, 256, 512, 1024, 2048, 4096, 8192),
                     "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 4096, "stat_seeds": 32,
-                    "stat_step": 1 / 128, "stat_T": 12.0}},
+                    "stat_step": 1 / 128, "stat_T": 12.0,
+                    "mv_widths": (128, 256, 512, 1024, 2048, 4096, 8192), "mv_seeds": 16,
+                    "mv_cells": 2048, "mv_nx": 48, "gibbs_cells": 160, "gibbs_T": 30.0,
+                    "gibbs_nx": 32, "gibbs_ref_cells": 2048,
+                    "stat_mv_widths": (128, 256, 512, 1024, 2048, 4096, 8192),
+                    "stat_mv_seeds": 8, "stat_mv_T": 12.0}},
     negative_control_description="the limit read at time 1.2 T (the derived time per step "
                                  "alpha/N off by 20%)",
     negative_target=_STUDY, figures=figures, kind="theorem")]

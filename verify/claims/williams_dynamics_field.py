@@ -27,8 +27,8 @@ from verify.claims._williams_dynamics import (NUMPY, U, canonical_particles, cer
                                               particle_on_sample_line, williams_claim)
 from verify.formulas.williams_dynamics import (canonical_from_full, full_from_canonical,
                                                potential_gradient, velocity_jump)
-from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare, fmt,
-                        for_all_instances, lambdified)
+from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
+                        derived_generation, fmt, for_all_instances, lambdified)
 from verify.strategies import datasets_1d
 
 
@@ -456,7 +456,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
                                 "numerics' full gradient on both sides of the sample line, "
                                 "relative", particle_on_sample_line(),
                                 measure, count=ctx.size("instances"))
-    sim = _w2h_sim(ctx.shared())
+    sim = _w2h_sim(ctx.shared(), derived_generation())
     disagree, ambiguous = 0, 0
     rows = []
     for (t, kind, i, j, rr, S, rs, xs, c0, g) in sim["event_data"]:
@@ -495,9 +495,11 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
 
 
 @lru_cache(maxsize=4)
-def _w2h_sim(run: RunContext) -> dict:
+def _w2h_sim(run: RunContext, generation: int) -> dict:
     """Kernel- and adaptive-regime flows of the run (``ctx.shared()``: shared by the check
-    and its control), drawn from ``run.rng("sim")``."""
+    and its control), drawn from ``run.rng("sim")``; keyed by the derived generation (the
+    flows store values of W2c's derived ``g_thth_rationalized``)."""
+    del generation
     rng = run.rng("sim")
     m, s = run.size("sim_neurons"), run.size("sim_samples")
     x = np.sort(rng.uniform(-1.0, 1.0, s))

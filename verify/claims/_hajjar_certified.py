@@ -1,0 +1,124 @@
+"""H1e's certified sub-checks (Hajjar & Chizat 2023, Thm 4.3): Arb balls of the
+derived closed forms of phi~ and of its inner expectation against Arb balls of their
+DEFINITIONS (``numerics.arb_quadrature``: phi~ as the expectation over the two sphere
+marginals cut exactly at the ReLU kink; the inner expectation from R's polar-angle law),
+and the float64 formulas within their stated ulp bounds of the definition's ball.  Overlap
+at a tiny radius proves an instance, disjoint balls disprove it."""
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from derivations.hajjar_reduced import INNER, K_H, K_PERP, phi, theta
+from derivations.sphere import k as K
+from numerics import arb_quadrature as aq
+from verify import certify
+from verify.kit import CertifiedInstance, RunContext, SubCheck, certified_compare
+
+__all__ = ["h1e_certified"]
+
+_EPS = float(np.finfo(float).eps)
+_WHY = ("Arb balls: phi~ = E[(cos th cos ph R + sin th sin ph S)_+] with R, S the first "
+        "coordinates of Unif(S^(d_H - 1)), Unif(S^(d - d_H - 1)) (the R-expectation exact at "
+        "its kink, the S-integral by acb.integral cut where the kink leaves [-1, 1]; "
+        "numerics.arb_quadrature.phi_tilde_ball); the closed form by the Arb translation of "
+        "the derived SymPy expression (verify.certify.arb_function); 128 bits")
+
+
+def _instances(ctx: RunContext, n: int) -> list[tuple[int, int, float, float]]:
+    """(d, d_H, theta, phi): the pinned small dimensions of the exact forms, then n drawn
+    with d <= 40 and the angles' ends (0, pi/2) among them."""
+    rng = ctx.rng("certified H1e")
+    out = [(3, 1, 0.3, 0.7), (4, 3, 0.4, 0.65), (2, 1, 0.5, 0.6), (3, 2, 0.6, 0.55),
+           (4, 1, 0.7, 0.5), (4, 2, 0.0, 0.9), (30, 5, np.pi / 2, 0.3)]
+    for _ in range(n):
+        d = int(rng.integers(2, 41))
+        th, ph = rng.uniform(0.0, np.pi / 2, 2)
+        out.append((d, int(rng.integers(1, d)), float(th), float(ph)))
+    return out
+
+
+def _closed_forms(res: dict, pts: list) -> list[SubCheck]:
+    """at_zero, at_half_pi and the exact small-d forms against phi_tilde_ball."""
+    with certify.working_precision(128):
+        f0 = certify.arb_function(res["at_zero"], (K_H, phi))
+        f1 = certify.arb_function(res["at_half_pi"], (K_PERP, phi))
+        exact = {key: certify.arb_function(e, (theta, phi)) for key, e in res["exact"].items()}
+        ends, small = [], []
+        for d, dH, th, ph in pts:
+            lab = f"(d, d_H, theta, phi) = ({d}, {dH}, {th:.4g}, {ph:.4g})"
+            ends.append(CertifiedInstance(f"theta = 0, {lab}", f0(dH, ph),
+                                          aq.phi_tilde_ball(0.0, ph, d, dH, prec=128)))
+            # theta = pi/2 exactly (no float is): phi~(pi/2; pi/2 - ph; d, d_H) = E[(cos(ph) S)_+]
+            # is the definition at theta = 0 with the marginals' roles exchanged
+            ends.append(CertifiedInstance(f"theta = pi/2, phi = pi/2 - {ph:.4g}, {lab}",
+                                          f1(d - dH, certify.ball(sp.pi) / 2 - ph),
+                                          aq.phi_tilde_ball(0.0, ph, d, d - dH, prec=128)))
+            if (d, dH) in exact:
+                small.append(CertifiedInstance(lab, exact[(d, dH)](th, ph),
+                                               aq.phi_tilde_ball(th, ph, d, dH, prec=128)))
+    return [certified_compare(f"certified: derived phi~(0; phi) and phi~(pi/2; phi) vs the "
+                              f"definition, {len(pts)} (d, d_H, phi)", ends, reason=_WHY),
+            certified_compare(f"certified: derived exact phi~ for d <= 4 vs the definition, "
+                              f"{len(small)} points", small, reason=_WHY)]
+
+
+def _inner_forms(res: dict) -> SubCheck:
+    """The four float64-oriented forms of the inner expectation E_R[(cR + y)_+] and its
+    partials, each on its region, against the definition's ball."""
+    syms = (K, INNER["c"], INNER["y"], INNER["mean"])
+    insts = []
+    with certify.working_precision(128):
+        fns = {(n, key): certify.arb_function(e, syms)
+               for n, fs in res["inner"].items() for key, e in fs.items()}
+        for kk in (1, 2, 3, 7, 40, 1000):
+            mean = aq.positive_part_mean_ball(kk)
+            for a in (-0.9, -0.5, 0.0, 0.3, 0.6, 0.95):
+                c, y = 1.3, -a * 1.3
+                refs = aq.inner_expectation_ball(kk, c, y)
+                for (n, key), f in fns.items():
+                    if n.endswith("_pos") != (y > 0) or n.startswith("small") != (a * a < 0.5):
+                        continue
+                    insts.append(CertifiedInstance(
+                        f"{n}.{key} at k = {kk}, a = {a:g}", f(kk, c, y, mean),
+                        refs[("inner", "inner_dc", "inner_dy").index(key)], scale=c + abs(y)))
+    return certified_compare(f"certified: derived inner expectation and partials (4 forms, "
+                             f"each on its region) vs the definition, {len(insts)} points",
+                             insts, reason="Arb balls: E_R[(cR + y)_+] and its partials from R's "
+                             "polar-angle law cut at the kink "
+                             "(numerics.arb_quadrature.inner_expectation_ball); the forms by the "
+                             "Arb translation (incomplete Beta, log1p); at the scale c + |y| "
+                             "of the terms; 128 bits")
+
+
+def _formula_ulps(pts: list) -> list[SubCheck]:
+    """formulas.phi_tilde (relative) and phi_tilde_dtheta (at the scale |c'| E|R| + |y'| E|S|
+    of its terms) within their stated ulp bounds of the definition's ball."""
+    from verify.formulas import phi_tilde, phi_tilde_dtheta
+    out = []
+    for f, derivative in ((phi_tilde, False), (phi_tilde_dtheta, True)):
+        ub = f.ulp_bound.ulps * _EPS
+        insts = []
+        with certify.working_precision(128):
+            for d, dH, th, ph in pts:
+                ref = aq.phi_tilde_ball(th, ph, d, dH, derivative=derivative, prec=128)
+                v = float(np.asarray(f(th, ph, d, dH)))
+                scale = None
+                if derivative:
+                    t, p = certify.ball(th), certify.ball(ph)
+                    scale = (abs(t.sin() * p.cos()) * 2 * aq.positive_part_mean_ball(dH)
+                             + abs(t.cos() * p.sin()) * 2 * aq.positive_part_mean_ball(d - dH))
+                insts.append(CertifiedInstance(f"(d, d_H, theta, phi) = ({d}, {dH}, {th:.4g}, "
+                                               f"{ph:.4g})", v, ref, scale=scale))
+        out.append(certified_compare(
+            f"certified: formulas.{f.name} (float64) within its stated {f.ulp_bound.ulps:g} "
+            f"ulps of the definition", insts, bound=ub,
+            reason=_WHY + "; the float64 value as an exact ball" + (
+                ", at the scale |c'| E|R| + |y'| E|S| of the terms" if derivative else "")))
+    return out
+
+
+def h1e_certified(ctx: RunContext, res: dict, n: int) -> list[SubCheck]:
+    """H1e's certified sub-checks at the pinned and ``n`` drawn instances."""
+    pts = _instances(ctx, n)
+    return [*_closed_forms(res, pts), _inner_forms(res), *_formula_ulps(pts)]
