@@ -273,7 +273,9 @@ def gibbs_fixed_point(unit: Unit, L: Any, n: Any, x: Any, x_weights: Any, y: Any
     first variation (:func:`first_variation`), ``exponent(u, z)`` vectorised (for the
     entropic risk, -(u + tau z^2)/beta: the claim passes its derived expression).  Entropic
     mirror descent: log rho <- (1 - step) log rho + step exponent(u_rho, z) + const, until the
-    log-density moves by less than ``tol``; raises DivergenceError if it does not settle."""
+    fixed-point residual max |exponent(u_rho, z) - log rho| (both normalised) is below ``tol``
+    times the exponent's range (at least 1);
+    raises DivergenceError if the iteration budget runs out first."""
     L, n = _require_grid(L, n)
     x, xw, y = _data(unit, x, x_weights, y)
     exponent = require_callable(exponent, "exponent", "(u, z)")
@@ -295,16 +297,18 @@ def gibbs_fixed_point(unit: Unit, L: Any, n: Any, x: Any, x_weights: Any, y: Any
         target = np.asarray(exponent(np.einsum("bkd,bd->k", S, xw[:, None] * R), z), dtype=float)
         if target.shape != (n,) or not np.all(np.isfinite(target)):
             raise DivergenceError("gibbs_fixed_point: exponent(u, z) must return n finite values")
-        new = (1.0 - step) * logr + step * target
-        new -= new.max()
-        moved = float(np.max(np.abs(new - (logr - logr.max()))))
-        logr = new
-        if moved < tol:
-            rho = np.exp(logr)
+        target -= target.max()
+        residual = float(np.max(np.abs(target - (logr - logr.max()))))
+        logr = (1.0 - step) * logr + step * target
+        logr -= logr.max()
+        if residual <= tol * max(1.0, -float(target.min())):   # rounding of the exponent's range
+            rho = np.exp(target)
             _check_edges(rho, "gibbs_fixed_point")
             return cells_from_density(rho, L)
-    raise DivergenceError(f"gibbs_fixed_point: the log-density still moves by {moved:.2e} after "
-                          f"{max_iter} iterations: use a smaller step or more iterations")
+    raise DivergenceError(f"gibbs_fixed_point: the iteration budget of {max_iter} is exhausted "
+                          f"before the fixed point settled (residual {residual:.2e} of the "
+                          f"log-density, tol {tol:.1e}): use a larger step (<= 1) or more "
+                          "iterations")
 
 
 def free_energy(unit: Unit, density: CellDensity, x: Any, x_weights: Any, y: Any, *,

@@ -6,6 +6,8 @@ and the float64 formulas within their stated ulp bounds of the definition's ball
 at a tiny radius proves an instance, disjoint balls disprove it."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import sympy as sp
 
@@ -16,6 +18,22 @@ from verify import certify
 from verify.kit import CertifiedInstance, RunContext, SubCheck, certified_compare
 
 __all__ = ["h1e_certified"]
+
+
+@lru_cache(maxsize=1024)
+def _phi_ball(th: float, ph: float, d: int, dH: int, derivative: bool = False):
+    """The definition's ball (independent of the derivation: cached across mutants)."""
+    return aq.phi_tilde_ball(th, ph, d, dH, derivative=derivative, prec=128)
+
+
+@lru_cache(maxsize=256)
+def _inner_ball(k: int, c: float, y: float):
+    return aq.inner_expectation_ball(k, c, y)
+
+
+@lru_cache(maxsize=256)
+def _mean_ball(k: int):
+    return aq.positive_part_mean_ball(k)
 
 _EPS = float(np.finfo(float).eps)
 _WHY = ("Arb balls: phi~ = E[(cos th cos ph R + sin th sin ph S)_+] with R, S the first "
@@ -48,15 +66,15 @@ def _closed_forms(res: dict, pts: list) -> list[SubCheck]:
         for d, dH, th, ph in pts:
             lab = f"(d, d_H, theta, phi) = ({d}, {dH}, {th:.4g}, {ph:.4g})"
             ends.append(CertifiedInstance(f"theta = 0, {lab}", f0(dH, ph),
-                                          aq.phi_tilde_ball(0.0, ph, d, dH, prec=128)))
+                                          _phi_ball(0.0, ph, d, dH)))
             # theta = pi/2 exactly (no float is): phi~(pi/2; pi/2 - ph; d, d_H) = E[(cos(ph) S)_+]
             # is the definition at theta = 0 with the marginals' roles exchanged
             ends.append(CertifiedInstance(f"theta = pi/2, phi = pi/2 - {ph:.4g}, {lab}",
                                           f1(d - dH, certify.ball(sp.pi) / 2 - ph),
-                                          aq.phi_tilde_ball(0.0, ph, d, d - dH, prec=128)))
+                                          _phi_ball(0.0, ph, d, d - dH)))
             if (d, dH) in exact:
                 small.append(CertifiedInstance(lab, exact[(d, dH)](th, ph),
-                                               aq.phi_tilde_ball(th, ph, d, dH, prec=128)))
+                                               _phi_ball(th, ph, d, dH)))
     return [certified_compare(f"certified: derived phi~(0; phi) and phi~(pi/2; phi) vs the "
                               f"definition, {len(pts)} (d, d_H, phi)", ends, reason=_WHY),
             certified_compare(f"certified: derived exact phi~ for d <= 4 vs the definition, "
@@ -72,10 +90,10 @@ def _inner_forms(res: dict) -> SubCheck:
         fns = {(n, key): certify.arb_function(e, syms)
                for n, fs in res["inner"].items() for key, e in fs.items()}
         for kk in (1, 2, 3, 7, 40, 1000):
-            mean = aq.positive_part_mean_ball(kk)
+            mean = _mean_ball(kk)
             for a in (-0.9, -0.5, 0.0, 0.3, 0.6, 0.95):
                 c, y = 1.3, -a * 1.3
-                refs = aq.inner_expectation_ball(kk, c, y)
+                refs = _inner_ball(kk, c, y)
                 for (n, key), f in fns.items():
                     if n.endswith("_pos") != (y > 0) or n.startswith("small") != (a * a < 0.5):
                         continue
@@ -101,13 +119,13 @@ def _formula_ulps(pts: list) -> list[SubCheck]:
         insts = []
         with certify.working_precision(128):
             for d, dH, th, ph in pts:
-                ref = aq.phi_tilde_ball(th, ph, d, dH, derivative=derivative, prec=128)
+                ref = _phi_ball(th, ph, d, dH, derivative)
                 v = float(np.asarray(f(th, ph, d, dH)))
                 scale = None
                 if derivative:
                     t, p = certify.ball(th), certify.ball(ph)
-                    scale = (abs(t.sin() * p.cos()) * 2 * aq.positive_part_mean_ball(dH)
-                             + abs(t.cos() * p.sin()) * 2 * aq.positive_part_mean_ball(d - dH))
+                    scale = (abs(t.sin() * p.cos()) * 2 * _mean_ball(dH)
+                             + abs(t.cos() * p.sin()) * 2 * _mean_ball(d - dH))
                 insts.append(CertifiedInstance(f"(d, d_H, theta, phi) = ({d}, {dH}, {th:.4g}, "
                                                f"{ph:.4g})", v, ref, scale=scale))
         out.append(certified_compare(
