@@ -30,7 +30,7 @@ from numerics.validation import (DivergenceError, RunProgress, as_float_array,
                                  require_size, require_work)
 
 __all__ = ["CellDensity", "gaussian_cells", "cells_from_density", "mckean_vlasov_flow",
-           "first_variation", "gibbs_fixed_point", "free_energy", "wasserstein1_to_sample", "MAX_CELLS"]
+           "gibbs_fixed_point", "free_energy", "wasserstein1_to_sample", "MAX_CELLS"]
 
 #: the most cells of a grid (a 2^16-cell grid steps in ~1 ms; its stable step is ~h^2/beta)
 MAX_CELLS = 2 ** 16
@@ -257,20 +257,11 @@ def mckean_vlasov_flow(unit: Unit, density0: CellDensity, x: Any, x_weights: Any
     return out
 
 
-def first_variation(unit: Unit, density: CellDensity, x: Any, x_weights: Any, y: Any) -> np.ndarray:
-    """u_rho(z_i) = E_x[sigma_*(x, z_i)^T (Phi_rho(x) - y(x))] at the cell centers."""
-    dens = _require_density(density)
-    x, xw, y = _data(unit, x, x_weights, y)
-    S = unit.value(x, dens.centers[:, None])          # (B, n, dY)
-    R = np.einsum("bkd,k->bd", S, dens.masses) - y
-    return np.einsum("bkd,bd->k", S, xw[:, None] * R)
-
-
 def gibbs_fixed_point(unit: Unit, L: Any, n: Any, x: Any, x_weights: Any, y: Any,
                       exponent: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
                       step: Any = 0.2, tol: Any = 1e-13, max_iter: Any = 20000) -> CellDensity:
     """The fixed point rho ~ exp(exponent(u_rho(z), z)) on n cells of [-L, L], u_rho the
-    first variation (:func:`first_variation`), ``exponent(u, z)`` vectorised (for the
+    first variation E_x[sigma_*(x, z)^T (Phi_rho(x) - y(x))], ``exponent(u, z)`` vectorised (for the
     entropic risk, -(u + tau z^2)/beta: the claim passes its derived expression).  Entropic
     mirror descent: log rho <- (1 - step) log rho + step exponent(u_rho, z) + const, until the
     fixed-point residual max |exponent(u_rho, z) - log rho| (both normalised) is below ``tol``

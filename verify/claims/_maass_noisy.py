@@ -25,7 +25,8 @@ from numerics.rng import make_rng
 from numerics.validation import long_runs
 from verify.kit import RateStudy, RunContext, SubCheck, fmt, lambdified, rate_study
 
-__all__ = ["NONLINEAR_STUDY", "nonlinear_study", "gibbs_limit_check", "stationary_study"]
+__all__ = ["NONLINEAR_STUDY", "nonlinear_study", "gibbs_limit_check", "stationary_study",
+           "time_per_step"]
 
 NONLINEAR_STUDY = ("W1 between the width-N particles and the McKean-Vlasov law rho_T vs width N: "
                    "noisy SGD at beta > 0, the non-linear unit tanh(z x) (1-D Fokker-Planck "
@@ -61,7 +62,8 @@ def _flow_reference(T: float, x_std: float, tau: float, beta: float, cells: int,
                                      x, xw, y, tau=tau, beta=beta, t_end=T)[0]
 
 
-def _time_per_step(N: int, alpha: float) -> float:
+def time_per_step(N: int, alpha: float) -> float:
+    """The derived flow time of one SGD step at width N (M1f's ``time_per_step``)."""
     return float(lambdified("M1f", "time_per_step", (n_width, alpha_sgd), modules="numpy")(N, alpha))
 
 
@@ -75,7 +77,7 @@ def _particles(run: RunContext, widths: tuple, seeds: int, alpha: float, T: floa
     out = []
     for N in widths:
         cfg = eq.SGDConfig(alpha=alpha, tau=tau, beta=beta, batch=batch,
-                           steps=int(round(T / _time_per_step(N, alpha))), x_std=x_std)
+                           steps=int(round(T / time_per_step(N, alpha))), x_std=x_std)
         row = []
         for k in range(seeds):
             th0 = eq.init_particles("iid", N, unit, group, run.rng("tanh init", N, k))
@@ -116,7 +118,7 @@ def _gibbs(n: int, sz: dict, x, xw, y, temperature: float = 1.0) -> mv.CellDensi
     g = lambdified("M1f", "gibbs_exponent", (u, z, tau, beta), modules="numpy")
     t_, b_ = sz["stat_tau"], sz["stat_beta"] * temperature
     return mv.gibbs_fixed_point(_setting()[0], _L_GIBBS, n, x, xw, y,
-                                lambda uu, zz: g(uu, zz, t_, b_) + 0.0 * zz)
+                                lambda uu, zz: g(uu, zz, t_, b_))
 
 
 #: |observed order - 2| allowed in the h^2 study: 5x the deviation calibrated on the linear

@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from derivations.maass_limit import alpha_sgd, n_width
 from numerics import equivariant as eq
 from numerics import equivariant_limit as el
 from numerics.groups import c2_swap
 from numerics.validation import long_runs
-from verify.claims._maass_noisy import gibbs_limit_check, nonlinear_study, stationary_study
+from verify.claims._maass_noisy import (gibbs_limit_check, nonlinear_study, stationary_study,
+                                        time_per_step)
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         compare, derived_generation, fmt, lambdified, rate_study)
 
@@ -57,10 +57,6 @@ def _setting(linear: bool = False):
     tag = "M1f linear teacher" if linear else "M1f teacher"
     teacher = eq.make_teacher("arbitrary", unit, group, make_rng(_TEACHER_SEED, tag))
     return unit, group, teacher
-
-
-def _time_per_step(N: int, alpha: float) -> float:
-    return float(lambdified("M1f", "time_per_step", (n_width, alpha_sgd), modules="numpy")(N, alpha))
 
 
 def _eval_rule(sz: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +92,7 @@ def _width_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: flo
     F = np.empty((len(widths), seeds, xe.shape[0], unit.dim_y))
     steps = []
     for i, N in enumerate(widths):
-        n_steps = int(round(T / _time_per_step(N, alpha)))
+        n_steps = int(round(T / time_per_step(N, alpha)))
         steps.append(n_steps)
         cfg = eq.SGDConfig(alpha=alpha, tau=tau, beta=0.0, batch=batch, steps=n_steps, x_std=x_std)
         for k in range(seeds):
@@ -124,7 +120,7 @@ def _linear_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: fl
     covs = np.empty((len(widths), seeds, unit.dim_z, unit.dim_z))
     for i, N in enumerate(widths):
         cfg = eq.SGDConfig(alpha=alpha, tau=tau, beta=beta, batch=batch,
-                           steps=int(round(T / _time_per_step(N, alpha))), x_std=x_std)
+                           steps=int(round(T / time_per_step(N, alpha))), x_std=x_std)
         for k in range(seeds):
             th0 = eq.init_particles("iid", N, unit, group, run.rng("linear init", N, k))
             with long_runs():
@@ -371,7 +367,7 @@ def _time_change_check(ctx: RunContext, alpha: float, tau: float) -> SubCheck:
     step = -(alpha / N) * (eq.scheme_gradient("vanilla", unit, group, theta, x, y) + 2.0 * tau * theta)
     v = el.population_velocity(unit, theta, np.full(N, 1.0 / N), x, np.full(B, 1.0 / B), y, tau)
     return compare("one SGD step / derived flow time per step vs the population velocity of "
-                   "the batch law (numerics.equivariant_limit)", step / _time_per_step(N, alpha), v,
+                   "the batch law (numerics.equivariant_limit)", step / time_per_step(N, alpha), v,
                    rtol=1e-12, atol=1e-12 * float(np.abs(v).max()),
                    reason="a step is linear in s = alpha/N: the ratio is exact up to rounding of "
                           "two float64 evaluations of the same batch sums, ~1e-15 relative")
@@ -391,7 +387,7 @@ def _noise_check(ctx: RunContext, alpha: float, tau: float, x_std: float) -> Sub
                              ctx.rng("noise check", "noise"))[0])
     xi = (outs[0] - outs[1]).ravel()
     dof = xi.size
-    var = 2.0 * beta * _time_per_step(N, alpha)
+    var = 2.0 * beta * time_per_step(N, alpha)
     stat = float(np.sum(xi ** 2) / var)
     lo, hi = stats.chi2.ppf([0.0005, 0.9995], dof)
     err = abs(stat / dof - 1.0)
@@ -456,7 +452,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                 f"|reference - coarser reference| (spectral convergence: the "
                                 f"finer rule is the more accurate) at nq = {sz['nq']}, nx = "
                                 f"{sz['nx']}, {sz['rk4']} RK4 steps", _BIAS_FRACTION)]
-    rows = [[N, steps[i], fmt(_time_per_step(N, sz["alpha"])), fmt(float(D[i].mean())),
+    rows = [[N, steps[i], fmt(time_per_step(N, sz["alpha"])), fmt(float(D[i].mean())),
              fmt(float(D[i].std(ddof=1)))] for i, N in enumerate(widths)]
     return combine(f"M1f: logistic unit 2 x 2, teacher of 5 N(0, 1) particles, X ~ N(0, "
                    f"{sz['x_std']:g}^2 I), tau = {sz['tau']:g}, beta = 0, alpha = {sz['alpha']:g}, "
