@@ -134,6 +134,30 @@ def test_an_exception_is_not_a_catch(registry) -> None:
     assert smallest_caught(Mutant("T1c", "derived", ("I",)))[0] is None
 
 
+def test_first_failure_stops_at_the_first_measured_failure_with_the_same_verdict(
+        registry, monkeypatch) -> None:
+    """``run_mutant(..., first_failure=True)`` (the mutation-power tests): the check stops at
+    its first sub-check that fails BY MEASUREMENT; an instance that raised (an infinite
+    error) does not stop it, so the verdicts are those of the full run."""
+    ran: list[str] = []
+
+    def two_parts(ctx):
+        ran.append("first")
+        err = abs(float(ctx.derivation().results["I"]) - 1.0)
+        first = SubCheck("I", err, 1e-12, "exact")
+        ran.append("second")
+        return combine("I", [first, SubCheck("second", 0.0, 1.0, "-")])
+    monkeypatch.setattr(GOOD, "check", two_parts)
+    full = run_mutant(Mutant("T1a", "derived", ("I",)), 1e-8)
+    assert ran == ["first", "second"]
+    ran.clear()
+    fast = run_mutant(Mutant("T1a", "derived", ("I",)), 1e-8, first_failure=True)
+    assert ran == ["first"] and fast[0] == full[0] == CAUGHT
+    assert fast[1].startswith(full[1].split(" (error")[0]) and "first failing" in fast[1]
+    assert run_mutant(Mutant("T1a", "derived", ("I",)), 1e-14, first_failure=True)[0] == MISSED
+    assert run_mutant(Mutant("T1d", "derived", ("I",)), 1e-2, first_failure=True)[0] == RAISED
+
+
 def test_a_failure_without_a_measured_error_is_not_a_catch(registry, monkeypatch) -> None:
     def explicit(ctx):
         return Outcome("I", 0.0, 1e-12, "exact", passed=ctx.derivation().results["I"] == 1)

@@ -2,7 +2,8 @@
 
 - every claim's check catches, BY MEASUREMENT (a sub-check's error beyond its tolerance,
   not an exception), a 1e-2 perturbation of each of its derived results; the closed-form
-  claims catch 1e-8;
+  claims catch 1e-8 (each mutant's check stops at its first sub-check that fails by
+  measurement: the verdict is the same, at 40 % of the cost);
 - every verified formula's claim fails by measurement when the formula's output is off by
   1e-6 relative (algorithms included: they are verified against their claim's properties);
 - with every derivation perturbed at its source by 1e-3 (the builders in
@@ -33,7 +34,7 @@ CLOSED_FORMS = ["W2a", "W2e", "W2f", "W3a", "W3c", "W3d", "W3e", "H1e", "H1f", "
 def _not_caught(mutants, eps: float) -> list[str]:
     out = []
     for m in mutants:
-        status, how = run_mutant(m, eps, seed=SEED)
+        status, how = run_mutant(m, eps, seed=SEED, first_failure=True)
         if status != CAUGHT:
             out.append(f"{m.label}: {status}: {how}")
     return out
@@ -63,7 +64,7 @@ FORMULAS = formula_mutants(IDS)
 @pytest.mark.parametrize("mutant", FORMULAS, ids=[m.path[0] + (" (algorithm)" if m.algorithm
                                                                else "") for m in FORMULAS])
 def test_every_formula_is_what_its_claim_verified(mutant) -> None:
-    status, how = run_mutant(mutant, 1e-6, seed=SEED)
+    status, how = run_mutant(mutant, 1e-6, seed=SEED, first_failure=True)
     assert status == CAUGHT, f"{mutant.claim_id} does not fail by measurement with " \
                              f"{mutant.path[0]} off by 1e-6: {status}: {how}"
 

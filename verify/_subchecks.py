@@ -3,6 +3,7 @@ fits, margins, formatting); users import them from :mod:`verify.kit`."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -17,6 +18,41 @@ __all__ = ["Margin", "SubCheck", "combine", "control_margin", "fmt", "loglog_slo
            "RateStudy", "rate_study", "compare_derivative"]
 
 
+def fails_by_measurement(error: Any, tolerance: Any) -> bool:
+    """A finite measured error beyond a finite tolerance (not an exception, not a verdict)."""
+    try:
+        e, t = float(error), float(tolerance)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(e) and math.isfinite(t) and e > t
+
+
+_STOP_AT_FIRST_FAILURE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "stop_at_first_failure", default=False)
+
+
+class FirstFailure(BaseException):
+    """Raised by the first sub-check that fails by measurement inside
+    :func:`stop_at_first_failure` (a BaseException, so that no check's own ``except
+    Exception`` turns it into an instance failure)."""
+
+    def __init__(self, subcheck: "SubCheck"):
+        super().__init__(subcheck.name)
+        self.subcheck = subcheck
+
+
+@contextlib.contextmanager
+def stop_at_first_failure() -> Iterator[None]:
+    """Inside, a :class:`SubCheck` that fails by measurement raises :class:`FirstFailure`:
+    a mutant's check stops as soon as it is caught (the verdict "caught by measurement" is
+    the same; the later sub-checks are not run).  This thread only."""
+    token = _STOP_AT_FIRST_FAILURE.set(True)
+    try:
+        yield
+    finally:
+        _STOP_AT_FIRST_FAILURE.reset(token)
+
+
 @dataclass
 class SubCheck:
     """One condition of a multi-part check: measured ``error`` vs ``tolerance``, and why."""
@@ -29,6 +65,11 @@ class SubCheck:
     # minimal (shrunk) failing instance with its error.
     instances: int | None = None
     counterexample: dict[str, Any] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if _STOP_AT_FIRST_FAILURE.get() and self.passed is not True \
+                and fails_by_measurement(self.error, self.tolerance):
+            raise FirstFailure(self)
 
     def ok(self) -> bool:
         if self.passed is not None:

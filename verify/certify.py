@@ -452,18 +452,20 @@ def certified_compare(name: str, instances: Sequence[CertifiedInstance], *,
             disproof = (it, float(diff.lower()) / (scale_hi if relative else 1.0))
         elif (not finite or rad > max_rel_radius) and unproven is None:
             unproven = (it, rad)
-    sc = SubCheck(name, worst_err, bound + 4 * max_rel_radius, reason,
-                  passed=disproof is None and unproven is None, instances=len(insts))
+    counterexample = None
     if disproof is not None:
         it, gap = disproof
-        sc.counterexample = {"disproved": True, "instance": it.label,
-                             "closed_form": it.value.str(20), "reference": it.reference.str(20),
-                             "proven_gap": gap}
+        counterexample = {"disproved": True, "instance": it.label,
+                          "closed_form": it.value.str(20), "reference": it.reference.str(20),
+                          "proven_gap": gap}
     elif unproven is not None:
         it, rad = unproven
-        sc.counterexample = {"disproved": False, "instance": it.label,
-                             "relative_radius": rad, "closed_form": it.value.str(20),
-                             "reference": it.reference.str(20)}
+        counterexample = {"disproved": False, "instance": it.label,
+                          "relative_radius": rad, "closed_form": it.value.str(20),
+                          "reference": it.reference.str(20)}
+    sc = SubCheck(name, worst_err, bound + 4 * max_rel_radius, reason,
+                  passed=disproof is None and unproven is None, instances=len(insts),
+                  counterexample=counterexample)
     sc.certified = {"instances": len(insts), "worst_radius": worst_rad,  # type: ignore[attr-defined]
                     "disproved": disproof is not None}
     return sc

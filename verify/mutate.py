@@ -47,21 +47,23 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib
 import json
-import math
 import os
 import pkgutil
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator, Sequence
 
 import sympy as sp
 
 from derivations.base import Derivation
 from verify import derived
+from verify._subchecks import FirstFailure, fails_by_measurement, stop_at_first_failure
 
 __all__ = ["Mutant", "MutantResult", "CAUGHT", "RAISED", "UNMEASURED", "MISSED", "DISPROVED",
            "mutation_sites", "mutated", "mutated_all", "unmutable_entries",
@@ -222,14 +224,6 @@ def formula_mutants(claim_ids: Sequence[str]) -> list[Mutant]:
 
 # -- outcomes ----------------------------------------------------------------------
 
-def _measured(error: Any, tolerance: Any) -> bool:
-    try:
-        e, t = float(error), float(tolerance)
-    except (TypeError, ValueError):
-        return False
-    return math.isfinite(e) and math.isfinite(t) and e > t
-
-
 def classify(ev: Any) -> tuple[str, str]:
     """(status, how) of a check's :class:`~verify.claims.Evidence` under a mutant: caught
     only when a failing sub-check measured an error beyond its tolerance."""
@@ -239,7 +233,7 @@ def classify(ev: Any) -> tuple[str, str]:
                                             "tolerance": ev.tolerance, "passed": False,
                                             "reason": ev.tolerance_reason}]
     failed = [s for s in subs if not s.get("passed", True)]
-    measured = [s for s in failed if _measured(s.get("error"), s.get("tolerance"))]
+    measured = [s for s in failed if fails_by_measurement(s.get("error"), s.get("tolerance"))]
     disproofs = [s for s in failed if (s.get("counterexample") or {}).get("disproved") is True]
     if disproofs:
         s = disproofs[0]
@@ -252,7 +246,7 @@ def classify(ev: Any) -> tuple[str, str]:
         return CAUGHT, (f"failed by measurement: {s['name'][:80]} (error {float(s['error']):.3g}"
                         f" > tolerance {float(s['tolerance']):.3g})"
                         + (f" and {len(measured) - 1} more" if len(measured) > 1 else ""))
-    if not failed and _measured(ev.error, ev.tolerance):
+    if not failed and fails_by_measurement(ev.error, ev.tolerance):
         return CAUGHT, f"failed by measurement (error {ev.error:.3g} > tolerance {ev.tolerance:.3g})"
     for s in failed:  # for_all_instances reports an exception as "<Type>: message"
         reason = str(s.get("reason", ""))
@@ -264,22 +258,36 @@ def classify(ev: Any) -> tuple[str, str]:
     return UNMEASURED, f"failed without a measured error beyond tolerance ({names})"
 
 
-def _run_check(claim_id: str, profile: str, seed: int) -> tuple[str, str]:
+def _run_check(claim_id: str, profile: str, seed: int,
+               first_failure: bool = False) -> tuple[str, str]:
     """Run the claim's check here, under whatever perturbation is active."""
     from verify.claims import get
     from verify.kit import no_shrinking, without_local_constants
     from verify.runner import describe_exception, one_blas_thread
     claim = get(claim_id)
-    with one_blas_thread(), without_local_constants(), no_shrinking():
+    stop = stop_at_first_failure() if first_failure else contextlib.nullcontext()
+    with one_blas_thread(), without_local_constants(), no_shrinking(), stop:
         try:
             ev = claim.run(profile, seed)
+        except FirstFailure as caught:
+            s = caught.subcheck
+            status, how = classify(SimpleNamespace(
+                passed=False, error=s.error, tolerance=s.tolerance, compared=s.name,
+                tolerance_reason=s.reason,
+                details={"subchecks": [{"name": s.name, "error": s.error, "tolerance": s.tolerance,
+                                        "reason": s.reason, "passed": False,
+                                        "counterexample": s.counterexample}]}))
+            return status, f"{how} (the first failing sub-check; the check stopped there)"
         except Exception as exc:
             return RAISED, f"raised: {describe_exception(exc).splitlines()[0][:240]}"
     return classify(ev)
 
 
-def run_mutant(m: Mutant, eps: float, profile: str = "quick", seed: int = 0) -> tuple[str, str]:
-    """Run the claim's check under mutant ``m`` at ``eps`` in this process; (status, how)."""
+def run_mutant(m: Mutant, eps: float, profile: str = "quick", seed: int = 0, *,
+               first_failure: bool = False) -> tuple[str, str]:
+    """Run the claim's check under mutant ``m`` at ``eps`` in this process; (status, how).
+    ``first_failure``: stop the check at its first sub-check that fails by measurement
+    (the status is the same whenever one does; certified disproofs after it go unreported)."""
     from verify.formulas import perturbed_output
     if m.kind == "derived":
         orig = derived.derivation(m.claim_id)
@@ -288,7 +296,7 @@ def run_mutant(m: Mutant, eps: float, profile: str = "quick", seed: int = 0) -> 
     else:
         ctx = perturbed_output(m.path[0], 1 + eps)
     with ctx:
-        return _run_check(m.claim_id, profile, seed)
+        return _run_check(m.claim_id, profile, seed, first_failure)
 
 
 # -- perturbing at the source (fresh processes) --------------------------------------
