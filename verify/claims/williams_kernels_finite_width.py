@@ -128,8 +128,13 @@ def _exact_pair_mean_rate(xd: np.ndarray, yd: np.ndarray, n_angle: int = 256) ->
     return float(np.log(e2 / e1) / (2 * np.log(2))), bound
 
 
-def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
-    """``rate_override``: negative control, the fluctuation rate taken as this value."""
+#: the variants of W3f: the fluctuation rate, the derived one (None) or the near miss -0.51
+DERIVED_RATE = None
+NEAR_MISS_RATE = -0.51
+
+
+def _check_w3f(ctx: RunContext, rate_override: float | None) -> Outcome:
+    """W3f at the derived fluctuation rate (``DERIVED_RATE``) or at ``NEAR_MISS_RATE``."""
     F = formulas()
     res = ctx.derivation().results
     rate = float(res["rate"]) if rate_override is None else rate_override
@@ -206,7 +211,7 @@ def _check_w3f(ctx: RunContext, rate_override: float | None = None) -> Outcome:
     data = datasets(min_points=3, max_points=6, min_gap=0.3, x_range=(-0.95, 0.95))
     names = (f"fluctuation rate: mean of m = {_PSI_WIDTH} i.i.d. psi has E|.|^2 = E psi^2 m^(2 rate)",
              "trained widths: mean |f_m - f|^2 = E psi^2 m^(2 rate)")
-    found = [for_all_instances(ctx, nm, data, lambda d, i=i: cached(d, i), quick=n_data, full=n_data,
+    found = [for_all_instances(ctx, nm, data, lambda d, i=i: cached(d, i), count=n_data,
                                pinned=[(FIG4_X, FIG4_Y)]) for i, nm in enumerate(names)]
     total = sum(n_tests)
     found[0].reason = (f"{found[0].reason}. psi from the derived kernel (alpha = K^-1 y, beta = K^-1 "
@@ -268,8 +273,7 @@ CLAIM_W3F = Claim(
                r"converges to the min-norm fit $f_m$; $f_m - f = \frac1m\sum_i\psi_i + O(1/m)$ with "
                r"$f$ the kernel interpolant, so $E|f_m(x) - f(x)|^2 = E\psi^2\,m^{-1}$: the "
                r"distance decays like $m^{-1/2}$."),
-    check=lambda ctx: _check_w3f(ctx),
-    negative_control=lambda ctx: _check_w3f(ctx, -0.51),
+    check=_check_w3f, exact=DERIVED_RATE, near_miss=NEAR_MISS_RATE,
     negative_control_description="near miss: fluctuation rate -0.51 instead of the derived -1/2",
     negative_target="fluctuation rate", sizes=_W3F_SIZES,
     figures=_figures_w3f, kind="numerical-evidence")
