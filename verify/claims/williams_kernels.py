@@ -28,7 +28,7 @@ import sympy as sp
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
 from numerics.chi_square import mean_square_ratio_test
-from verify.certify import certified_compare, certified_details
+from verify.certify import CertifiedInstance, certified_compare, certified_details
 from verify.claims._williams_kernels_common import (ALPHA_TEST, EPS, EXACT_TOL, FIG4_X, FIG4_Y,
                                                     NEAR_MISS, REL_TOL, SERIES_REMAINDER, SOURCE,
                                                     XP, X, certified_instances, certified_points,
@@ -195,9 +195,10 @@ W3C_SIZES = {"quick": {"mc_widths": (100, 1000, 10_000), "mc_replicates": 24,
                       "quadrature_points": 25, "certified_points": 200, "datasets": 15,
                       "nested_quadrature": True}}
 #: the declared sizes of W3d: drawn points of the quadrature and certified sub-checks, data
-#: sets of the interpolant kinks
-W3D_SIZES = {prof: {"quadrature_points": nq, "certified_points": nc, "datasets": nd}
-             for prof, nq, nc, nd in (("quick", 2, 12, 2), ("full", 20, 100, 15))}
+#: sets of the interpolant kinks, drawn x' of the certified f'-jumps
+W3D_SIZES = {prof: {"quadrature_points": nq, "certified_points": nc, "datasets": nd,
+                    "certified_jumps": nj}
+             for prof, nq, nc, nd, nj in (("quick", 2, 12, 2, 12), ("full", 20, 100, 15, 120))}
 
 
 def _mc_widths(ctx: RunContext) -> tuple[list[int], int]:
@@ -552,6 +553,74 @@ def _ntk_kinks(ctx: RunContext, F: Any, dat: tuple[np.ndarray, np.ndarray]) -> S
                    "relative to the jump")
 
 
+def _measured_jumps(ctx: RunContext, F: Any) -> tuple[SubCheck, list]:
+    """The derived jumps of d/dx K_NTK at x = x' vs one-sided mpmath differences of the
+    (quadrature-verified) formula's mpmath evaluation at 40 digits (sigma_c = 1)."""
+    worst, jrows = 0.0, []
+    for key, (init, xs) in _JUMP_POINTS.items():
+        J = lambdified(ctx.claim_id, key, (XP, dk.sigma_c), modules="mpmath")
+        for x0 in xs:
+            with mpmath.workdps(40):
+                k = lambda t: F.ntk_kernel.mpmath(float(t), x0, init=init, sigma_c=1.0, dps=40)
+                h = mpmath.mpf(2) ** -30
+                X0 = mpmath.mpf(x0)
+                dr = (-3 * k(X0) + 4 * k(X0 + h) - k(X0 + 2 * h)) / (2 * h)
+                dl = (3 * k(X0) - 4 * k(X0 - h) + k(X0 - 2 * h)) / (2 * h)
+                pred = J(X0, mpmath.mpf(1))
+                err = float(abs((dr - dl) - pred) / abs(pred))
+            worst = max(worst, err)
+            jrows.append([key, fmt(x0), mpmath.nstr(dr - dl, 15), mpmath.nstr(pred, 15), fmt(err)])
+    return SubCheck("derived f'-jump of K_NTK vs one-sided derivatives of the kernel", worst, 1e-13,
+                    "second-order one-sided differences with h = 2^-30 at 40 digits: truncation "
+                    "h^2 |K'''| ~ 1e-18, rounding 1e-40 / h ~ 1e-31 (points inside and outside "
+                    "[-1, 1]; the kernel itself is verified against quadrature above)"), jrows
+
+
+def _jump_points(ctx: RunContext) -> list[tuple[str, str, float]]:
+    """(jump, init, x') at the pinned points and ``ctx.size("certified_jumps")`` drawn ones
+    (``--examples N``: N): |x'| <= 1 and 1 < |x'| <= 5 (uniform), |x'| <= 5 (gaussian)."""
+    out = [(key, init, float(v)) for key, (init, xs) in _JUMP_POINTS.items() for v in xs]
+    rng = ctx.rng("certified jumps")
+    count = ctx.size("certified_jumps")
+    kinds = list(_JUMP_POINTS.items())
+    for i in range(ctx.n_examples(count, count)):
+        key, (init, _) = kinds[i % len(kinds)]
+        v = float(rng.uniform(-1, 1))
+        if key != "jump_uniform":
+            v = float(np.sign(v) * (1 + 4 * abs(v))) if key == "jump_uniform_outside" else 5 * v
+        out.append((key, init, v))
+    return out
+
+
+def _certified_jumps(ctx: RunContext, res: dict) -> SubCheck:
+    """The derived jumps J(x') of d/dx K_NTK at x = x' vs the one-sided derivatives of the
+    derived K_NTK, both in Arb: the branch active on each side of x' chosen by the sign of
+    its argument's germ, differentiated as an Arb power series (_williams_certified)."""
+    from verify import certify
+    from verify.claims._williams_certified import one_sided_derivative_jump
+    sc = SIGMA_C_W3D
+    insts = []
+    for key, init, v in _jump_points(ctx):
+        J = certify.arb_function(res[key], (XP, dk.sigma_c))
+        ref = one_sided_derivative_jump(res[f"ntk_{init}"], {X: v, XP: v, dk.sigma_c: sc}, X)
+        with certify.working_precision(128):
+            val = J(certify.ball(v), certify.ball(sc))
+        insts.append(CertifiedInstance(f"{key} at x' = {v!r}", val, ref))
+    return certified_compare(
+        f"certified: derived f'-jumps of K_NTK vs its one-sided derivatives (sigma_c = {sc}), "
+        f"{len(insts)} points", insts,
+        reason="Arb balls at 128 bits: d/dx K_NTK(x' +- 0, x') of the derived K_NTK (the closed "
+               "form certified against the definition above), the branch on each side chosen by "
+               "the sign of its argument's germ and differentiated as an Arb power series; the "
+               "derived jump by the Arb translation of its SymPy expression")
+
+
+def _jump_checks(ctx: RunContext, F: Any, res: dict) -> tuple[list[SubCheck], list]:
+    """W3d's f'-jumps of K_NTK at x = x': measured (one-sided differences) and certified."""
+    measured, jrows = _measured_jumps(ctx, F)
+    return [measured, _certified_jumps(ctx, res)], jrows
+
+
 def _check_w3d(ctx: RunContext, c2_factor: float) -> Outcome:
     """W3d with E c^2 = c2_factor sigma_c^2 (``EXACT_C2`` or the near miss ``LARGER_C2``)."""
     F = formulas()
@@ -607,27 +676,8 @@ def _check_w3d(ctx: RunContext, c2_factor: float) -> Outcome:
     subs.append(_float_vs_derived("gaussian: float64 P vs the derived expression", _gaussian_grid(),
                                   lambda p, q: F.active_probability(p, q, init="gaussian"), P_mp,
                                   lambda p, q, v: 64 * EPS * (1 + abs(p * q) / max(abs(v), 1e-300) / 8)))
-    # derived jump of d/dx K_NTK at x = x' vs one-sided mpmath derivatives of the
-    # (quadrature-verified) kernel evaluated in high precision
-    worst, jrows = 0.0, []
-    for key, (init, xs) in _JUMP_POINTS.items():
-        J = lambdified(ctx.claim_id, key, (XP, dk.sigma_c), modules="mpmath")
-        for x0 in xs:
-            with mpmath.workdps(40):
-                k = lambda t: F.ntk_kernel.mpmath(float(t), x0, init=init, sigma_c=1.0, dps=40)
-                h = mpmath.mpf(2) ** -30
-                X0 = mpmath.mpf(x0)
-                dr = (-3 * k(X0) + 4 * k(X0 + h) - k(X0 + 2 * h)) / (2 * h)
-                dl = (3 * k(X0) - 4 * k(X0 - h) + k(X0 - 2 * h)) / (2 * h)
-                pred = J(X0, mpmath.mpf(1))
-                err = float(abs((dr - dl) - pred) / abs(pred))
-            worst = max(worst, err)
-            jrows.append([key, fmt(x0), mpmath.nstr(dr - dl, 15), mpmath.nstr(pred, 15), fmt(err)])
-    subs.append(SubCheck("derived f'-jump of K_NTK vs one-sided derivatives of the kernel", worst, 1e-13,
-                         "second-order one-sided differences with h = 2^-30 at 40 digits: truncation "
-                         "h^2 |K'''| ~ 1e-18, rounding 1e-40 / h ~ 1e-31 (points inside and outside "
-                         "[-1, 1]; the kernel itself is verified against quadrature above)"))
-
+    jump_subs, jrows = _jump_checks(ctx, F, res)
+    subs += jump_subs
     # kinks of NTK interpolants at the data (finite differences of the float64 interpolant)
     subs.append(for_all_instances(ctx, "NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)",
                                   datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.5, 2.5)),
