@@ -73,3 +73,45 @@ def test_w3d_certified_jumps_prove_and_disprove() -> None:
     with derived.overridden("W3d", Derivation(orig.steps, bad)):
         sc = wk._certified_jumps(ctx, dict(derived.derivation("W3d").results))
     assert not sc.passed and sc.counterexample["disproved"]
+
+
+def test_w3b_certified_sections_prove_and_disprove_the_end_conditions() -> None:
+    from verify.claims import williams_kernels_interpolants as wki
+    ctx = wki.CLAIM_W3B.context("quick", 0)
+    res = ctx.derivation().results
+    jumps, ends = wki._certified_w3b(ctx, res, wki.EXACT_END_CONDITIONS)
+    assert jumps.passed and ends.passed and ends.certified["instances"] == 4 * 12
+    jumps, ends = wki._certified_w3b(ctx, res, wki.PERTURBED_END_CONDITION)
+    assert jumps.passed and not ends.passed and ends.counterexample["disproved"]
+
+
+def test_w2c_certified_metric_proves_and_disproves() -> None:
+    from verify.claims import williams_dynamics as wd
+    claim = next(c for c in wd.CLAIMS if c.id == "W2c")
+    ctx = claim.context("quick", 0)
+    subs = wd._certified_w2c(ctx, 1.0)
+    assert all(s.passed for s in subs) and subs[0].certified["instances"] == 24
+    subs = wd._certified_w2c(ctx, wd.W2C_THTH_FACTOR)
+    assert subs[0].passed and not subs[1].passed and subs[1].counterexample["disproved"]
+
+
+def test_w2b_certified_field_proves_and_the_wrong_invariant_is_disproved() -> None:
+    from verify.claims import williams_dynamics as wd
+    claim = next(c for c in wd.CLAIMS if c.id == "W2b")
+    ctx = claim.context("quick", 0)
+    subs = wd._certified_w2b(ctx, 1.0)
+    assert all(s.passed for s in subs) and subs[0].certified["instances"] == 3 * 24
+    subs = wd._certified_w2b(ctx, wd.W2B_WEIGHT)
+    assert subs[0].passed and not subs[1].passed and subs[1].counterexample["disproved"]
+
+
+def test_w2g_certified_kernels_prove_and_disprove() -> None:
+    from verify.claims import williams_dynamics_residual as wr
+    ctx = wr.CLAIMS[0].context("quick", 0)
+    assert all(s.passed for s in wr._certified_w2g(ctx))
+    orig = derived.derivation("W2g")
+    bad = dict(orig.results)
+    bad["h_sliding"] = bad["h_sliding"] * (1 + sp.Float(1e-12, 30))
+    with derived.overridden("W2g", Derivation(orig.steps, bad)):
+        subs = wr._certified_w2g(ctx)
+    assert subs[0].passed and not subs[1].passed and subs[1].counterexample["disproved"]

@@ -57,6 +57,31 @@ def _fd_canonical(r, th, x, y, h):
 W2D_RESIDUAL_FACTOR = 1 + 3e-6
 
 
+def _certified_w2d(ctx: RunContext) -> list[SubCheck]:
+    """Proofs at drawn (a, b, c, x): the derived phi at (r, theta) = pi(z) (the definition of
+    pi) equals the neuron c (a x - b)_+ (the definition of f_z), compared at the scale
+    |c| |(a, b)| |x~| (so a point on the kink counts)."""
+    from flint import arb
+    from verify import certify
+    phi = certify.arb_function(ctx.derivation().results["phi"], (D.r, D.theta, D.x))
+    inst = []
+    with certify.working_precision(128):
+        for a, b, c, x in certified_draws(ctx, "W2d", 4).tolist():
+            A, B, C, X = (certify.ball(v) for v in (a, b, c, x))
+            val = certify.enclose_to(lambda: phi(C * (A * A + B * B).sqrt(), arb.atan2(B, A), X), 1e-32)
+            scale = abs(C) * (A * A + B * B).sqrt() * (1 + X * X).sqrt()
+            inst.append(certify.CertifiedInstance(f"(a, b, c, x) = ({a!r}, {b!r}, {c!r}, {x!r})", val,
+                                                  AU.full_neuron(a, b, c, x), scale=scale))
+    return [certify.certified_compare(f"certified: derived phi at pi(z) vs c (ax - b)_+, {len(inst)} neurons",
+                                      inst, reason=_WHY_ARB_PI)]
+
+
+#: where the balls of W2d's certified sub-check come from
+_WHY_ARB_PI = ("Arb balls at 128+ bits (floats enter exactly): the closed form from the derived phi "
+               "at pi(z) = (c |(a, b)|, atan2(b, a)) of the definition; the reference c (ax - b)_+ "
+               "from the definition of f_z (numerics.arb_units.full_neuron)")
+
+
 def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
     """m x finite differences of L~ vs those of V = sum_j (residual_factor rho_j) phi(.; x_j)
     (derived phi); the mean-field identity for L~."""
@@ -95,14 +120,17 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
                         "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes")
 
     inst = st.tuples(canonical_particles(1, 30), datasets_1d(2, 8, 0.05, x_range=(-1.0, 1.0)))
+    certified = _certified_w2d(ctx)
     return combine("mean-field form of L~ with the derived phi vs numerics' L~; grad of the "
-                   "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~", [
+                   "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~; "
+                   "certified (Arb) phi at drawn neurons", [
         for_all_instances(ctx, "m x FD of L~ vs FD of the potential V (derived phi), relative",
                           inst, measure, count=ctx.size("instances")),
         for_all_instances(ctx, "L~ (numerics) vs 1/2 sum y^2 - int F dmu + 1/2 int int K dmu dmu "
                           "(derived phi), relative", inst, measure_identity,
                           count=ctx.size("instances")),
-    ])
+        *certified,
+    ], details={"certified": certified_details(certified)})
 
 
 # ====================================================================== W2e
@@ -566,7 +594,7 @@ CLAIMS = [
         r"$\tilde L = \frac12\sum_j y_j^2 - \int F d\mu + \frac12\iint K d\mu d\mu$, "
         r"$\nabla_{w_i}\tilde L = \frac1m\nabla V(w_i;\mu)$, $V = -F + \int K(\cdot,w')d\mu(w') = \sum_j\rho_j\phi(\cdot;x_j)$.",
         _w2d, 1.0, W2D_RESIDUAL_FACTOR, "residuals in V off by 3e-6 relative", "m x FD of L~",
-        sizes={"quick": {"instances": 5}, "full": {"instances": 40}}),
+        sizes={"quick": {"instances": 5, "certified": 24}, "full": {"instances": 40, "certified": 200}}),
     williams_claim(
         "W2e", "Velocity field in a region: radial and angular components, linear in rho",
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "

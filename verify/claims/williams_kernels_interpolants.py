@@ -354,15 +354,66 @@ def _thm5_general(ctx: RunContext) -> tuple[list[SubCheck], list[Table]]:
                          "error / bound"], finding)]
 
 
+# ------------------------------------------------ W3b: certified jumps and end conditions
+_WHY_SECTIONS = ("Arb balls at 128 bits: one-sided Taylor coefficients of the derived K_RF(., x') "
+                 "(W3a's closed form, certified there against the definition at points), the "
+                 "branch on each side chosen by the sign of its argument's germ and expanded as an "
+                 "Arb power series (verify/claims/_williams_certified.py); the derived jumps and "
+                 "end-condition matrix by the Arb translation of their SymPy entries")
+
+
+def _section_points(ctx: RunContext) -> list[float]:
+    """x' pinned (-0.6, 0, 0.1, 0.7, +-0.95) and ``ctx.size("certified_sections")`` drawn
+    uniform on [-0.95, 0.95] (``--examples N``: N)."""
+    rng = ctx.rng("certified sections")
+    count = ctx.size("certified_sections")
+    return [-0.6, 0.0, 0.1, 0.7, -0.95, 0.95] + [float(v) for v in rng.uniform(-0.95, 0.95, ctx.n_examples(count, count))]
+
+
+def _certified_w3b(ctx: RunContext, res: dict, matrix_perturbation: float) -> list[SubCheck]:
+    """Certified: the jumps of d^k/dx^k K_RF(., x') at x = x' (k = 0..3) equal the derived
+    jumps, and the derived end-condition matrix (times the variant's perturbation of entry
+    (2, 6)) annihilates the outer pieces' derivatives (f^(k)(-1+), f^(k)(1-)) of every
+    section K_RF(., x'), at pinned and drawn x' in [-0.95, 0.95]."""
+    from verify.claims._williams_certified import one_sided_taylor
+    K = derived_results("W3a")["K_RF"]
+    arb = lambda e: certify.arb_function(sp.sympify(e), ())()  # noqa: E731
+    jumps, ends = [], []
+    with certify.working_precision(128):
+        J = [arb(j) for j in res["jumps"]]
+        M = [[arb(v) for v in row] for row in res["end_conditions"].tolist()]
+        M[2][6] = M[2][6] * (1 + certify.ball(matrix_perturbation))
+        for v in _section_points(ctx):
+            at = {X: v, XP: v}
+            right, left = one_sided_taylor(K, at, X, 1, 3), one_sided_taylor(K, at, X, -1, 3)
+            fact = (1, 1, 2, 6)
+            for k in range(4):
+                jumps.append(CertifiedInstance(f"k = {k} at x' = {v!r}", J[k], fact[k] * (right[k] - left[k]), scale=1))
+            d = [fact[k] * c for k, c in enumerate(one_sided_taylor(K, {X: -1.0, XP: v}, X, 1, 3))]
+            d += [fact[k] * c for k, c in enumerate(one_sided_taylor(K, {X: 1.0, XP: v}, X, -1, 3))]
+            for i, row in enumerate(M):
+                resid = sum((m * dj for m, dj in zip(row, d)), certify.ball(0))
+                scale = sum((abs(m) * abs(dj) for m, dj in zip(row, d)), certify.ball(0)).upper()
+                ends.append(CertifiedInstance(f"relation {i} at x' = {v!r}", resid, 0, scale=scale))
+    n = len(jumps) // 4
+    return [certified_compare(f"certified: derived jumps [d^k K_RF(., x')] at x = x' (k = 0..3), {n} x'",
+                              jumps, reason=_WHY_SECTIONS + "; compared at the scale 1 (K_RF = O(1))"),
+            certified_compare(f"certified: derived end conditions annihilate every section K_RF(., x'), {n} x'",
+                              ends, reason=_WHY_SECTIONS + "; residual of each relation compared at the "
+                              "scale sum_j |M_ij| |f_j| (the reference is 0)")]
+
+
 #: the variants of W3b: the derived end condition f''_L = -f''_R used as
 #: f''_L = -(1 + p) f''_R (one matrix entry); exact p = 0, near miss p = 1e-6
 EXACT_END_CONDITIONS = 0.0
 PERTURBED_END_CONDITION = 1e-6
-#: the declared sizes of W3b: drawn data sets and section points (uniform init), and per
-#: family of Thm 5's general hypothesis the drawn points, pairs, data sets and sections
+#: the declared sizes of W3b: drawn data sets and section points (uniform init), per family
+#: of Thm 5's general hypothesis the drawn points, pairs, data sets and sections, and the
+#: drawn x' of the certified sections
 W3B_SIZES = {prof: dict(zip(("datasets", "jump_points", "thm5_omega_points", "thm5_kernel_pairs",
-                             "thm5_datasets", "thm5_edge_sections", "thm5_scaled_points"), n))
-             for prof, n in (("quick", (4, 1, 3, 2, 1, 2, 3)), ("full", (25, 8, 20, 10, 6, 8, 15)))}
+                             "thm5_datasets", "thm5_edge_sections", "thm5_scaled_points",
+                             "certified_sections"), n))
+             for prof, n in (("quick", (4, 1, 3, 2, 1, 2, 3, 6)), ("full", (25, 8, 20, 10, 6, 8, 15, 60)))}
 
 
 def _check_w3b(ctx: RunContext, matrix_perturbation: float) -> Outcome:
@@ -421,6 +472,7 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float) -> Outcome:
                                   st.floats(-0.75, 0.75, allow_nan=False, allow_subnormal=False),
                                   lambda v: _jumps_vs_quadrature(float(v), J_mp),
                                   count=ctx.size("jump_points"), pinned=[-0.6, 0.1, 0.7]))
+    subs += _certified_w3b(ctx, res, matrix_perturbation)
     general: list[Table] = []
     if not matrix_perturbation:   # the negative control breaks only the end conditions
         more, general = _thm5_general(ctx)
@@ -435,6 +487,7 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float) -> Outcome:
                                                                        "sup |f - spline|", "cubic-fit residual",
                                                                        "jump error / bound"], rows),
                                  *general],
+                   details={"certified": certified_details(subs)},
                    artifacts={"x_data": FIG4_X, "y_data": FIG4_Y, "grid": g})
 
 
