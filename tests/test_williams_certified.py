@@ -115,3 +115,14 @@ def test_w2g_certified_kernels_prove_and_disprove() -> None:
     with derived.overridden("W2g", Derivation(orig.steps, bad)):
         subs = wr._certified_w2g(ctx)
     assert subs[0].passed and not subs[1].passed and subs[1].counterexample["disproved"]
+
+
+def test_w3f_certified_fig4_alpha_proves_and_disproves() -> None:
+    from verify.claims import williams_kernels_finite_width as wf
+    alpha = derived.derivation("W3f").results["alpha_fig4"]
+    sc = wf._certified_fig4_alpha(alpha)
+    assert sc.passed and sc.certified["instances"] == 10
+    bad = alpha.copy()
+    bad[3] = bad[3] * (1 + sp.Rational(1, 10**12))
+    sc = wf._certified_fig4_alpha(bad)
+    assert not sc.passed and sc.counterexample["disproved"]

@@ -1,5 +1,6 @@
 """One-sided Taylor coefficients of a derived piecewise-analytic SymPy expression, proven
-in Arb (python-flint): the W3d kinks (Williams et al., NeurIPS 2019, Sec. 4) certified.
+in Arb (python-flint): the kinks of W3d and the cubic sections of W3b (Williams et al.,
+NeurIPS 2019, Sec. 4).
 
 At a kink x0 of f(x) = expr(x, ...) the derivative from the right is the derivative of
 the branch active on (x0, x0 + delta).  :func:`one_sided_taylor` evaluates ``expr`` on the
