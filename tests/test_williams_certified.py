@@ -126,3 +126,12 @@ def test_w3f_certified_fig4_alpha_proves_and_disproves() -> None:
     bad[3] = bad[3] * (1 + sp.Rational(1, 10**12))
     sc = wf._certified_fig4_alpha(bad)
     assert not sc.passed and sc.counterexample["disproved"]
+
+
+def test_w2h_certified_rates_prove_and_disprove() -> None:
+    from verify.claims import williams_dynamics_field as wf
+    claim = next(c for c in wf.CLAIMS if c.id == "W2h")
+    ctx = claim.context("quick", 0)
+    assert all(s.passed for s in wf._certified_w2h(ctx, 1.0))
+    active, inactive = wf._certified_w2h(ctx, wf.W2H_RHO_STAR_FACTOR)
+    assert inactive.passed and not active.passed and active.counterexample["disproved"]
