@@ -14,7 +14,6 @@ from numerics import williams_init as ni
 from verify import derived
 from verify.cli import main
 from verify.claims import williams_kernels_interpolants as wki
-from verify.kit import RunContext
 
 x, xp = t5.x, t5.xp
 
@@ -131,7 +130,7 @@ def test_a_mutated_omega_fails_its_subcheck() -> None:
     eps = sp.Float(1e-6, 30)
     res["omega_gap"] = res["omega_gap"] * (1 + eps) + eps
     with derived.overridden("W3b", Derivation(orig.steps, res)):
-        out = wki._check_w3b(RunContext("W3b", "quick", 0))
+        out = wki.CLAIM_W3B.outcome(wki.CLAIM_W3B.context("quick", 0))
     assert not out.passed
     assert "Thm 5 general, gap: derived omega vs quadrature of int |a|^3 p0(a, ax) da" in _failed(out)
 

@@ -89,6 +89,22 @@ def certified_draws(ctx: RunContext, stream: str, width: int) -> np.ndarray:
     return out
 
 
+def neuron_gradient(a: float, b: float, c: float, x: float) -> list[Any]:
+    """Arb balls of grad over (a, b, c) of the neuron c (a x - b)_+ at a x - b != 0 (the
+    definition, ``numerics.arb_units.full_neuron``), each partial by an Arb power series in
+    that parameter (rigorous: no differencing; at a x - b = 0 it raises)."""
+    from numerics import arb_units as AU
+    from verify import certify
+    out = []
+    for k in range(3):
+        def along(t: Any, k: int = k) -> Any:
+            z = [certify.ball(v) for v in (a, b, c)]
+            z[k] = t
+            return AU.full_neuron(z[0], z[1], z[2], x) + 0 * t   # a series also where constant
+        out.append(AU.taylor_coefficients(along, (a, b, c)[k], 1)[1])
+    return out
+
+
 def wrap_angle(angle: Any) -> np.ndarray:
     """The angle modulo 2 pi, in (-pi, pi]."""
     return np.angle(np.exp(1j * np.asarray(angle)))

@@ -111,13 +111,14 @@ def definition_ball(kind: str, init: str, p: float, q: float, sigma_c: float = 0
     return b
 
 
-def certified_points(ctx: Any, pinned: list[tuple[float, float]], quick: int = 24,
-                     full: int = 200) -> list[tuple[float, float]]:
-    """``pinned`` points and points drawn from the run's seed: a third uniform on
-    [-5, 5]^2, a third with log-uniform magnitudes 1e-6..1e3 (random signs), a third with
-    one coordinate on a breakpoint (0, +-1) or equal to the other."""
+def certified_points(ctx: Any, pinned: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``pinned`` points and ``ctx.size("certified_points")`` points (``--examples N``:
+    N) drawn from the run's seed: a third uniform on [-5, 5]^2, a third with log-uniform
+    magnitudes 1e-6..1e3 (random signs), a third with one coordinate on a breakpoint
+    (0, +-1) or equal to the other."""
     rng = ctx.rng("certified points")
-    n = ctx.n_examples(quick, full)
+    count = ctx.size("certified_points")
+    n = ctx.n_examples(count, count)
     out = [(float(p), float(q)) for p, q in pinned]
     for i in range(n):
         kind = i % 3

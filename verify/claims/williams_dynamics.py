@@ -26,7 +26,8 @@ from numerics import arb_units as AU
 from numerics import relu1d as N
 from verify.certify import certified_details
 from verify.claims._williams_dynamics import (NUMPY, SIGN_NOTE, U, certified_draws, draw_data,
-                                              draw_neurons, williams_claim, wrap_angle)
+                                              draw_neurons, neuron_gradient, williams_claim,
+                                              wrap_angle)
 from verify.formulas.williams_dynamics import canonical_from_full, full_from_canonical
 from verify.kit import (Evidence, Outcome, RunContext, SubCheck, Table, combine, compare, fmt,
                         for_all_instances, lambdified)
@@ -274,19 +275,67 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         steps_n.append((step / denom).ravel())
         pred_n.append((pr / denom).ravel())
         rows.append([eta, fmt(float(np.max(np.abs(step)))), fmt(float(np.max(np.abs(step))) / eta**2)])
+    s_gd = compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
+                   "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
+                   np.concatenate(pred_n), rtol=0.0, atol=1e-6,
+                   reason="cancellation in the difference of O(1) invariants: u |delta| per step, "
+                          "absorbed in the denominator; the rest is rounding of the gradient")
+    subs = [s_field, drift_sc, s_gd] + _certified_w2b(ctx, weight)
     return combine("derived field (from L) vs finite differences of L; delta_i along the "
-                   "integrated flow vs the derived d(delta)/dt; GD steps vs the derived change", [
-        s_field,
-        drift_sc,
-        compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
-                "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
-                np.concatenate(pred_n), rtol=0.0, atol=1e-6,
-                reason="cancellation in the difference of O(1) invariants: u |delta| per step, "
-                       "absorbed in the denominator; the rest is rounding of the gradient"),
-    ], details={"flow_drift": drift_sc.error, "events": len(res.events), "sliding_events": res.n_slides},
-        tables=[Table("GD: max per-step change of delta", ["eta", "max |Delta delta| per step",
-                                                              "/ eta^2"], rows)],
-        artifacts={"t": res.t, "inv": inv})
+                   "integrated flow vs the derived d(delta)/dt; GD steps vs the derived change; "
+                   "certified (Arb) at drawn neurons", subs,
+                   details={"certified": certified_details(subs), "flow_drift": drift_sc.error,
+                            "events": len(res.events), "sliding_events": res.n_slides},
+                   tables=[Table("GD: max per-step change of delta", ["eta", "max |Delta delta| per step",
+                                                                         "/ eta^2"], rows)],
+                   artifacts={"t": res.t, "inv": inv})
+
+
+def _certified_w2b(ctx: RunContext, weight: float) -> list[SubCheck]:
+    """Proofs at drawn (a, b, c, x, rho, eta, alpha): the derived per-sample field equals
+    -(rho / alpha) grad c (a x - b)_+ (= -grad of (f - y)^2 / 2 at residual rho); the derived
+    d(delta)/dt (with the variant's weight: c^2 - weight (a^2 + b^2)) equals the contraction
+    of that field; the derived GD change equals delta(z - eta g) - delta(z) at the field's
+    gradient g."""
+    from verify import certify
+    res = ctx.derivation().results
+    args = (D.a, D.b, D.c, D.x, D.rho, D.s_j, D.alpha)
+    field = [certify.arb_function(res[k], args) for k in ("field_a", "field_b", "field_c")]
+    ddt = certify.arb_function(res["ddelta_dt"], args)
+    gd = certify.arb_function(res["gd_change"], (D.eta, D.g_a, D.g_b, D.g_c))
+    fld, rate, step = [], [], []
+    # 512 bits: delta(z - eta g) - delta(z) cancels terms up to ~2^200 times its size at the draws
+    with certify.working_precision(512):
+        w = certify.ball(weight)
+        for a, b, c, x, rho, eta, alpha in certified_draws(ctx, "W2b", 7).tolist():
+            A, B, C, X, R, E, M = (certify.ball(v) for v in (a, b, c, x, rho, eta, abs(alpha)))
+            if (A * X - B).is_zero():
+                continue   # on the sample line: no gradient
+            s = certify.ball(1 if A * X - B > 0 else 0)
+            lab = f"(a, b, c, x, rho, eta, alpha) = {(a, b, c, x, rho, eta, abs(alpha))!r}"
+            grad = neuron_gradient(a, b, c, x)
+            ref = [-(R / M) * g_ for g_ in grad]
+            got = [fn(A, B, C, X, R, s, M) for fn in field]
+            scale = sum((abs(v) for v in ref), certify.ball(0)) + abs(R / M) * abs(C) * (1 + abs(X))
+            fld += [certify.CertifiedInstance(f"{lab}, component {k}", got[k], ref[k], scale=scale)
+                    for k in range(3)]
+            contraction = 2 * C * ref[2] - 2 * w * (A * ref[0] + B * ref[1])
+            size = 2 * (abs(C * ref[2]) + abs(A * ref[0]) + abs(B * ref[1])) + abs(R / M) * abs(C)
+            rate.append(certify.CertifiedInstance(lab, ddt(A, B, C, X, R, s, M), contraction, scale=size))
+            g = [-v for v in ref]
+            after = (C - E * g[2]) ** 2 - (A - E * g[0]) ** 2 - (B - E * g[1]) ** 2
+            change = after - (C * C - A * A - B * B)
+            size = E * E * (g[0] ** 2 + g[1] ** 2 + g[2] ** 2) + abs(E) * size
+            step.append(certify.CertifiedInstance(lab, gd(E, *g), change, scale=size))
+    why = ("Arb balls at 512 bits (floats enter exactly): the closed form from the derived "
+           "expressions; the reference from the definition, the neuron's gradient by Arb power "
+           "series; compared at the scale of the terms (the references can vanish)")
+    return [certify.certified_compare(f"certified: derived per-sample field vs -(rho/alpha) grad c (ax-b)_+, "
+                                      f"{len(rate)} draws", fld, reason=why),
+            certify.certified_compare(f"certified: derived d(delta)/dt vs 2c c' - 2a a' - 2b b' of that "
+                                      f"field, {len(rate)} draws", rate, reason=why),
+            certify.certified_compare(f"certified: derived GD change vs delta(z - eta g) - delta(z), "
+                                      f"{len(rate)} draws", step, reason=why)]
 
 
 def _fig_w2b(ev: Evidence, outdir: Path):
@@ -438,15 +487,69 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
                              "difference (up to the first exit from sliding)", inst,
                              measure_events, count=ctx.size("instances"))
     reg = _w2c_regimes(ctx)
+    subs = [s_flow, s_ev] + _regime_subchecks(reg) + _certified_w2c(ctx, thth_factor)
     return combine("pi(full flow of z) vs reduced flow of (r, theta) integrated with the derived "
-                   "metric G(r, delta); kernel/adaptive limits", [s_flow, s_ev] + _regime_subchecks(reg),
-                   details={"kernel_slope": reg["sk"], "adaptive_slope": reg["sa"],
+                   "metric G(r, delta); kernel/adaptive limits; certified (Arb) at drawn neurons", subs,
+                   details={"certified": certified_details(subs), "kernel_slope": reg["sk"], "adaptive_slope": reg["sa"],
                             "collapse_times": info.get("collapse_times", []),
                             "scope": "pi is singular at |(a, b)| = 0, which a neuron with delta > 0 "
                                      "can reach in finite time (then it stays there under ReLU'(0) "
                                      "= 0): the correspondence is checked up to 0.9 of the first "
                                      "such time"},
                    tables=_regime_tables(reg), artifacts={"kern": reg["kern"], "adapt": reg["adapt"]})
+
+
+def _pi_gradients(a: float, b: float, c: float) -> tuple[list[Any], list[Any]]:
+    """(grad r, grad theta) over (a, b, c) of the canonical map r = c |(a, b)|, theta =
+    atan2(b, a) (the definition), each partial by an Arb power series in that parameter
+    (theta as atan(b / a) plus a constant: a != 0 at the certified draws)."""
+    from verify import certify
+
+    def grads(fn) -> list[Any]:
+        out = []
+        for k in range(3):
+            def along(t: Any, k: int = k) -> Any:
+                z = [certify.ball(v) for v in (a, b, c)]
+                z[k] = t
+                return fn(*z) + 0 * t   # a series also where fn does not depend on z[k]
+            out.append(AU.taylor_coefficients(along, (a, b, c)[k], 1)[1])
+        return out
+    return (grads(lambda A, B, C: C * (A * A + B * B).sqrt()),
+            grads(lambda A, B, C: (B / A).atan()))
+
+
+def _certified_w2c(ctx: RunContext, thth_factor: float) -> list[SubCheck]:
+    """Proofs at drawn (a, b, c): the derived inverse metric (g_rr; g_thth times the
+    variant's factor; its rationalized form where delta > 0) at (r, delta) of z equals
+    D pi D pi^T of the definition (|grad r|^2, |grad theta|^2), the metric the pushforward
+    of the gradient flow of L = L~ o pi carries."""
+    from verify import certify
+    res = ctx.derivation().results
+    g = {k: certify.arb_function(res[k], (D.r, D.delta)) for k in ("g_rr", "g_thth", "g_thth_rationalized")}
+    rr, tt, rat = [], [], []
+    with certify.working_precision(128):
+        fac = certify.ball(thth_factor)
+        for a, b, c in certified_draws(ctx, "W2c", 3).tolist():
+            A, B, C = (certify.ball(v) for v in (a, b, c))
+
+            def at_z(key: str) -> Any:   # (r, delta) of z inside, so that precision can rise
+                return certify.enclose_to(lambda: g[key](C * (A * A + B * B).sqrt(), C * C - A * A - B * B), 1e-32)
+            gr, gt = _pi_gradients(a, b, c)
+            lab = f"(a, b, c) = ({a!r}, {b!r}, {c!r})"
+            rr.append(certify.CertifiedInstance(lab, at_z("g_rr"), sum((v * v for v in gr), certify.ball(0))))
+            ref_t = sum((v * v for v in gt), certify.ball(0))
+            tt.append(certify.CertifiedInstance(lab, at_z("g_thth") * fac, ref_t))
+            if C * C - A * A - B * B > 0:
+                rat.append(certify.CertifiedInstance(lab, at_z("g_thth_rationalized") * fac, ref_t))
+    why = ("Arb balls at 128+ bits (floats enter exactly): the closed form from the derived "
+           "expressions at (r, delta) of z; the reference D pi D pi^T from the definition of pi, "
+           "its partial derivatives by Arb power series")
+    out = [certify.certified_compare(f"certified: derived G^-1_rr vs |grad r|^2, {len(rr)} neurons", rr, reason=why),
+           certify.certified_compare(f"certified: derived G^-1_thth vs |grad theta|^2, {len(tt)} neurons", tt, reason=why)]
+    if rat:
+        out.append(certify.certified_compare(f"certified: rationalized G^-1_thth (delta > 0) vs "
+                                             f"|grad theta|^2, {len(rat)} neurons", rat, reason=why))
+    return out
 
 
 def _regime_subchecks(reg: dict[str, Any]) -> list[SubCheck]:
@@ -497,9 +600,10 @@ CLAIMS = [
         r"$\eta^2(g_c^2 - g_a^2 - g_b^2)$.", _w2b, 1.0, W2B_WEIGHT,
         "the invariant with weights off by 1e-8: c^2 - (1 + 1e-8)(a^2 + b^2)",
         "delta_i(t) - delta_i(0) along the flow", figures=_fig_w2b,
-        sizes={"quick": {"instances": 4, "flow_neurons": 20, "flow_samples": 6, "flow_time": 200.0},
+        sizes={"quick": {"instances": 4, "flow_neurons": 20, "flow_samples": 6, "flow_time": 200.0,
+                         "certified": 24},
                "full": {"instances": 30, "flow_neurons": 60, "flow_samples": 10,
-                        "flow_time": 2000.0}}),
+                        "flow_time": 2000.0, "certified": 200}}),
     williams_claim(
         "W2c", "Full flow = reduced flow under the metric G(r, delta); kernel and adaptive regimes",
         r"$\pi(z(t))$ solves $\dot w_i = -G(r_i,\delta_i)^{-1}\nabla_{w_i}\tilde L$ with "
@@ -508,7 +612,7 @@ CLAIMS = [
         _w2c, 1.0, W2C_THTH_FACTOR, "angular metric entry off by 3e-7 relative",
         "max deviation of pi(z(t))", figures=_fig_w2c, kind="reconstructed",
         sizes={"quick": {"instances": 2, "flow_time": 40.0, "regime_neurons": 8,
-                         "regime_samples": 4},
+                         "regime_samples": 4, "certified": 24},
                "full": {"instances": 10, "flow_time": 200.0, "regime_neurons": 20,
-                        "regime_samples": 6}}),
+                        "regime_samples": 6, "certified": 200}}),
 ]

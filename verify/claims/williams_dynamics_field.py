@@ -57,6 +57,31 @@ def _fd_canonical(r, th, x, y, h):
 W2D_RESIDUAL_FACTOR = 1 + 3e-6
 
 
+def _certified_w2d(ctx: RunContext) -> list[SubCheck]:
+    """Proofs at drawn (a, b, c, x): the derived phi at (r, theta) = pi(z) (the definition of
+    pi) equals the neuron c (a x - b)_+ (the definition of f_z), compared at the scale
+    |c| |(a, b)| |x~| (so a point on the kink counts)."""
+    from flint import arb
+    from verify import certify
+    phi = certify.arb_function(ctx.derivation().results["phi"], (D.r, D.theta, D.x))
+    inst = []
+    with certify.working_precision(128):
+        for a, b, c, x in certified_draws(ctx, "W2d", 4).tolist():
+            A, B, C, X = (certify.ball(v) for v in (a, b, c, x))
+            val = certify.enclose_to(lambda: phi(C * (A * A + B * B).sqrt(), arb.atan2(B, A), X), 1e-32)
+            scale = abs(C) * (A * A + B * B).sqrt() * (1 + X * X).sqrt()
+            inst.append(certify.CertifiedInstance(f"(a, b, c, x) = ({a!r}, {b!r}, {c!r}, {x!r})", val,
+                                                  AU.full_neuron(a, b, c, x), scale=scale))
+    return [certify.certified_compare(f"certified: derived phi at pi(z) vs c (ax - b)_+, {len(inst)} neurons",
+                                      inst, reason=_WHY_ARB_PI)]
+
+
+#: where the balls of W2d's certified sub-check come from
+_WHY_ARB_PI = ("Arb balls at 128+ bits (floats enter exactly): the closed form from the derived phi "
+               "at pi(z) = (c |(a, b)|, atan2(b, a)) of the definition; the reference c (ax - b)_+ "
+               "from the definition of f_z (numerics.arb_units.full_neuron)")
+
+
 def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
     """m x finite differences of L~ vs those of V = sum_j (residual_factor rho_j) phi(.; x_j)
     (derived phi); the mean-field identity for L~."""
@@ -95,14 +120,17 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
                         "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes")
 
     inst = st.tuples(canonical_particles(1, 30), datasets_1d(2, 8, 0.05, x_range=(-1.0, 1.0)))
+    certified = _certified_w2d(ctx)
     return combine("mean-field form of L~ with the derived phi vs numerics' L~; grad of the "
-                   "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~", [
+                   "potential V = sum_j rho_j phi(.; x_j) vs m x finite differences of L~; "
+                   "certified (Arb) phi at drawn neurons", [
         for_all_instances(ctx, "m x FD of L~ vs FD of the potential V (derived phi), relative",
                           inst, measure, count=ctx.size("instances")),
         for_all_instances(ctx, "L~ (numerics) vs 1/2 sum y^2 - int F dmu + 1/2 int int K dmu dmu "
                           "(derived phi), relative", inst, measure_identity,
                           count=ctx.size("instances")),
-    ])
+        *certified,
+    ], details={"certified": certified_details(certified)})
 
 
 # ====================================================================== W2e
@@ -413,6 +441,53 @@ def _neighbour_sum(theta, x, rho, j):
 W2H_RHO_STAR_FACTOR = 1 + 3e-8
 
 
+def _certified_w2h(ctx: RunContext, rho_star_factor: float) -> list[SubCheck]:
+    """Proofs at drawn (r, x*, rho*, g, line, 3 neighbours (x_j, rho_j)): the derived
+    one-sided normal rates (rho* in the active-side rate times the variant's factor) equal
+    du*/dt = (du*/dtheta)(-g dV/dtheta) at theta* (tan theta* = x*, the upper line or the one
+    below), u* = x* cos theta - sin theta and V = sum_j rho_j r (x_j cos theta - sin theta)_+
+    with sample * forced active or inactive, both theta-derivatives by Arb power series; S
+    and c0 = cos theta* from their definitions."""
+    from flint import arb
+    from verify import certify
+    res = ctx.derivation().results
+    sym = D.W2H_SYMBOLS
+    args = (D.r, sym["S"], sym["rho_star"], sym["x_star"], sym["g"], sym["c0"])
+    rates = {k: certify.arb_function(res[k], args) for k in ("udot_active", "udot_inactive")}
+    inst = {"active": [], "inactive": []}
+    with certify.working_precision(128):
+        fac = certify.ball(rho_star_factor)
+        for row in certified_draws(ctx, "W2h", 11).tolist():
+            r, xs, rs, g = (certify.ball(v) for v in (row[0], row[1], row[2], abs(row[3])))
+            lower = row[4] < 0
+            th = xs.atan() - (arb.pi() if lower else 0)
+            xj, rj = [certify.ball(v) for v in row[5:8]], [certify.ball(v) for v in row[8:11]]
+            pre = [x_ * th.cos() - th.sin() for x_ in xj]
+            if any(not (p > 0 or p < 0) for p in pre):
+                continue   # a neighbour on its own line: its side undecided
+            act = [p > 0 for p in pre]
+            S = sum((rj[k] * (1 + xj[k] * xs) for k in range(3) if act[k]), certify.ball(0))
+            u_star = AU.taylor_coefficients(lambda t: xs * t.cos() - t.sin(), th, 1)[1]
+            lab = f"(r, x*, rho*, g, lower) = ({row[0]!r}, {row[1]!r}, {row[2]!r}, {abs(row[3])!r}, {lower})"
+            for side, star in (("active", 1), ("inactive", 0)):
+                def V(t: Any, star: int = star) -> Any:
+                    out = star * rs * r * (xs * t.cos() - t.sin())
+                    for k in range(3):
+                        out = out + rj[k] * AU.canonical_neuron(r, t, xj[k])
+                    return out
+                ref = u_star * (-g * AU.taylor_coefficients(V, th, 1)[1])
+                f = fac if side == "active" else 1
+                val = rates[f"udot_{side}"](r, S, rs * f, xs, g, th.cos())
+                scale = g * abs(r) * th.cos() ** 2 * (1 + xs * xs) * (abs(S) + abs(rs) * (1 + xs * xs) + 1)
+                inst[side].append(certify.CertifiedInstance(lab, val, ref, scale=scale))
+    why = ("Arb balls at 128 bits (floats enter exactly): the closed forms from the derived rates; "
+           "the reference du*/dtheta x (-g dV/dtheta) from the definitions of u* and V, both "
+           "derivatives by Arb power series at theta* = atan x* (or atan x* - pi)")
+    return [certify.certified_compare(f"certified: derived {side}-side normal rate of u* vs "
+                                      f"(du*/dtheta)(-g dV/dtheta), {len(v)} lines", v, reason=why)
+            for side, v in inst.items()]
+
+
 def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
     """Derived one-sided normal rates (rho* in the active-side rate times
     ``rho_star_factor``) vs the numerics' gradient; the integrator's slide/cross decisions
@@ -454,11 +529,9 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
 
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "
-                                "relative", particle_on_sample_line(),
-                                measure, count=ctx.size("instances"))
+                                "relative", particle_on_sample_line(), measure, count=ctx.size("instances"))
     sim = _w2h_sim(ctx.shared(), derived_generation())
-    disagree, ambiguous = 0, 0
-    rows = []
+    disagree, ambiguous, rows = 0, 0, []
     for (t, kind, i, j, rr, S, rs, xs, c0, g) in sim["event_data"]:
         pa, pi_ = _rates_derived(rr, S, rs, xs, g, c0)
         scale = abs(g) * c0**2 * (1 + xs**2) * abs(rr) * (abs(S) + abs(rs) * (1 + xs**2))
@@ -471,7 +544,8 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         if len(rows) < 12:
             rows.append([fmt(t), kind, i, j, fmt(pa / scale), fmt(pi_ / scale),
                          "attractor" if attractor else "not", "ok" if ok else "DISAGREE"])
-    return combine("Lemma 2: derived normal rates vs the numerics' gradient; the integrator's "
+    certified = _certified_w2h(ctx, rho_star_factor)
+    return combine("Lemma 2: derived normal rates vs the numerics' gradient and in Arb; the integrator's "
                    "slide/cross decisions in an adaptive-regime run vs the derived condition", [
         s_rates,
         SubCheck(f"events of the adaptive run (delta = {sim['delta']:g}) whose slide/cross "
@@ -479,7 +553,9 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
                  "at the end)", float(disagree), 0.0,
                  "exact: the integrator decides from its own one-sided normal velocities; "
                  f"{ambiguous} events with a rate within 1e-9 of 0 not classified"),
-    ], details={"events_classified": len(sim["event_data"]) - ambiguous, "ambiguous": ambiguous,
+        *certified,
+    ], details={"certified": certified_details(certified), "ambiguous": ambiguous,
+                "events_classified": len(sim["event_data"]) - ambiguous,
                 "fraction_knots_at_samples": {"adaptive": sim["adaptive"], "kernel": sim["kernel"]},
                 "sliding_pairs_end": sim["sliding_pairs"], "collapsed_neurons": sim["collapsed"],
                 "observation": "in the adaptive regime knots reach sample points and stay there "
@@ -566,7 +642,7 @@ CLAIMS = [
         r"$\tilde L = \frac12\sum_j y_j^2 - \int F d\mu + \frac12\iint K d\mu d\mu$, "
         r"$\nabla_{w_i}\tilde L = \frac1m\nabla V(w_i;\mu)$, $V = -F + \int K(\cdot,w')d\mu(w') = \sum_j\rho_j\phi(\cdot;x_j)$.",
         _w2d, 1.0, W2D_RESIDUAL_FACTOR, "residuals in V off by 3e-6 relative", "m x FD of L~",
-        sizes={"quick": {"instances": 5}, "full": {"instances": 40}}),
+        sizes={"quick": {"instances": 5, "certified": 24}, "full": {"instances": 40, "certified": 200}}),
     williams_claim(
         "W2e", "Velocity field in a region: radial and angular components, linear in rho",
         r"On $\mathbb R\times A_k$: $\partial_r V = \sum_{j\in C_k}\rho_j\langle\tilde x_j,d(\theta)\rangle$, "
@@ -586,7 +662,8 @@ CLAIMS = [
         r"repulsor iff $rS > 0 > r(S + \rho_*(1+x_*^2))$.", _w2h, 1.0, W2H_RHO_STAR_FACTOR,
         "rho* in the active-side rate off by 3e-8 relative", "derived one-sided normal rates",
         figures=_fig_w2h,
-        sizes={"quick": {"instances": 10, "sim_neurons": 40, "sim_samples": 6, "sim_time": 40.0},
+        sizes={"quick": {"instances": 10, "sim_neurons": 40, "sim_samples": 6, "sim_time": 40.0,
+                         "certified": 24},
                "full": {"instances": 80, "sim_neurons": 200, "sim_samples": 10,
-                        "sim_time": 200.0}}),
+                        "sim_time": 200.0, "certified": 200}}),
 ]

@@ -17,7 +17,9 @@ from scipy.integrate import solve_ivp
 
 from derivations import williams_dynamics as D
 from numerics import relu1d as N
-from verify.claims._williams_dynamics import draw_data, draw_neurons, williams_claim
+from verify.certify import certified_details
+from verify.claims._williams_dynamics import (certified_draws, draw_data, draw_neurons,
+                                              neuron_gradient, williams_claim)
 from verify.formulas.williams_dynamics import canonical_from_full
 from verify.kit import (Outcome, RunContext, SubCheck, combine, compare, for_all_instances,
                         lambdified)
@@ -94,6 +96,51 @@ def _w2g_run(z0, x, y, T, c2_factor: float) -> tuple[np.ndarray, np.ndarray, int
     return np.array(ode), np.array(direct), nslide, nseg
 
 
+def _certified_w2g(ctx: RunContext) -> list[SubCheck]:
+    """Proofs at drawn (a, b, c, x_j, x_k, x_s, alpha): the derived h equals grad f_j . grad
+    f_k for one neuron f = c (a x - b)_+ / alpha (gradients of the definition by Arb power
+    series), h_sliding equals g_j^T Pi g_k with Pi the projection of (a', b') on (1, x_s),
+    and h_canonical at (r, theta, delta) = pi(z) (the definition of pi), m = alpha, equals
+    grad f_j . grad f_k too."""
+    from flint import arb
+    from verify import certify
+    res = ctx.derivation().results
+    full = (D.a, D.b, D.c, D.x, D.xk, D.s_j, D.s_k, D.alpha)
+    h = certify.arb_function(res["h"], full)
+    h_sl = certify.arb_function(res["h_sliding"], full + (D.x_slide,))
+    h_can = certify.arb_function(res["h_canonical"], (D.r, D.theta, D.delta, D.x, D.xk, D.s_j,
+                                                      D.s_k, D.m_width))
+    plain, sliding, canonical = [], [], []
+    with certify.working_precision(128):
+        for a, b, c, xj, xk, xs, alpha in certified_draws(ctx, "W2g", 7).tolist():
+            A, B, C, XJ, XK, XS, M = (certify.ball(v) for v in (a, b, c, xj, xk, xs, abs(alpha)))
+            if (A * XJ - B).is_zero() or (A * XK - B).is_zero():
+                continue   # on a sample line: no gradient
+            sj, sk = (certify.ball(1 if A * v - B > 0 else 0) for v in (XJ, XK))
+            gj, gk = ([g_ / M for g_ in neuron_gradient(a, b, c, v)] for v in (xj, xk))
+            lab = f"(a, b, c, x_j, x_k, x_s, alpha) = {(a, b, c, xj, xk, xs, abs(alpha))!r}"
+            scale = sum((abs(u) * abs(v) for u, v in zip(gj, gk)), certify.ball(0)) \
+                + (abs(C) * (1 + abs(XJ)) / M) * (abs(C) * (1 + abs(XK)) / M)
+            dot = sum((u * v for u, v in zip(gj, gk)), certify.ball(0))
+            plain.append(certify.CertifiedInstance(lab, h(A, B, C, XJ, XK, sj, sk, M), dot, scale=scale))
+            pj, pk = ((g_[0] + XS * g_[1]) for g_ in (gj, gk))   # (a', b') components along (1, x_s)
+            sliding.append(certify.CertifiedInstance(lab, h_sl(A, B, C, XJ, XK, sj, sk, M, XS),
+                                                     pj * pk / (1 + XS * XS) + gj[2] * gk[2], scale=scale))
+            canonical.append(certify.CertifiedInstance(lab, certify.enclose_to(
+                lambda: h_can(C * (A * A + B * B).sqrt(), arb.atan2(B, A), C * C - A * A - B * B,
+                              XJ, XK, sj, sk, M), 1e-32), dot, scale=scale))
+    why = ("Arb balls at 128+ bits (floats enter exactly): the closed forms from the derived "
+           "expressions; the references from the definitions, the neuron's gradient by Arb power "
+           "series, pi(z) = (c |(a, b)|, atan2(b, a)) with delta = c^2 - a^2 - b^2; compared at the "
+           "scale sum |g_j| |g_k| + c^2 (1 + |x_j|)(1 + |x_k|) / alpha^2")
+    return [certify.certified_compare(f"certified: derived h vs grad f_j . grad f_k, {len(plain)} draws",
+                                      plain, reason=why),
+            certify.certified_compare(f"certified: derived h_sliding vs g_j^T Pi g_k, {len(sliding)} draws",
+                                      sliding, reason=why),
+            certify.certified_compare(f"certified: derived h_canonical at pi(z) vs grad f_j . grad f_k (m = alpha), "
+                                      f"{len(canonical)} draws", canonical, reason=why)]
+
+
 def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
     """Residuals along the integrated flow vs the residual ODE with the derived tangent
     kernel (c^2 term times ``c2_factor``: 1 in the check); the instantaneous identity."""
@@ -137,8 +184,10 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
         h_can, h_scale = _canonical_kernel(a, b, c, x, P)
         full_n.append(tangent_kernel(z, x, m, P, None, c2_factor) / h_scale)
         can_n.append(h_can / h_scale)
+    certified = _certified_w2g(ctx)
     return combine("residuals along the integrated flow (dense output) vs the residual ODE "
-                   "rho' = -H(t) rho integrated with the derived tangent kernel H", [
+                   "rho' = -H(t) rho integrated with the derived tangent kernel H; certified (Arb) "
+                   "kernels at drawn neurons", [
         s,
         SubCheck("instances with a sliding segment (the sliding kernel is exercised)",
                  float(sum(bool(n) for n in slid)), 1.0,
@@ -155,7 +204,8 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
                 reason="float64: (m + 8) roundings of terms bounded by the scale sum_i (D_i + "
                        "|delta_i|)(|u_j u_k| + |t_j t_k|) / m^2, including the cancellation in "
                        "D + delta: <= 20 (m + 8) u = 9e-14 at m = 12"),
-    ], details={"sliding_segments_per_instance": slid,
+        *certified,
+    ], details={"certified": certified_details(certified), "sliding_segments_per_instance": slid,
                 "note": "the statement holds with the tangent kernel H = J J^T off sliding "
                         "segments only; on a Filippov sliding segment the projected velocity "
                         "gives rho' = -J Pi J^T rho (Pi the projection on the sample line), the "
@@ -170,6 +220,6 @@ CLAIMS = [
         r"+ c_i^2(1 + x_jx_k)\big]$ off Filippov sliding segments; a neuron sliding on the line of "
         r"$x_s$ contributes $g_j^T\Pi g_k$, $\Pi$ the projection on $(1, x_s)$.", _w2g, 1.0,
         W2G_C2_FACTOR, "first-layer term c^2 (1 + x_j x_k) of H off by 3e-7 relative", "ODE solution",
-        sizes={"quick": {"instances": 3, "flow_time": 20.0},
-               "full": {"instances": 20, "flow_time": 200.0}}),
+        sizes={"quick": {"instances": 3, "flow_time": 20.0, "certified": 24},
+               "full": {"instances": 20, "flow_time": 200.0, "certified": 200}}),
 ]

@@ -28,7 +28,7 @@ import sympy as sp
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
 from numerics.chi_square import mean_square_ratio_test
-from verify.certify import certified_compare, certified_details
+from verify.certify import CertifiedInstance, certified_compare, certified_details
 from verify.claims._williams_kernels_common import (ALPHA_TEST, EPS, EXACT_TOL, FIG4_X, FIG4_Y,
                                                     NEAR_MISS, REL_TOL, SERIES_REMAINDER, SOURCE,
                                                     XP, X, certified_instances, certified_points,
@@ -52,15 +52,16 @@ def _region_points() -> list[tuple[float, float]]:
 
 
 def _vs_quadrature(ctx: RunContext, name: str, kind: str, init: str,
-                   fn: Callable[[float, float], float], pinned: list, reason: str,
-                   quick: int = 4, full: int = 30) -> SubCheck:
+                   fn: Callable[[float, float], float], pinned: list, reason: str) -> SubCheck:
     """max relative error of ``fn`` (float64) against the mpmath quadrature of the defining
-    expectation, over pinned and Hypothesis-drawn points (x, x') in [-5, 5]^2."""
+    expectation, over pinned and ``ctx.size("quadrature_points")`` Hypothesis-drawn points
+    (x, x') in [-5, 5]^2."""
     def measure(pt: tuple[float, float]) -> SubCheck:
         p, q = float(pt[0]), float(pt[1])
         err = relative_error_vs_mpmath(fn(p, q), quadrature_reference(kind, init, p, q))
         return SubCheck(name, err, REL_TOL, f"{reason}; at (x, x') = ({p:.6g}, {q:.6g})")
-    return for_all_instances(ctx, name, point_pairs, measure, quick=quick, full=full, pinned=pinned)
+    return for_all_instances(ctx, name, point_pairs, measure, count=ctx.size("quadrature_points"),
+                             pinned=pinned)
 
 
 def _at_40_digits(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,10 +79,10 @@ def _with_sigma_c(fn: Callable[..., Any], sigma_c: float) -> Callable[..., Any]:
 
 
 def _exact_vs_quadrature(ctx: RunContext, name: str, refs: Callable[[float, float], list],
-                         pinned: list, reason: str, quick: int = 4, full: int = 30) -> SubCheck:
+                         pinned: list, reason: str) -> SubCheck:
     """max relative error of derived expressions evaluated at 40 digits against the 30-digit
-    quadrature of their defining expectations: ``refs(p, q)`` lists (label, derived value,
-    quadrature value)."""
+    quadrature of their defining expectations at pinned and ``ctx.size("quadrature_points")``
+    drawn points: ``refs(p, q)`` lists (label, derived value, quadrature value)."""
     def measure(pt: tuple[float, float]) -> SubCheck:
         p, q = float(pt[0]), float(pt[1])
         with mpmath.workdps(40):
@@ -89,7 +90,8 @@ def _exact_vs_quadrature(ctx: RunContext, name: str, refs: Callable[[float, floa
                     for lab, val, ref in refs(p, q)]
         lab, err = max(errs, key=lambda t: t[1])
         return SubCheck(name, err, EXACT_TOL, f"{reason}; worst {lab} at (x, x') = ({p:.6g}, {q:.6g})")
-    return for_all_instances(ctx, name, point_pairs, measure, quick=quick, full=full, pinned=pinned)
+    return for_all_instances(ctx, name, point_pairs, measure, count=ctx.size("quadrature_points"),
+                             pinned=pinned)
 
 
 def _ntk_reference(init: str, p: float, q: float, sigma_c: float) -> mpmath.mpf:
@@ -178,12 +180,25 @@ def _certified_rf(ctx: RunContext, init: str, exprs: dict[str, sp.Expr], fn: Cal
 _GRID9 = np.linspace(-2.0, 2.0, 9)
 
 
-#: the declared sizes of W3a and W3c: widths m of the i.i.d. empirical kernels and replicates
-#: per width; W3c's nested 2-D quadrature (~5-15 s per point) in the full profile only
-KERNEL_SIZES = {"quick": {"mc_widths": (100, 1000, 10_000), "mc_replicates": 24,
-                          "nested_quadrature": False},
-                "full": {"mc_widths": (100, 1000, 10_000, 100_000), "mc_replicates": 48,
-                         "nested_quadrature": True}}
+#: the declared sizes of W3a: widths m of the i.i.d. empirical kernels and replicates per
+#: width; drawn points (x, x') of the quadrature and the certified sub-checks
+W3A_SIZES = {"quick": {"mc_widths": (100, 1000, 10_000), "mc_replicates": 24,
+                       "quadrature_points": 4, "certified_points": 24},
+             "full": {"mc_widths": (100, 1000, 10_000, 100_000), "mc_replicates": 48,
+                      "quadrature_points": 30, "certified_points": 200}}
+#: the declared sizes of W3c: as W3a's, drawn data sets of the interpolant, and the nested
+#: 2-D quadrature (~5-15 s per point) in the full profile only
+W3C_SIZES = {"quick": {"mc_widths": (100, 1000, 10_000), "mc_replicates": 24,
+                       "quadrature_points": 3, "certified_points": 24, "datasets": 3,
+                       "nested_quadrature": False},
+             "full": {"mc_widths": (100, 1000, 10_000, 100_000), "mc_replicates": 48,
+                      "quadrature_points": 25, "certified_points": 200, "datasets": 15,
+                      "nested_quadrature": True}}
+#: the declared sizes of W3d: drawn points of the quadrature and certified sub-checks, data
+#: sets of the interpolant kinks, drawn x' of the certified f'-jumps
+W3D_SIZES = {prof: {"quadrature_points": nq, "certified_points": nc, "datasets": nd,
+                    "certified_jumps": nj}
+             for prof, nq, nc, nd, nj in (("quick", 2, 12, 2, 12), ("full", 20, 100, 15, 120))}
 
 
 def _mc_widths(ctx: RunContext) -> tuple[list[int], int]:
@@ -258,9 +273,16 @@ def _particle_checks(ctx: RunContext, init: str, Kt: np.ndarray) -> tuple[list[S
 
 
 # ==================================================================== W3a
-def _check_w3a(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
-    """``a_scale != 1``: negative control, a ~ U(-a_scale, a_scale) (then
-    K(x, x') becomes K(a_scale x, a_scale x'), exactly)."""
+#: the variants of W3a and W3c: the scale s of the init's a, a ~ U(-s, s) (W3a) or
+#: N(0, s^2) (W3c), so that K(x, x') becomes K(s x, s x') exactly; exact s = 1, near miss
+#: s = 1 + NEAR_MISS
+EXACT_A_SCALE = 1.0
+WIDER_A = 1 + NEAR_MISS
+
+
+def _check_w3a(ctx: RunContext, a_scale: float) -> Outcome:
+    """W3a at the init a ~ U(-a_scale, a_scale) (``EXACT_A_SCALE`` or the near miss
+    ``WIDER_A``)."""
     F = formulas()
 
     def fn(p: Any, q: Any) -> Any:
@@ -316,9 +338,8 @@ def _kernel_figures(cid: str, init: str, ev: Evidence, outdir: Path) -> list[tup
 
 
 # ==================================================================== W3c
-def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
-    """``a_scale != 1``: negative control, a ~ N(0, a_scale^2) (K becomes
-    K(a_scale x, a_scale x'), exactly)."""
+def _check_w3c(ctx: RunContext, a_scale: float) -> Outcome:
+    """W3c at the init a ~ N(0, a_scale^2) (``EXACT_A_SCALE`` or the near miss ``WIDER_A``)."""
     F = formulas()
     K_mp = lambdified(ctx.claim_id, "rf", (X, XP), modules="mpmath")
     K_40 = _at_40_digits(K_mp)
@@ -330,12 +351,10 @@ def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
                            "float64 evaluation of the derived stable form (atan2, derived series "
                            "of t - atan t): ~1e-15; quadrature of the definition under "
                            "(a, b) ~ N(0, I_2) in Cartesian coordinates: inner b-integral by "
-                           "truncated-normal moments, outer tanh-sinh, 30 digits",
-                           quick=3, full=25),
+                           "truncated-normal moments, outer tanh-sinh, 30 digits"),
             _exact_vs_quadrature(ctx, "derived arc-cosine form at 40 digits vs quadrature",
                                  lambda p, q: [("K_RF", K_40(p, q), quadrature_reference("rf", "gaussian", p, q))],
-                                 pinned[:3], "the primary derived expression (polar derivation)",
-                                 quick=3, full=25),
+                                 pinned[:3], "the primary derived expression (polar derivation)"),
             _float_vs_derived("float64 evaluator vs the derived expression", _gaussian_grid(),
                               lambda p, q: F.rf_kernel(p, q, init="gaussian"), K_mp,
                               _rounding_bound_gaussian)]
@@ -375,7 +394,7 @@ def _check_w3c(ctx: RunContext, a_scale: float = 1.0) -> Outcome:
     subs.append(for_all_instances(ctx, "gaussian interpolant is NOT piecewise cubic (4th differences)",
                                   datasets(min_points=3, max_points=8, min_gap=0.15,
                                               x_range=(-1.5, 1.5)),
-                                  smooth_not_cubic, quick=3, full=15, pinned=[(FIG4_X, FIG4_Y)]))
+                                  smooth_not_cubic, count=ctx.size("datasets"), pinned=[(FIG4_X, FIG4_Y)]))
     grid = np.linspace(-3, 3, 121)
     art = {"grid": grid, "K": F.rf_kernel(grid[:, None], grid[None, :], init="gaussian"), "mc": data}
     return combine("derived arc-cosine K_RF (gaussian init) vs mpmath quadrature; float64 "
@@ -420,6 +439,9 @@ def _one_sided_slopes(f: Callable, x0: float, h: float) -> tuple[float, float]:
 
 
 SIGMA_C_W3D = 1.3
+#: the variants of W3d: E c^2 in units of sigma_c^2; exact 1, near miss 1 + NEAR_MISS
+EXACT_C2 = 1.0
+LARGER_C2 = 1 + NEAR_MISS
 
 
 def _certified_ntk(ctx: RunContext, res: dict, sc: float, c2_factor: float,
@@ -433,7 +455,7 @@ def _certified_ntk(ctx: RunContext, res: dict, sc: float, c2_factor: float,
         sig = certify.ball(sc) * certify.ball(c2_factor).sqrt()
     subs = []
     for init in dk.INITS:
-        pts = certified_points(ctx, pinned + (_SERIES_POINTS if init == "gaussian" else []), quick=12, full=100)
+        pts = certified_points(ctx, pinned + (_SERIES_POINTS if init == "gaussian" else []))
         ref_p = lambda p, q, i=init: definition_ball("prob", i, p, q)  # noqa: E731
         ref_n = lambda p, q, i=init: definition_ball("ntk", i, p, q, sc)  # noqa: E731
         if init == "uniform":
@@ -531,8 +553,76 @@ def _ntk_kinks(ctx: RunContext, F: Any, dat: tuple[np.ndarray, np.ndarray]) -> S
                    "relative to the jump")
 
 
-def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
-    """``c2_factor != 1``: negative control, the NTK with E c^2 = c2_factor sigma_c^2."""
+def _measured_jumps(ctx: RunContext, F: Any) -> tuple[SubCheck, list]:
+    """The derived jumps of d/dx K_NTK at x = x' vs one-sided mpmath differences of the
+    (quadrature-verified) formula's mpmath evaluation at 40 digits (sigma_c = 1)."""
+    worst, jrows = 0.0, []
+    for key, (init, xs) in _JUMP_POINTS.items():
+        J = lambdified(ctx.claim_id, key, (XP, dk.sigma_c), modules="mpmath")
+        for x0 in xs:
+            with mpmath.workdps(40):
+                k = lambda t: F.ntk_kernel.mpmath(float(t), x0, init=init, sigma_c=1.0, dps=40)
+                h = mpmath.mpf(2) ** -30
+                X0 = mpmath.mpf(x0)
+                dr = (-3 * k(X0) + 4 * k(X0 + h) - k(X0 + 2 * h)) / (2 * h)
+                dl = (3 * k(X0) - 4 * k(X0 - h) + k(X0 - 2 * h)) / (2 * h)
+                pred = J(X0, mpmath.mpf(1))
+                err = float(abs((dr - dl) - pred) / abs(pred))
+            worst = max(worst, err)
+            jrows.append([key, fmt(x0), mpmath.nstr(dr - dl, 15), mpmath.nstr(pred, 15), fmt(err)])
+    return SubCheck("derived f'-jump of K_NTK vs one-sided derivatives of the kernel", worst, 1e-13,
+                    "second-order one-sided differences with h = 2^-30 at 40 digits: truncation "
+                    "h^2 |K'''| ~ 1e-18, rounding 1e-40 / h ~ 1e-31 (points inside and outside "
+                    "[-1, 1]; the kernel itself is verified against quadrature above)"), jrows
+
+
+def _jump_points(ctx: RunContext) -> list[tuple[str, str, float]]:
+    """(jump, init, x') at the pinned points and ``ctx.size("certified_jumps")`` drawn ones
+    (``--examples N``: N): |x'| <= 1 and 1 < |x'| <= 5 (uniform), |x'| <= 5 (gaussian)."""
+    out = [(key, init, float(v)) for key, (init, xs) in _JUMP_POINTS.items() for v in xs]
+    rng = ctx.rng("certified jumps")
+    count = ctx.size("certified_jumps")
+    kinds = list(_JUMP_POINTS.items())
+    for i in range(ctx.n_examples(count, count)):
+        key, (init, _) = kinds[i % len(kinds)]
+        v = float(rng.uniform(-1, 1))
+        if key != "jump_uniform":
+            v = float(np.sign(v) * (1 + 4 * abs(v))) if key == "jump_uniform_outside" else 5 * v
+        out.append((key, init, v))
+    return out
+
+
+def _certified_jumps(ctx: RunContext, res: dict) -> SubCheck:
+    """The derived jumps J(x') of d/dx K_NTK at x = x' vs the one-sided derivatives of the
+    derived K_NTK, both in Arb: the branch active on each side of x' chosen by the sign of
+    its argument's germ, differentiated as an Arb power series (_williams_certified)."""
+    from verify import certify
+    from verify.claims._williams_certified import one_sided_derivative_jump
+    sc = SIGMA_C_W3D
+    insts = []
+    for key, init, v in _jump_points(ctx):
+        J = certify.arb_function(res[key], (XP, dk.sigma_c))
+        ref = one_sided_derivative_jump(res[f"ntk_{init}"], {X: v, XP: v, dk.sigma_c: sc}, X)
+        with certify.working_precision(128):
+            val = J(certify.ball(v), certify.ball(sc))
+        insts.append(CertifiedInstance(f"{key} at x' = {v!r}", val, ref))
+    return certified_compare(
+        f"certified: derived f'-jumps of K_NTK vs its one-sided derivatives (sigma_c = {sc}), "
+        f"{len(insts)} points", insts,
+        reason="Arb balls at 128 bits: d/dx K_NTK(x' +- 0, x') of the derived K_NTK (the closed "
+               "form certified against the definition above), the branch on each side chosen by "
+               "the sign of its argument's germ and differentiated as an Arb power series; the "
+               "derived jump by the Arb translation of its SymPy expression")
+
+
+def _jump_checks(ctx: RunContext, F: Any, res: dict) -> tuple[list[SubCheck], list]:
+    """W3d's f'-jumps of K_NTK at x = x': measured (one-sided differences) and certified."""
+    measured, jrows = _measured_jumps(ctx, F)
+    return [measured, _certified_jumps(ctx, res)], jrows
+
+
+def _check_w3d(ctx: RunContext, c2_factor: float) -> Outcome:
+    """W3d with E c^2 = c2_factor sigma_c^2 (``EXACT_C2`` or the near miss ``LARGER_C2``)."""
     F = formulas()
     res = ctx.derivation().results
     sc = SIGMA_C_W3D
@@ -560,13 +650,13 @@ def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
             e2 = relative_error_vs_mpmath(F.active_probability(p, q, init=i), quadrature_reference("prob", i, p, q))
             return SubCheck("", max(e1, e2), REL_TOL, f"at ({p:.6g}, {q:.6g}): K_NTK {e1:.2g}, P {e2:.2g}")
         subs.append(for_all_instances(ctx, f"{init}: K_NTK and P vs quadrature", point_pairs, measure,
-                                      quick=2, full=20, pinned=pinned if init == "uniform" else pinned[6:]))
+                                      count=ctx.size("quadrature_points"),
+                                      pinned=pinned if init == "uniform" else pinned[6:]))
         subs.append(_exact_vs_quadrature(
             ctx, f"{init}: derived P and K_NTK at 40 digits vs quadrature",
             lambda p, q, i=init: exact_refs(p, q, i), pinned if init == "uniform" else pinned[6:],
             "the primary derived expressions" + (" (P: the three derived branches assembled by "
-                                                 "the derivation's sign split)" if init == "uniform" else ""),
-            quick=2, full=20))
+                                                 "the derivation's sign split)" if init == "uniform" else "")))
     subs += _certified_ntk(ctx, res, sc, c2_factor, pinned)
     # the NTK as the tangent kernel of the network (gradients), not the derived structure
     for init in dk.INITS:
@@ -586,31 +676,12 @@ def _check_w3d(ctx: RunContext, c2_factor: float = 1.0) -> Outcome:
     subs.append(_float_vs_derived("gaussian: float64 P vs the derived expression", _gaussian_grid(),
                                   lambda p, q: F.active_probability(p, q, init="gaussian"), P_mp,
                                   lambda p, q, v: 64 * EPS * (1 + abs(p * q) / max(abs(v), 1e-300) / 8)))
-    # derived jump of d/dx K_NTK at x = x' vs one-sided mpmath derivatives of the
-    # (quadrature-verified) kernel evaluated in high precision
-    worst, jrows = 0.0, []
-    for key, (init, xs) in _JUMP_POINTS.items():
-        J = lambdified(ctx.claim_id, key, (XP, dk.sigma_c), modules="mpmath")
-        for x0 in xs:
-            with mpmath.workdps(40):
-                k = lambda t: F.ntk_kernel.mpmath(float(t), x0, init=init, sigma_c=1.0, dps=40)
-                h = mpmath.mpf(2) ** -30
-                X0 = mpmath.mpf(x0)
-                dr = (-3 * k(X0) + 4 * k(X0 + h) - k(X0 + 2 * h)) / (2 * h)
-                dl = (3 * k(X0) - 4 * k(X0 - h) + k(X0 - 2 * h)) / (2 * h)
-                pred = J(X0, mpmath.mpf(1))
-                err = float(abs((dr - dl) - pred) / abs(pred))
-            worst = max(worst, err)
-            jrows.append([key, fmt(x0), mpmath.nstr(dr - dl, 15), mpmath.nstr(pred, 15), fmt(err)])
-    subs.append(SubCheck("derived f'-jump of K_NTK vs one-sided derivatives of the kernel", worst, 1e-13,
-                         "second-order one-sided differences with h = 2^-30 at 40 digits: truncation "
-                         "h^2 |K'''| ~ 1e-18, rounding 1e-40 / h ~ 1e-31 (points inside and outside "
-                         "[-1, 1]; the kernel itself is verified against quadrature above)"))
-
+    jump_subs, jrows = _jump_checks(ctx, F, res)
+    subs += jump_subs
     # kinks of NTK interpolants at the data (finite differences of the float64 interpolant)
     subs.append(for_all_instances(ctx, "NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)",
                                   datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.5, 2.5)),
-                                  lambda dat: _ntk_kinks(ctx, F, dat), quick=2, full=15,
+                                  lambda dat: _ntk_kinks(ctx, F, dat), count=ctx.size("datasets"),
                                   pinned=[(FIG4_X, FIG4_Y)]))
     return combine("derived K_NTK and P (both inits) vs quadrature of their definitions; float64 "
                    "evaluators vs the derived expressions; derived f'-jumps vs differentiation; "
@@ -646,11 +717,10 @@ CLAIM_W3A = Claim(
                r"\tfrac14[G(x,x';\min(x,x')) + G(-x,-x';-\max(x,x'))]$ with $G$ piecewise "
                r"rational in $s$ (branches $s<-1$, $|s|\le1$, $s>1$); on $[-1,1]^2$ a single "
                r"polynomial in $x, x', |x-x'|$."),
-    check=lambda ctx: _check_w3a(ctx),
-    negative_control=lambda ctx: _check_w3a(ctx, 1 + NEAR_MISS),
+    check=_check_w3a, exact=EXACT_A_SCALE, near_miss=WIDER_A,
     negative_control_description=f"near miss: a ~ U(-(1+{NEAR_MISS:g}), 1+{NEAR_MISS:g}) instead of "
                                  "U(-1, 1) (the kernel at rescaled inputs)",
-    negative_target="closed form vs 2-D mpmath quadrature", sizes=KERNEL_SIZES,
+    negative_target="closed form vs 2-D mpmath quadrature", sizes=W3A_SIZES,
     figures=lambda ev, out: _kernel_figures("W3a", "uniform", ev, out))
 
 
@@ -661,10 +731,9 @@ CLAIM_W3C = Claim(
                r"(\pi-\varphi)\cos\varphi)/(2\pi) = (|x-x'| + (\pi-\varphi)(1+xx'))/(2\pi)$, "
                r"$\varphi = \mathrm{atan2}(|x-x'|, 1+xx')$; the interpolant is smooth between "
                r"the data and not piecewise cubic."),
-    check=lambda ctx: _check_w3c(ctx),
-    negative_control=lambda ctx: _check_w3c(ctx, 1 + NEAR_MISS),
+    check=_check_w3c, exact=EXACT_A_SCALE, near_miss=WIDER_A,
     negative_control_description=f"near miss: a ~ N(0, (1+{NEAR_MISS:g})^2) instead of N(0, 1)",
-    negative_target="closed form vs mpmath quadrature", sizes=KERNEL_SIZES,
+    negative_target="closed form vs mpmath quadrature", sizes=W3C_SIZES,
     figures=lambda ev, out: _kernel_figures("W3c", "gaussian", ev, out) + _figures_w3c_interpolant(out))
 
 CLAIM_W3D = Claim(
@@ -674,10 +743,9 @@ CLAIM_W3D = Claim(
                r"|x-x'|/8$ on $[-1,1]^2$ (uniform) and $P = (\pi-\varphi)/(2\pi)$ (gaussian); "
                r"$[f']_{x_j} = -\alpha_j\sigma_c^2(1+x_j^2)/4$ (uniform, $|x_j|\le1$), "
                r"$-\alpha_j\sigma_c^2/\pi$ (gaussian)."),
-    check=lambda ctx: _check_w3d(ctx),
-    negative_control=lambda ctx: _check_w3d(ctx, 1 + NEAR_MISS),
+    check=_check_w3d, exact=EXACT_C2, near_miss=LARGER_C2,
     negative_control_description=f"near miss: E c^2 taken as sigma_c^2 (1 + {NEAR_MISS:g})",
-    negative_target="uniform: K_NTK and P vs quadrature",
+    negative_target="uniform: K_NTK and P vs quadrature", sizes=W3D_SIZES,
     figures=_figures_w3d)
 
 CLAIMS = [CLAIM_W3A, CLAIM_W3C, CLAIM_W3D]

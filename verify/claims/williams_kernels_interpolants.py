@@ -298,12 +298,14 @@ def _thm5_family(ctx: RunContext, name: str, rows: list, finding: list) -> list[
     tag = f"Thm 5 general, {name}"
     subs = [for_all_instances(ctx, f"{tag}: derived omega vs quadrature of int |a|^3 p0(a, ax) da",
                               _t5_floats(-4, 4), lambda v: _t5_omega(name, float(v), om, rows),
-                              quick=3, full=20, pinned=inside + edges + [edges[0] - 0.4, edges[-1] + 0.7])]
+                              count=ctx.size("thm5_omega_points"),
+                              pinned=inside + edges + [edges[0] - 0.4, edges[-1] + 0.7])]
     pairs = st.tuples(_t5_floats(-3, 3), _t5_floats(-3, 3)).filter(
         lambda p: _t5_away(p[0], edges + [p[1]], 1e-3))
     subs.append(for_all_instances(ctx, f"{tag}: d^2/dx^2 K (central differences of the quadrature "
                                   "kernel) = omega(x) |x - x'| / 2", pairs,
-                                  lambda p: _t5_second_derivative(name, p, om, rows), quick=2, full=10,
+                                  lambda p: _t5_second_derivative(name, p, om, rows),
+                                  count=ctx.size("thm5_kernel_pairs"),
                                   pinned=[(inside[0] + 0.0123, edges[-1] + 0.5), (edges[-1] + 0.3, inside[0])]))
     strat, pinned = _t5_data(name)
     memo: dict[bytes, list[SubCheck]] = {}
@@ -320,12 +322,13 @@ def _thm5_family(ctx: RunContext, name: str, rows: list, finding: list) -> list[
         names.append("interpolant's jumps at omega's edges = sum_j alpha_j J_e(x_j) (f'' jumps: C^1 knots)")
     for i, nm in enumerate(names):
         subs.append(for_all_instances(ctx, f"{tag}: {nm}", strat, lambda d, i=i: measure(d, i),
-                                      quick=1, full=6, pinned=[pinned]))
+                                      count=ctx.size("thm5_datasets"), pinned=[pinned]))
     if pc:
         subs.append(for_all_instances(
             ctx, f"{tag}: derived jumps of d^k K(., x') at omega's edges vs quadrature",
             _t5_floats(-3, 3).filter(lambda v: _t5_away(v, edges, 4 * _T5_H + 0.01)),
-            lambda v: _t5_section_edges(name, float(v), J, rows), quick=2, full=8, pinned=inside))
+            lambda v: _t5_section_edges(name, float(v), J, rows), count=ctx.size("thm5_edge_sections"),
+            pinned=inside))
     return subs
 
 
@@ -342,7 +345,7 @@ def _thm5_general(ctx: RunContext) -> tuple[list[SubCheck], list[Table]]:
     K = lambdified(ctx.claim_id, "K_RF_scaled", (X, XP), modules="mpmath")
     subs.append(for_all_instances(ctx, "Thm 5 general, scaled: derived K_RF vs quadrature of the definition",
                                   st.tuples(_t5_floats(-3, 3), _t5_floats(-3, 3)),
-                                  lambda p: _t5_kernel_scaled(p, K, rows), quick=3, full=15,
+                                  lambda p: _t5_kernel_scaled(p, K, rows), count=ctx.size("thm5_scaled_points"),
                                   pinned=[(0.3, -0.6), (2.0, -1.5), (-0.4, 1.9)]))
     return subs, [Table("Thm 5 general: derived vs 40-digit quadrature",
                         ["family", "quantity", "at", "quadrature", "derived", "error"], rows),
@@ -351,9 +354,71 @@ def _thm5_general(ctx: RunContext) -> tuple[list[SubCheck], list[Table]]:
                          "error / bound"], finding)]
 
 
-def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
-    """``matrix_perturbation``: negative control, the derived relation f''_L = -f''_R used
-    as f''_L = -(1 + perturbation) f''_R (one matrix entry)."""
+# ------------------------------------------------ W3b: certified jumps and end conditions
+_WHY_SECTIONS = ("Arb balls at 128 bits: one-sided Taylor coefficients of the derived K_RF(., x') "
+                 "(W3a's closed form, certified there against the definition at points), the "
+                 "branch on each side chosen by the sign of its argument's germ and expanded as an "
+                 "Arb power series (verify/claims/_williams_certified.py); the derived jumps and "
+                 "end-condition matrix by the Arb translation of their SymPy entries")
+
+
+def _section_points(ctx: RunContext) -> list[float]:
+    """x' pinned (-0.6, 0, 0.1, 0.7, +-0.95) and ``ctx.size("certified_sections")`` drawn
+    uniform on [-0.95, 0.95] (``--examples N``: N)."""
+    rng = ctx.rng("certified sections")
+    count = ctx.size("certified_sections")
+    return [-0.6, 0.0, 0.1, 0.7, -0.95, 0.95] + [float(v) for v in rng.uniform(-0.95, 0.95, ctx.n_examples(count, count))]
+
+
+def _certified_w3b(ctx: RunContext, res: dict, matrix_perturbation: float) -> list[SubCheck]:
+    """Certified: the jumps of d^k/dx^k K_RF(., x') at x = x' (k = 0..3) equal the derived
+    jumps, and the derived end-condition matrix (times the variant's perturbation of entry
+    (2, 6)) annihilates the outer pieces' derivatives (f^(k)(-1+), f^(k)(1-)) of every
+    section K_RF(., x'), at pinned and drawn x' in [-0.95, 0.95]."""
+    from verify.claims._williams_certified import one_sided_taylor
+    K = derived_results("W3a")["K_RF"]
+    arb = lambda e: certify.arb_function(sp.sympify(e), ())()  # noqa: E731
+    jumps, ends = [], []
+    with certify.working_precision(128):
+        J = [arb(j) for j in res["jumps"]]
+        M = [[arb(v) for v in row] for row in res["end_conditions"].tolist()]
+        M[2][6] = M[2][6] * (1 + certify.ball(matrix_perturbation))
+        for v in _section_points(ctx):
+            at = {X: v, XP: v}
+            right, left = one_sided_taylor(K, at, X, 1, 3), one_sided_taylor(K, at, X, -1, 3)
+            fact = (1, 1, 2, 6)
+            for k in range(4):
+                jumps.append(CertifiedInstance(f"k = {k} at x' = {v!r}", J[k], fact[k] * (right[k] - left[k]), scale=1))
+            d = [fact[k] * c for k, c in enumerate(one_sided_taylor(K, {X: -1.0, XP: v}, X, 1, 3))]
+            d += [fact[k] * c for k, c in enumerate(one_sided_taylor(K, {X: 1.0, XP: v}, X, -1, 3))]
+            for i, row in enumerate(M):
+                resid = sum((m * dj for m, dj in zip(row, d)), certify.ball(0))
+                scale = sum((abs(m) * abs(dj) for m, dj in zip(row, d)), certify.ball(0)).upper()
+                ends.append(CertifiedInstance(f"relation {i} at x' = {v!r}", resid, 0, scale=scale))
+    n = len(jumps) // 4
+    return [certified_compare(f"certified: derived jumps [d^k K_RF(., x')] at x = x' (k = 0..3), {n} x'",
+                              jumps, reason=_WHY_SECTIONS + "; compared at the scale 1 (K_RF = O(1))"),
+            certified_compare(f"certified: derived end conditions annihilate every section K_RF(., x'), {n} x'",
+                              ends, reason=_WHY_SECTIONS + "; residual of each relation compared at the "
+                              "scale sum_j |M_ij| |f_j| (the reference is 0)")]
+
+
+#: the variants of W3b: the derived end condition f''_L = -f''_R used as
+#: f''_L = -(1 + p) f''_R (one matrix entry); exact p = 0, near miss p = 1e-6
+EXACT_END_CONDITIONS = 0.0
+PERTURBED_END_CONDITION = 1e-6
+#: the declared sizes of W3b: drawn data sets and section points (uniform init), per family
+#: of Thm 5's general hypothesis the drawn points, pairs, data sets and sections, and the
+#: drawn x' of the certified sections
+W3B_SIZES = {prof: dict(zip(("datasets", "jump_points", "thm5_omega_points", "thm5_kernel_pairs",
+                             "thm5_datasets", "thm5_edge_sections", "thm5_scaled_points",
+                             "certified_sections"), n))
+             for prof, n in (("quick", (4, 1, 3, 2, 1, 2, 3, 6)), ("full", (25, 8, 20, 10, 6, 8, 15, 60)))}
+
+
+def _check_w3b(ctx: RunContext, matrix_perturbation: float) -> Outcome:
+    """W3b with the end condition f''_L = -(1 + matrix_perturbation) f''_R
+    (``EXACT_END_CONDITIONS`` or the near miss ``PERTURBED_END_CONDITION``)."""
     F = formulas()
     res = ctx.derivation().results
     M = np.array(res["end_conditions"].tolist(), dtype=float)
@@ -401,12 +466,13 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
                             "piecewise cubic (degree-3 fit residual)",
                             "derivative jumps at the data = alpha_j x derived jumps (k = 0..3)")):
         subs.append(for_all_instances(ctx, nm, _W3B_DATA, lambda d, i=i: measure(d)[i],
-                                      quick=4, full=25, pinned=[(FIG4_X, FIG4_Y)]))
+                                      count=ctx.size("datasets"), pinned=[(FIG4_X, FIG4_Y)]))
     J_mp = lambdified(ctx.claim_id, "jumps", XP, modules="mpmath")
     subs.append(for_all_instances(ctx, "derived jumps [d^k K_RF] at x = x' vs cubic pieces of quadrature values",
                                   st.floats(-0.75, 0.75, allow_nan=False, allow_subnormal=False),
                                   lambda v: _jumps_vs_quadrature(float(v), J_mp),
-                                  quick=1, full=8, pinned=[-0.6, 0.1, 0.7]))
+                                  count=ctx.size("jump_points"), pinned=[-0.6, 0.1, 0.7]))
+    subs += _certified_w3b(ctx, res, matrix_perturbation)
     general: list[Table] = []
     if not matrix_perturbation:   # the negative control breaks only the end conditions
         more, general = _thm5_general(ctx)
@@ -421,6 +487,7 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float = 0.0) -> Outcome:
                                                                        "sup |f - spline|", "cubic-fit residual",
                                                                        "jump error / bound"], rows),
                                  *general],
+                   details={"certified": certified_details(subs)},
                    artifacts={"x_data": FIG4_X, "y_data": FIG4_Y, "grid": g})
 
 
@@ -464,7 +531,8 @@ def _certified_w3e(ctx: RunContext, init: str, om_expr: sp.Expr, s2: sp.Expr,
     control's), E a^2, and the float64 omega within its stated ulp bound, vs Arb balls of
     the definitions at pinned and drawn x."""
     rng = ctx.rng("certified x", init)
-    n = ctx.n_examples(16, 150)
+    count = ctx.size("certified_x")
+    n = ctx.n_examples(count, count)
     xs = list(_OMEGA_PINNED) + [float(v) for v in np.concatenate(
         [rng.uniform(-5, 5, n - n // 2), rng.choice([-1.0, 1.0], n // 2) * 10.0 ** rng.uniform(-6, 3, n // 2)])]
     why = ("Arb balls: int |a|^3 p_0(a, ax) da by acb.integral cut at a = 0 and at the support's "
@@ -486,8 +554,19 @@ def _certified_w3e(ctx: RunContext, init: str, om_expr: sp.Expr, s2: sp.Expr,
                               reason=why + "; the float64 value as an exact ball")]
 
 
-def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcome:
-    """``exponent_shift != 0``: negative control, omega = int |a|^(3 + shift) p_0(a, ax) da."""
+#: the variants of W3e: the weight int |a|^(3 + s) p_0(a, ax) da; exact s = 0 (the derived
+#: omega), near miss s = 1e-10
+EXACT_EXPONENT_SHIFT = 0
+SHIFTED_EXPONENT = sp.Rational(1, 10**10)
+#: the declared sizes of W3e: drawn x of omega (quadrature; certified), drawn (z, z') of the
+#: RKHS identity, drawn data sets of the f''/omega sub-check
+W3E_SIZES = {prof: dict(zip(("omega_points", "certified_x", "identity_points", "datasets"), n))
+             for prof, n in (("quick", (3, 16, 2, 2)), ("full", (20, 150, 12, 10)))}
+
+
+def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int) -> Outcome:
+    """W3e with the weight int |a|^(3 + exponent_shift) p_0(a, ax) da
+    (``EXACT_EXPONENT_SHIFT``: the derived omega; ``SHIFTED_EXPONENT``: the near miss)."""
     F = formulas()
     res = ctx.derivation().results
     subs, tables = [], []
@@ -512,7 +591,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcom
             return SubCheck("", err, REL_TOL, f"at x = {xv:.6g}")
         found = for_all_instances(ctx, f"{init}: omega(x) vs mpmath quadrature",
                                   st.floats(-20, 20, allow_nan=False, allow_subnormal=False), weight,
-                                  quick=3, full=20, pinned=[0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0])
+                                  count=ctx.size("omega_points"), pinned=[0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0])
         found.reason = (f"{found.reason}; float64 closed form (a rational function) vs 30-digit "
                         "quadrature of int |a|^3 p_0(a, ax) da")
         subs.append(found)
@@ -527,7 +606,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcom
             err = relative_error_vs_mpmath(F.rf_kernel(z, zp, init=i), ref)
             return SubCheck("", err, REL_TOL, f"at (z, z') = ({z:.6g}, {zp:.6g})")
         subs.append(for_all_instances(ctx, f"{init}: K_RF = 1/4 int omega |t-z||t-z'| dt + sigma^2/4 (1+zz')",
-                                      point_pairs, ident, quick=2, full=12,
+                                      point_pairs, ident, count=ctx.size("identity_points"),
                                       pinned=[(0.3, -0.6), (2.0, -1.5)]))
 
     def second_derivative(dat: tuple[np.ndarray, np.ndarray]) -> SubCheck:
@@ -553,7 +632,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int = 0) -> Outcom
                        "max |f''|")
     subs.append(for_all_instances(ctx, "f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
                                   datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.0, 2.0)),
-                                  second_derivative, quick=2, full=10, pinned=[(FIG4_X, FIG4_Y)]))
+                                  second_derivative, count=ctx.size("datasets"), pinned=[(FIG4_X, FIG4_Y)]))
     g = np.linspace(-4, 4, 401)
     return combine("derived RKHS weight omega vs quadrature; RKHS identity for K_RF; f''/omega of "
                    "interpolants", subs, tables=tables, details={"certified": certified_details(subs)},
@@ -587,11 +666,10 @@ CLAIM_W3B = Claim(
                r"spline with $[f''']_{x_j} = \omega\alpha_j$ where $\omega$ is constant, and at an "
                r"edge $e$ where $\omega$ jumps $[f'']_e = \tfrac{[\omega]_e}{2}\sum_j\alpha_j|e-x_j|$ "
                r"(a $C^1$ knot that is not a datum: the union-of-intervals case is not a cubic spline)."),
-    check=lambda ctx: _check_w3b(ctx),
-    negative_control=lambda ctx: _check_w3b(ctx, 1e-6),
+    check=_check_w3b, exact=EXACT_END_CONDITIONS, near_miss=PERTURBED_END_CONDITION,
     negative_control_description="near miss: the derived end condition f''_L = -f''_R used as "
                                  "f''_L = -(1 + 1e-6) f''_R (one matrix entry)",
-    negative_target="interpolant vs CubicSpline with the derived end conditions",
+    negative_target="interpolant vs CubicSpline with the derived end conditions", sizes=W3B_SIZES,
     figures=_figures_w3b)
 
 CLAIM_W3E = Claim(
@@ -602,10 +680,9 @@ CLAIM_W3E = Claim(
                r"$K_{RF}(x,x') = \tfrac14\int\omega(t)|x-t||x'-t|dt + \tfrac{\sigma^2}{4}(1+xx')$, so "
                r"$\|f\|_{\mathcal H}^2 = \int f''^2/\omega + \tfrac4{\sigma^2}(A_0^2+A_1^2)$ and the kernel "
                r"interpolant minimizes it."),
-    check=lambda ctx: _check_w3e(ctx),
-    negative_control=lambda ctx: _check_w3e(ctx, sp.Rational(1, 10**10)),
+    check=_check_w3e, exact=EXACT_EXPONENT_SHIFT, near_miss=SHIFTED_EXPONENT,
     negative_control_description="near miss: weight int |a|^(3 + 1e-10) p_0(a, ax) da",
-    negative_target="uniform: omega(x) vs mpmath quadrature",
+    negative_target="uniform: omega(x) vs mpmath quadrature", sizes=W3E_SIZES,
     figures=_figures_w3e)
 
 CLAIMS = [CLAIM_W3B, CLAIM_W3E]
