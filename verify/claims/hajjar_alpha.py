@@ -1,7 +1,8 @@
 """Claim H1f: the constant alpha(d_H) = 2 sqrt(pi) Gamma((d_H+1)/2) / Gamma(d_H/2)
 = 1 / E_{u ~ Unif(S^{d_H-1})}[(u.e)_+]  (Hajjar & Chizat 2023, Sec. 4, Thm 4.3); the
 derivation is in derivations/sphere.py.  The negative control is the same check on the
-near miss :func:`alpha_swapped_gamma` (Gamma arguments shifted by 1/2)."""
+near miss ``ALPHA_ONE_UP``: the derived alpha read one dimension up, alpha(d_H + 1) =
+2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2) (the Gamma arguments shifted by 1/2)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -22,10 +23,10 @@ from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, c
 
 K = sphere.k
 
-
-def alpha_swapped_gamma() -> sp.Expr:
-    """Negative control: a plausible slip (Gamma arguments shifted by 1/2)."""
-    return 2 * sp.sqrt(sp.pi) * sp.gamma(K / 2 + 1) / sp.gamma((K + 1) / 2)
+#: the verified run: the derived alpha at d_H itself
+EXACT_DIMENSION = 0
+#: the near miss: the derived alpha read at d_H + 1 (its Gamma arguments shifted by 1/2)
+ALPHA_ONE_UP = 1
 
 
 @lru_cache(maxsize=None)
@@ -269,14 +270,13 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
                    tables=tables)
 
 
-def check(ctx: RunContext) -> Outcome:
-    """H1f: the derived alpha(d_H) against the quadratures of its definition."""
-    return _check(ctx, derive_alpha_expr())
-
-
-def negative_control(ctx: RunContext) -> Outcome:
-    """The same check on the near miss :func:`alpha_swapped_gamma`."""
-    return _check(ctx, alpha_swapped_gamma())
+def check(ctx: RunContext, dimension_shift: int) -> Outcome:
+    """H1f: the derived alpha read at d_H + ``dimension_shift`` (``EXACT_DIMENSION`` 0, or
+    the near miss ``ALPHA_ONE_UP``) against the quadratures of its definition at d_H."""
+    if isinstance(dimension_shift, bool) or not isinstance(dimension_shift, int):
+        raise TypeError(f"H1f: dimension_shift must be an integer (EXACT_DIMENSION or "
+                        f"ALPHA_ONE_UP); got {type(dimension_shift).__name__}")
+    return _check(ctx, derive_alpha_expr().subs(K, K + dimension_shift))
 
 
 def derive_alpha_expr() -> sp.Expr:
@@ -313,7 +313,8 @@ CLAIM = Claim(
                r"\mathrm{Unif}(S^{d_H-1})}[(u\cdot e)_+]}$$ so that the measure "
                r"$\alpha\,\mathrm{Unif}(S^{d_H-1})$ (with $|a| = |b|$) represents "
                r"$f(x) = |x_H|$; e.g. $\alpha(2) = \pi$, $\alpha(5) = 16/3$."),
-    check=check, negative_control=negative_control, negative_target="mpmath quadrature",
+    check=check, exact=EXACT_DIMENSION, near_miss=ALPHA_ONE_UP,
+    negative_target="mpmath quadrature",
     negative_control_description="Gamma arguments shifted by 1/2: "
                                  "2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2)",
     figures=figures,
