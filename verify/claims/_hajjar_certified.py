@@ -17,7 +17,7 @@ from numerics import arb_quadrature as aq
 from verify import certify
 from verify.kit import CertifiedInstance, RunContext, SubCheck, certified_compare
 
-__all__ = ["h1e_certified"]
+__all__ = ["h1e_certified", "alpha_two_step_ratio", "alpha_recursion_balls"]
 
 
 @lru_cache(maxsize=1024)
@@ -134,6 +134,47 @@ def _formula_ulps(pts: list) -> list[SubCheck]:
             reason=_WHY + "; the float64 value as an exact ball" + (
                 ", at the scale |c'| E|R| + |y'| E|S| of the terms" if derivative else "")))
     return out
+
+
+@lru_cache(maxsize=1)
+def alpha_two_step_ratio() -> sp.Expr:
+    """alpha(k + 2) / alpha(k) for alpha(k) = 1 / E_{u ~ Unif(S^{k-1})}[(u.e)_+], k >= 2,
+    from the polar-angle law (H1f), independently of the Gamma-function derivation:
+    E[(u.e)_+] = N_{k-2} / W_{k-2} with N_n = int_0^(pi/2) cos sin^n = int_0^1 u^n du
+    (u = sin) and W_n = int_0^pi sin^n; integrating d/dtheta(cos sin^(n-1)) =
+    (n-1) sin^(n-2) - n sin^n over [0, pi] (the boundary term vanishes for n >= 2) gives
+    Wallis' W_n / W_{n-2} = (n-1)/n.  Raises ArithmeticError if an identity fails."""
+    th, u = sp.Symbol("theta", real=True), sp.Symbol("u", positive=True)
+    n = sp.Symbol("n", integer=True, positive=True)
+    s, c = sp.sin(th), sp.cos(th)
+    boundary = c * s ** (n - 1)
+    rhs = (n - 1) * s ** (n - 2) - n * s ** n
+    residual = sp.expand(sp.powsimp(sp.expand((sp.diff(boundary, th) - rhs).subs(c ** 2, 1 - s ** 2)),
+                                    combine="exp"))
+    if residual != 0 or any(boundary.subs({th: e, n: 2}) != 0 for e in (0, sp.pi)):
+        raise ArithmeticError("H1f: the integration by parts behind Wallis' recursion failed")
+    W, W2 = sp.symbols("W_n W_nm2", positive=True)
+    wallis = sp.cancel(sp.solve_linear((n - 1) * W2 - n * W, symbols=[W])[1] / W2)  # W_n/W_{n-2}
+    numerator = sp.integrate(u ** n, (u, 0, 1))                                      # N_n
+    ratio = sp.cancel(numerator.subs(n, K - 2) / numerator.subs(n, K) * wallis.subs(n, K))
+    if ratio.free_symbols != {K}:
+        raise ArithmeticError(f"H1f: alpha's two-step ratio is not a function of k: {ratio}")
+    return ratio
+
+
+def alpha_recursion_balls(k_max: int, prec: int = 128) -> dict[int, object]:
+    """Arb balls of the definition's alpha(k) = 1/E[(u.e)_+] for k = 2..``k_max``: the Arb
+    quadratures of the polar-angle law at k = 2, 3 carried up by
+    :func:`alpha_two_step_ratio` (each step exact rational arithmetic on the ball)."""
+    if isinstance(k_max, bool) or not isinstance(k_max, int) or not 3 <= k_max <= 10 ** 6:
+        raise ValueError(f"alpha_recursion_balls: k_max must be an integer in 3..10^6; got {k_max!r}")
+    ratio = sp.lambdify(K, alpha_two_step_ratio(), modules=[])
+    with certify.working_precision(prec):
+        balls = {kk: 1 / aq.positive_part_mean_ball(kk, prec=prec) for kk in (2, 3)}
+        for kk in range(2, k_max - 1):
+            r = ratio(sp.Integer(kk))
+            balls[kk + 2] = balls[kk] * int(r.p) / int(r.q)
+    return balls
 
 
 def h1e_certified(ctx: RunContext, res: dict, n: int) -> list[SubCheck]:

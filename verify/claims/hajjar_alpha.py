@@ -17,6 +17,7 @@ from derivations import sphere
 from numerics.sphere import (positive_part_mean_coordinate_mp, positive_part_mean_mc,
                              positive_part_mean_mp, sample_sphere)
 from verify import certify
+from verify.claims._hajjar_certified import alpha_recursion_balls
 from verify.certify import CertifiedInstance, certified_compare
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
                         fmt, for_all_instances)
@@ -53,6 +54,8 @@ _LARGE_K = (200, 340, 341, 1000, 10_000, 1_000_000)
 
 #: dimensions of the certified Stirling checks (the float64 formula's form beyond 340)
 _STIRLING_K = (341, 1000, 3000, 10_000, 100_000, 1_000_000)
+#: every d_H up to here is proven by the recursion sub-check
+_RECURSION_MAX = 10_000
 _EPS = 2.0 ** -52
 
 
@@ -64,12 +67,27 @@ def _mean_ball(kk: int, prec: int = 128):
 
 
 def _certified_ks(ctx: RunContext) -> list[int]:
-    """Every d_H <= 10^4 (full profile); quick: 1..60, the float64 formula's switch
-    340 | 341, 10^4 and 100 dimensions drawn from the run's seed in 61..10^4."""
+    """The d_H of the direct quadrature proofs: every d_H <= 10^4 (full profile); quick:
+    1..60, the float64 formula's switch 340 | 341, 10^4 and ``certified_drawn`` dimensions
+    drawn from the run's seed in 61..10^4."""
     if ctx.size("certified_all"):
         return list(range(1, 10_001))
-    drawn = ctx.rng("certified d_H").integers(61, 10_001, 100)
+    drawn = ctx.rng("certified d_H").integers(61, 10_001, ctx.size("certified_drawn"))
     return sorted(set(range(1, 61)) | {200, 340, 341, 1000, 10_000} | {int(k) for k in drawn})
+
+
+def _recursion_subcheck(alpha_b: Callable) -> SubCheck:
+    """The derived alpha at every d_H = 2..10^4 against the definition's balls carried up
+    from d_H = 2, 3 by Wallis' recursion (:func:`alpha_recursion_balls`)."""
+    ref = alpha_recursion_balls(_RECURSION_MAX)
+    insts = [CertifiedInstance(f"d_H = {kk}", alpha_b(kk), ref[kk]) for kk in sorted(ref)]
+    return certified_compare(
+        f"certified: derived alpha(d_H) vs 1/E[(u.e)_+] by Wallis' recursion, every "
+        f"d_H = 2..{_RECURSION_MAX}", insts,
+        reason="Arb: 1/E[(u.e)_+] by acb.integral of the polar-angle law at d_H = 2, 3, carried "
+               "up by alpha(d_H + 2) / alpha(d_H) = (d_H + 1)/d_H, derived in SymPy from the "
+               "same law (N_n = int_0^1 u^n, Wallis' W_n/W_(n-2) = (n-1)/n by parts), not "
+               "from the Gamma function; 128 bits")
 
 
 def _certified(ctx: RunContext, alpha_expr: sp.Expr) -> list[SubCheck]:
@@ -90,11 +108,12 @@ def _certified(ctx: RunContext, alpha_expr: sp.Expr) -> list[SubCheck]:
             if kk <= 60:
                 me.append(CertifiedInstance(lab, mean_b(kk), ref))
                 idn.append(CertifiedInstance(lab, ident, mean_b(kk) / ref))
+        recursion = _recursion_subcheck(alpha_b)
     why = ("Arb: E[(u.e)_+] = int_0^(pi/2) cos sin^(k-2) / int_0^pi sin^(k-2) (polar-angle law "
            "of Unif(S^(k-1)), cut at the kink pi/2) by acb.integral; the closed form by the "
            "Arb translation of the derived expression; 128 bits")
     subs = [certified_compare(f"certified: derived alpha(d_H) vs 1/E[(u.e)_+], {len(ks)} d_H <= 10^4",
-                              al, reason=why),
+                              al, reason=why), recursion,
             certified_compare("certified: derived E[(u.e)_+] vs its definition, d_H = 1..60", me, reason=why),
             certified_compare("certified: derived identity vs derived E[(u.e)_+] x 1/E[(u.e)_+], "
                               "d_H = 1..60", idn, reason=why)]
@@ -319,10 +338,11 @@ CLAIM = Claim(
                                  "2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2)",
     figures=figures,
     sizes={"quick": {"radial_d_H": (1, 2, 3, 4, 5, 6, 8, 10), "sphere_points": 200_000,
-                     "predictor_particles": 50_000, "certified_all": False},
+                     "predictor_particles": 50_000, "certified_all": False,
+                     "certified_drawn": 20},
            "full": {"radial_d_H": tuple(range(1, 61)), "sphere_points": 4_000_000,
                     "predictor_particles": 400_000,
-                    "certified_all": True}},
+                    "certified_all": True, "certified_drawn": 0}},
 )
 
 CLAIMS = [CLAIM]
