@@ -11,13 +11,14 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
+from derivations.hajjar import BALANCE
 from derivations.hajjar_reduced import INNER, K_H, K_PERP, phi, theta
 from derivations.sphere import k as K
 from numerics import arb_quadrature as aq
 from verify import certify
 from verify.kit import CertifiedInstance, RunContext, SubCheck, certified_compare
 
-__all__ = ["h1e_certified", "alpha_two_step_ratio", "alpha_recursion_balls"]
+__all__ = ["h1e_certified", "h1d_certified", "h1a_certified", "alpha_two_step_ratio", "alpha_recursion_balls"]
 
 
 @lru_cache(maxsize=1024)
@@ -181,3 +182,82 @@ def h1e_certified(ctx: RunContext, res: dict, n: int) -> list[SubCheck]:
     """H1e's certified sub-checks at the pinned and ``n`` drawn instances."""
     pts = _instances(ctx, n)
     return [*_closed_forms(res, pts), _inner_forms(res), *_formula_ulps(pts)]
+
+
+def _h1d_points(ctx: RunContext, n: int) -> list[tuple[float, float]]:
+    """(y, z) with z > 0 and |y| < z (the kink of relu(y + z S) inside S's range): pinned
+    ratios y/z near both ends and at small / large z, then ``n`` drawn."""
+    rng = ctx.rng("certified H1d")
+    pts = [(-0.9 * 0.05, 0.05), (0.95 * 2.7, 2.7), (-0.3, 1.0), (0.2, 0.3), (-0.999, 1.0)]
+    for _ in range(n):
+        z = float(rng.uniform(0.05, 3.0))
+        pts.append((float(z * rng.uniform(-0.999, 0.999)), z))
+    return pts
+
+
+def h1d_certified(ctx: RunContext, results: dict, n: int) -> SubCheck:
+    """H1d (Lemma 4.2): the derived Haar averages h_k(y, z) = E relu(y + z S) and their
+    partials dh/dy, dh/dz, S the first coordinate of Unif(S^(k-1)), against the definition's
+    balls (``numerics.arb_quadrature.inner_expectation_ball``: S's polar-angle law cut at
+    the kink), at 5 pinned and ``n`` drawn (y, z) with |y| < z, for every derived k."""
+    names = ("haar_average", "haar_average_dz", "haar_average_dy")   # the ball's order
+    pts = _h1d_points(ctx, n)
+    insts = []
+    with certify.working_precision(128):
+        for kk, expr in results["haar_average"].items():
+            y, z = sorted(expr.free_symbols, key=lambda v: v.name)
+            fns = [certify.arb_function(results[name][kk], (y, z)) for name in names]
+            for yv, zv in pts:
+                refs = aq.inner_expectation_ball(int(kk), zv, yv)
+                for name, f, ref in zip(names, fns, refs):
+                    insts.append(CertifiedInstance(
+                        f"{name} at k = {kk}, (y, z) = ({yv:.6g}, {zv:.6g})", f(yv, zv), ref,
+                        scale=zv + abs(yv) if name == "haar_average" else 1.0))
+    return certified_compare(
+        f"certified: derived Haar averages E relu(y + z S) and partials vs the definition, "
+        f"k = {', '.join(map(str, results['haar_average']))}, {len(pts)} (y, z) with |y| < z",
+        insts, reason="Arb balls: E relu(y + z S), E[S; y + z S > 0], P(y + z S > 0) from S's "
+        "polar-angle law cut at the kink (numerics.arb_quadrature.inner_expectation_ball); the "
+        "Piecewise forms by the Arb translation (branch decided by the balls of y, z); h at the "
+        "scale z + |y|, the partials at the scale 1 (both bounded by it); 128 bits")
+
+
+def h1a_certified(ctx: RunContext, results: dict, k: int, n: int) -> SubCheck:
+    """H1a: at ``n`` drawn (a, r, b, x), b, x in R^d (d = 2..8), the derived per-sample
+    rates d/dt a^2, d/dt |b|^2 and the derived integrand of d/dt (k a^2 - |b|^2) (k = 1 the
+    claim, ``k`` the variant's invariant) against the definitions 2 a a', 2 b.b', with
+    a' = r relu(b.x), b' = a r 1{b.x > 0} x, in Arb (floats exact); the sign case of
+    b.x is decided by its ball, at the scale 2 |a r| |b| |x|."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"h1a_certified: k (the invariant k a^2 - |b|^2) must be an integer >= 1; "
+                         f"got {k!r}")
+    rng = ctx.rng("certified H1a")
+    syms = (BALANCE["a"], BALANCE["p"], BALANCE["r"])
+    insts = []
+    with certify.working_precision(128):
+        fns = {name: [certify.arb_function(e, syms) for e in results[name]]
+               for name in ("rate_a2", "rate_b2", "integrand")}
+        for i in range(n):
+            d = int(rng.integers(2, 9))
+            a, r = (float(v) for v in rng.standard_normal(2))
+            b, x = rng.standard_normal(d), rng.standard_normal(d) / np.sqrt(d)
+            A, R = certify.ball(a), certify.ball(r)
+            B, X = [certify.ball(float(v)) for v in b], [certify.ball(float(v)) for v in x]
+            z = sum((bi * xi for bi, xi in zip(B, X)), certify.ball(0))
+            if z.contains(0):
+                continue                                  # the sign case is undecided: skip
+            case, active = (0, 1) if z > 0 else (1, 0)
+            da2 = 2 * A * (R * z * active)                # 2 a a', a' = r relu(b.x)
+            db2 = 2 * sum((bi * A * R * active * xi for bi, xi in zip(B, X)), certify.ball(0))
+            scale = 2 * abs(a * r) * float(np.linalg.norm(b) * np.linalg.norm(x)) + 1e-300
+            lab = f"draw {i}: d = {d}, b.x {'>' if case == 0 else '<'} 0"
+            for name, ref in (("rate_a2", da2), ("rate_b2", db2), ("integrand", k * da2 - db2)):
+                insts.append(CertifiedInstance(f"{name}, {lab}", fns[name][case](a, abs(z), r),
+                                               ref, scale=scale))
+    return certified_compare(
+        f"certified: derived per-sample d/dt a^2, d/dt |b|^2 and d/dt({'' if k == 1 else k}"
+        f"{' ' if k > 1 else ''}a^2 - |b|^2) vs "
+        f"2 a a', 2 b.b' of the flow's definition, {n} drawn (a, r, b, x)", insts,
+        reason="Arb balls of the definitions a' = r relu(b.x), b' = a r 1{b.x > 0} x (floats "
+        "exact, the sign case decided by the ball of b.x); the derived sign-case forms by the "
+        "Arb translation; at the scale 2 |a r| |b| |x| of the terms; 128 bits")

@@ -28,8 +28,8 @@ from verify.studies import hajjar as sh
 from verify.studies.hajjar import derived_velocity, phi_table
 from verify.studies.hajjar import alpha_by_quadrature
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
-                        combine, compare, derived_generation, derived_results, fmt, for_all_instances,
-                        rate_study)
+                        certified_details, combine, compare, derived_generation, derived_results,
+                        fmt, for_all_instances, rate_study)
 
 HALF_PI = np.pi / 2
 #: H1e's near miss: d_H and d - d_H exchanged in phi~ (the marginals of R and S swapped)
@@ -177,7 +177,8 @@ def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
     return combine("phi_tilde (quadrature) vs mpmath, derived closed forms, Monte Carlo on "
                    "spheres and the particle-system predictor" + (" [d_H <-> d - d_H swapped]"
                                                                   if swap else ""),
-                   subs, details={"mc_samples": n, "haar_draws": n_g}, tables=tables)
+                   subs, details={"mc_samples": n, "haar_draws": n_g,
+                                  "certified": certified_details(subs)}, tables=tables)
 
 
 def fig_h1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
