@@ -3,9 +3,7 @@
 predictor under orthogonal symmetries of the target and the data (Prop. 2.1, H1b), and the
 reduction of a multi-index target to d_H dimensions (Sec. 4, Lemma 4.2, H1d).  The
 derivations are in derivations/hajjar.py (``DERIVATIONS``).  H1c (odd targets, Thm 3.2) lives
-in hajjar_odd.py, H1e, H1g, H1h (the 1-D reduction) in hajjar_reduced.py, H1f (alpha) in
-hajjar_alpha.py; the helpers below (alpha by quadrature, the default initialization, the
-population gradient of f* = |x_H|) are shared with them.
+in hajjar_odd.py, H1e, H1g, H1h (the 1-D reduction) in hajjar_reduced.py, H1f in hajjar_alpha.py.
 
 Each negative control is the same check on a named near miss: ``RELU2_INVARIANT`` (H1a),
 ``NON_INVARIANT_TERM`` (H1b), ``SPHERE_ONE_UP`` (H1d)."""
@@ -24,9 +22,10 @@ from numerics import multi_index as mi
 from numerics import twolayer as tl
 from numerics.groups import plane_rotation
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
+from verify.claims._hajjar_certified import h1a_certified, h1d_certified
 from verify.studies.hajjar import alpha_by_quadrature, init_particles
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
-                        fmt, for_all_instances, loglog_slope)
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, certified_details,
+                        combine, compare, fmt, for_all_instances, loglog_slope)
 
 #: H1a's near miss: the invariant 2 a^2 - |b|^2 of a 2-homogeneous activation (relu^2),
 #: with its derived rate 0, tested on the ReLU flow (the claim: k = 1)
@@ -216,11 +215,12 @@ def check_h1a(ctx: RunContext, k: int) -> Outcome:
                               "(numerics) at states of the flow",
                               inst, flows.measure_velocity, count=ctx.size("instances"),
                               pinned=pinned)
-    shown = flows.shown
+    shown, subs = flows.shown, [s_fd, s_vel, h1a_certified(ctx, ctx.derivation().results, k,
+                                                           ctx.size("certified"))]
     return combine(f"conservation of {k} a^2 - |b|^2 along the full particle gradient flow "
                    "(f* = |x_H|, random (a, b) with 0.2 |b| <= |a| <= 0.9 |b|): derived per-sample rates "
-                   "vs derivatives measured along the flow", [s_fd, s_vel],
-                   details={"T": flows.T, "h": flows.h, "rtol": flows.rtol, "atol": flows.atol,
+                   "vs derivatives measured along the flow", subs,
+                   details={"certified": certified_details(subs), "T": flows.T, "h": flows.h, "rtol": flows.rtol, "atol": flows.atol,
                             "data_draws": flows.n, "shown_instance": shown.get("inst"),
                             "nfev": shown.get("nfev")},
                    artifacts={"times": shown.get("times"), "gap": shown.get("gap")})
@@ -743,7 +743,7 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                     "same k and grid, vs mpmath quadrature of their definitions",
                     *cf_derivatives, rtol=0.0, atol=1e-13, reason="as above; sqrt(z^2 - y^2) "
                     "/ z of k = 2 has condition <= 50 on the grid"),
-            *flow_subs,
+            h1d_certified(ctx, ctx.derivation().results, ctx.size("certified")), *flow_subs,
             compare("closed particle set under <cyclic shift, -I> of H^perp: "
                     "max |f(gx) - f(x)| after 100 GD steps", moved, fixed, rtol=0.0,
                     atol=1e-12, reason="exact invariance; float64 rounding")]
@@ -751,7 +751,7 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
                    "drawn" + (" [S marginal of the sphere of one dimension more]"
                               if kperp_shift else ""), subs,
                    details={"haar_draws": n_g, "closed_set_size": n_closed,
-                            "closed_set_dims": [d, d_H]},
+                            "closed_set_dims": [d, d_H], "certified": certified_details(subs)},
                    tables=[Table("Group average vs reduced predictor (first input per instance)",
                                  ["d_H", "d - d_H", "MC E_g f(gx)", "reduced", "SE", "|err|/SE"],
                                  rows),
@@ -767,8 +767,8 @@ CLAIMS = [
           statement=r"$$\frac{d}{dt}\left(a_j^2 - |b_j|^2\right) = 0$$ along the particle "
                     r"gradient flow, so $|a| = |b|$ is preserved.",
           check=check_h1a, exact=1, near_miss=RELU2_INVARIANT,
-          sizes={"quick": {"samples": 2000, "instances": 3},
-                 "full": {"samples": 8000, "instances": 20}},
+          sizes={"quick": {"samples": 2000, "instances": 3, "certified": 24},
+                 "full": {"samples": 8000, "instances": 20, "certified": 200}},
           negative_control_description="the invariant of a 2-homogeneous activation, "
                                        "2a^2 - |b|^2, tested on the ReLU flow",
           negative_target="derived d/dt(", figures=fig_h1a),
@@ -791,9 +791,9 @@ CLAIMS = [
                     r"gradient flow of the reduced loss $\frac12 E(f - g)^2$.",
           check=check_h1d, exact=0, near_miss=SPHERE_ONE_UP,
           sizes={"quick": {"haar_draws": 60_000, "gd_steps": 60, "instances": 2,
-                           "flow_instances": 2, "flow_horizon": 3.0},
+                           "flow_instances": 2, "flow_horizon": 3.0, "certified": 4},
                  "full": {"haar_draws": 240_000, "gd_steps": 300, "instances": 20,
-                          "flow_instances": 12, "flow_horizon": 4.0}},
+                          "flow_instances": 12, "flow_horizon": 4.0, "certified": 40}},
           negative_control_description="the Haar average derived for the sphere of one "
                                        "dimension more (S on S^(d-d_H))",
           negative_target="reduced flow (a, b_H, r)(t)", kind="theorem"),

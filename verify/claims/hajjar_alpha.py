@@ -1,7 +1,8 @@
 """Claim H1f: the constant alpha(d_H) = 2 sqrt(pi) Gamma((d_H+1)/2) / Gamma(d_H/2)
 = 1 / E_{u ~ Unif(S^{d_H-1})}[(u.e)_+]  (Hajjar & Chizat 2023, Sec. 4, Thm 4.3); the
 derivation is in derivations/sphere.py.  The negative control is the same check on the
-near miss :func:`alpha_swapped_gamma` (Gamma arguments shifted by 1/2)."""
+near miss ``ALPHA_ONE_UP``: the derived alpha read one dimension up, alpha(d_H + 1) =
+2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2) (the Gamma arguments shifted by 1/2)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -16,16 +17,17 @@ from derivations import sphere
 from numerics.sphere import (positive_part_mean_coordinate_mp, positive_part_mean_mc,
                              positive_part_mean_mp, sample_sphere)
 from verify import certify
+from verify.claims._hajjar_certified import alpha_recursion_balls
 from verify.certify import CertifiedInstance, certified_compare
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine, compare,
                         fmt, for_all_instances)
 
 K = sphere.k
 
-
-def alpha_swapped_gamma() -> sp.Expr:
-    """Negative control: a plausible slip (Gamma arguments shifted by 1/2)."""
-    return 2 * sp.sqrt(sp.pi) * sp.gamma(K / 2 + 1) / sp.gamma((K + 1) / 2)
+#: the verified run: the derived alpha at d_H itself
+EXACT_DIMENSION = 0
+#: the near miss: the derived alpha read at d_H + 1 (its Gamma arguments shifted by 1/2)
+ALPHA_ONE_UP = 1
 
 
 @lru_cache(maxsize=None)
@@ -52,6 +54,8 @@ _LARGE_K = (200, 340, 341, 1000, 10_000, 1_000_000)
 
 #: dimensions of the certified Stirling checks (the float64 formula's form beyond 340)
 _STIRLING_K = (341, 1000, 3000, 10_000, 100_000, 1_000_000)
+#: every d_H up to here is proven by the recursion sub-check
+_RECURSION_MAX = 10_000
 _EPS = 2.0 ** -52
 
 
@@ -63,12 +67,27 @@ def _mean_ball(kk: int, prec: int = 128):
 
 
 def _certified_ks(ctx: RunContext) -> list[int]:
-    """Every d_H <= 10^4 (full profile); quick: 1..60, the float64 formula's switch
-    340 | 341, 10^4 and 100 dimensions drawn from the run's seed in 61..10^4."""
+    """The d_H of the direct quadrature proofs: every d_H <= 10^4 (full profile); quick:
+    1..60, the float64 formula's switch 340 | 341, 10^4 and ``certified_drawn`` dimensions
+    drawn from the run's seed in 61..10^4."""
     if ctx.size("certified_all"):
         return list(range(1, 10_001))
-    drawn = ctx.rng("certified d_H").integers(61, 10_001, 100)
+    drawn = ctx.rng("certified d_H").integers(61, 10_001, ctx.size("certified_drawn"))
     return sorted(set(range(1, 61)) | {200, 340, 341, 1000, 10_000} | {int(k) for k in drawn})
+
+
+def _recursion_subcheck(alpha_b: Callable) -> SubCheck:
+    """The derived alpha at every d_H = 2..10^4 against the definition's balls carried up
+    from d_H = 2, 3 by Wallis' recursion (:func:`alpha_recursion_balls`)."""
+    ref = alpha_recursion_balls(_RECURSION_MAX)
+    insts = [CertifiedInstance(f"d_H = {kk}", alpha_b(kk), ref[kk]) for kk in sorted(ref)]
+    return certified_compare(
+        f"certified: derived alpha(d_H) vs 1/E[(u.e)_+] by Wallis' recursion, every "
+        f"d_H = 2..{_RECURSION_MAX}", insts,
+        reason="Arb: 1/E[(u.e)_+] by acb.integral of the polar-angle law at d_H = 2, 3, carried "
+               "up by alpha(d_H + 2) / alpha(d_H) = (d_H + 1)/d_H, derived in SymPy from the "
+               "same law (N_n = int_0^1 u^n, Wallis' W_n/W_(n-2) = (n-1)/n by parts), not "
+               "from the Gamma function; 128 bits")
 
 
 def _certified(ctx: RunContext, alpha_expr: sp.Expr) -> list[SubCheck]:
@@ -89,11 +108,12 @@ def _certified(ctx: RunContext, alpha_expr: sp.Expr) -> list[SubCheck]:
             if kk <= 60:
                 me.append(CertifiedInstance(lab, mean_b(kk), ref))
                 idn.append(CertifiedInstance(lab, ident, mean_b(kk) / ref))
+        recursion = _recursion_subcheck(alpha_b)
     why = ("Arb: E[(u.e)_+] = int_0^(pi/2) cos sin^(k-2) / int_0^pi sin^(k-2) (polar-angle law "
            "of Unif(S^(k-1)), cut at the kink pi/2) by acb.integral; the closed form by the "
            "Arb translation of the derived expression; 128 bits")
     subs = [certified_compare(f"certified: derived alpha(d_H) vs 1/E[(u.e)_+], {len(ks)} d_H <= 10^4",
-                              al, reason=why),
+                              al, reason=why), recursion,
             certified_compare("certified: derived E[(u.e)_+] vs its definition, d_H = 1..60", me, reason=why),
             certified_compare("certified: derived identity vs derived E[(u.e)_+] x 1/E[(u.e)_+], "
                               "d_H = 1..60", idn, reason=why)]
@@ -269,14 +289,13 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
                    tables=tables)
 
 
-def check(ctx: RunContext) -> Outcome:
-    """H1f: the derived alpha(d_H) against the quadratures of its definition."""
-    return _check(ctx, derive_alpha_expr())
-
-
-def negative_control(ctx: RunContext) -> Outcome:
-    """The same check on the near miss :func:`alpha_swapped_gamma`."""
-    return _check(ctx, alpha_swapped_gamma())
+def check(ctx: RunContext, dimension_shift: int) -> Outcome:
+    """H1f: the derived alpha read at d_H + ``dimension_shift`` (``EXACT_DIMENSION`` 0, or
+    the near miss ``ALPHA_ONE_UP``) against the quadratures of its definition at d_H."""
+    if isinstance(dimension_shift, bool) or not isinstance(dimension_shift, int):
+        raise TypeError(f"H1f: dimension_shift must be an integer (EXACT_DIMENSION or "
+                        f"ALPHA_ONE_UP); got {type(dimension_shift).__name__}")
+    return _check(ctx, derive_alpha_expr().subs(K, K + dimension_shift))
 
 
 def derive_alpha_expr() -> sp.Expr:
@@ -313,15 +332,17 @@ CLAIM = Claim(
                r"\mathrm{Unif}(S^{d_H-1})}[(u\cdot e)_+]}$$ so that the measure "
                r"$\alpha\,\mathrm{Unif}(S^{d_H-1})$ (with $|a| = |b|$) represents "
                r"$f(x) = |x_H|$; e.g. $\alpha(2) = \pi$, $\alpha(5) = 16/3$."),
-    check=check, negative_control=negative_control, negative_target="mpmath quadrature",
+    check=check, exact=EXACT_DIMENSION, near_miss=ALPHA_ONE_UP,
+    negative_target="mpmath quadrature",
     negative_control_description="Gamma arguments shifted by 1/2: "
                                  "2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2)",
     figures=figures,
     sizes={"quick": {"radial_d_H": (1, 2, 3, 4, 5, 6, 8, 10), "sphere_points": 200_000,
-                     "predictor_particles": 50_000, "certified_all": False},
+                     "predictor_particles": 50_000, "certified_all": False,
+                     "certified_drawn": 20},
            "full": {"radial_d_H": tuple(range(1, 61)), "sphere_points": 4_000_000,
                     "predictor_particles": 400_000,
-                    "certified_all": True}},
+                    "certified_all": True, "certified_drawn": 0}},
 )
 
 CLAIMS = [CLAIM]

@@ -23,13 +23,13 @@ from numerics import meanfield as mf
 from numerics import reduced as rd
 from numerics.paper_units import HAJJAR_FIG3_PUBLISHED, hajjar_step_to_suite
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
-from verify.claims._hajjar_certified import h1e_certified
+from verify.claims._hajjar_certified import h1e_certified, limit_mass_certified
 from verify.studies import hajjar as sh
 from verify.studies.hajjar import derived_velocity, phi_table
 from verify.studies.hajjar import alpha_by_quadrature
 from verify.kit import (Claim, Derivation, Evidence, Outcome, RunContext, SubCheck, Table,
-                        combine, compare, derived_generation, derived_results, fmt, for_all_instances,
-                        rate_study)
+                        certified_details, combine, compare, derived_generation, derived_results,
+                        fmt, for_all_instances, rate_study)
 
 HALF_PI = np.pi / 2
 #: H1e's near miss: d_H and d - d_H exchanged in phi~ (the marginals of R and S swapped)
@@ -177,7 +177,8 @@ def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
     return combine("phi_tilde (quadrature) vs mpmath, derived closed forms, Monte Carlo on "
                    "spheres and the particle-system predictor" + (" [d_H <-> d - d_H swapped]"
                                                                   if swap else ""),
-                   subs, details={"mc_samples": n, "haar_draws": n_g}, tables=tables)
+                   subs, details={"mc_samples": n, "haar_draws": n_g,
+                                  "certified": certified_details(subs)}, tables=tables)
 
 
 def fig_h1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -493,7 +494,8 @@ def check_h1g(ctx: RunContext, dim_shift: int) -> Outcome:
                  "boundary", passed=in_range),
     ]
     ts_subs, ts_rows, ts_details = _tstar_checks(ctx, der, dim_shift)
-    subs += ts_subs
+    subs += [limit_mass_certified(der.results["limit_mass"], dH, sorted({*range(1, 41), p["d_H"]}),
+                                  dim_shift), *ts_subs]
     preds = [
         ["tau+ mass approaches alpha", f"{fmt(run.plus_mass[0])} -> {fmt(run.plus_mass[-1])} "
          f"(alpha = {fmt(alpha)})", "yes" if abs(run.plus_mass[-1] - alpha) < abs(run.plus_mass[0] - alpha) else "no"],
@@ -511,6 +513,7 @@ def check_h1g(ctx: RunContext, dim_shift: int) -> Outcome:
                    f"m = {p['m']}, step {p['step']}, {p['steps']} steps, t = {p['step'] * p['steps']:g})"
                    + (f" [limit mass of d_H = {p['d_H'] + dim_shift}]" if dim_shift else ""), subs,
                    details={**p, "alpha": alpha, "t_star": tstar, "limit_loss": lim_loss,
+                            "certified": certified_details(subs),
                             "t_final_authors_units": float(run.times[-1] / p["d"]),
                             "t_star_authors_units": float(tstar / p["d"]),
                             "plus_mass_final": float(run.plus_mass[-1]),
