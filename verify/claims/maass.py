@@ -67,6 +67,7 @@ def offset_unit(unit: Any, kappa: float) -> Any:
 
 #: negative control of M1a: output offset 4e-11 (error ~ 2e-11 (1 - 1/|G|) > 1e-12: a
 #: near miss by about one decade)
+#: the near miss of M1a: the unit's non-equivariant constant output offset (e_1)
 M1A_OFFSET = 4e-11
 
 _instances_m1a = st.tuples(st.integers(0, len(EXAMPLES) - 1), st.integers(1, 400),
@@ -252,11 +253,14 @@ def _certified_so2_m1a(ctx: RunContext) -> list[SubCheck]:
                 f"{len(inst['tanh'])} entries", inst["tanh"], reason=why)]
 
 
-def _check_m1a(ctx: RunContext, offset: float = 0.0) -> Outcome:
+def check_m1a(ctx: RunContext, offset: float) -> Outcome:
+    """M1a for the unit plus the constant output ``offset`` e_1: 0 the claim, the near miss
+    ``M1A_OFFSET``."""
     main = for_all_instances(
         ctx, "Q_G Phi_mu (function side) vs Phi_{mu^G} with mu^G = formulas.symmetrize(mu) "
              "(relative, worst drawn group/unit/measure)",
-        _instances_m1a, lambda inst: _measure_m1a(ctx, inst, offset), quick=12, full=60)
+        _instances_m1a, lambda inst: _measure_m1a(ctx, inst, offset),
+        count=ctx.size("instances"))
     cert = _certified_m1a(ctx, offset) + _certified_so2_m1a(ctx)
     sub = [main] + _derived_vs_numeric_m1a(ctx) + _so2_m1a(ctx) + cert
     rows = [[name, group_action(key).order, u.dim_z, group_action(key).fixed_space_basis().shape[1]]
@@ -345,14 +349,6 @@ def _certified_m1a(ctx: RunContext, offset: float = 0.0) -> list[SubCheck]:
             certify.certified_compare(f"certified: derived joint-equivariance residual vs sigma(Px, PzP) "
                                       f"- P sigma(x, z) in Arb, {len(inst['equivariance'])} entries",
                                       inst["equivariance"], reason=_WHY_ARB)]
-
-
-def check_m1a(ctx: RunContext) -> Outcome:
-    return _check_m1a(ctx)
-
-
-def negative_control_m1a(ctx: RunContext) -> Outcome:
-    return _check_m1a(ctx, offset=M1A_OFFSET)
 
 
 # ----------------------------------------------------------------------------------------
@@ -471,12 +467,15 @@ def _derived_vs_numeric_m1b(ctx: RunContext) -> list[SubCheck]:
                     atol=EXACT_TOL, reason=why) for k in names]
 
 
-def _check_m1b(ctx: RunContext, kappa: float = 0.0) -> Outcome:
+def check_m1b(ctx: RunContext, kappa: float) -> Outcome:
+    """M1b for the linear unit plus ``kappa`` (z x)^3: 0 the claim, the near miss
+    ``M1B_KAPPA``."""
     from verify import formulas
     sub = [for_all_instances(
         ctx, "linear units: relative |Phi_{mu^G} - Phi_{mu^{E^G}}| (formulas.symmetrize vs "
              "formulas.project_to_fixed_space; worst drawn group/measure)",
-        _instances_m1b, lambda inst: _measure_m1b(ctx, inst, kappa), quick=12, full=60)]
+        _instances_m1b, lambda inst: _measure_m1b(ctx, inst, kappa),
+        count=ctx.size("instances"))]
     sub += _derived_vs_numeric_m1b(ctx)
     G, u = reference()
     xs2, zs2 = list(dm.vector_symbols("x", 2)), list(dm.matrix_symbols("z", 2, 2))
@@ -593,14 +592,6 @@ def _certified_m1b(ctx: RunContext, kappa: float = 0.0) -> list[SubCheck]:
     return out
 
 
-def check_m1b(ctx: RunContext) -> Outcome:
-    return _check_m1b(ctx)
-
-
-def negative_control_m1b(ctx: RunContext) -> Outcome:
-    return _check_m1b(ctx, kappa=M1B_KAPPA)
-
-
 def figures_m1b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
     from verify.plotting import new_figure, save_figure
     u_, v_ = sp.Symbol("u", real=True), sp.Symbol("v", real=True)
@@ -629,21 +620,23 @@ CLAIMS = [
                      r"\hat\rho_{g^{-1}}\Phi_\mu(\rho_g x)\,d\lambda_G = \Phi_{\mu^G}(x)$, "
                      r"$\mu^G = \int_G M_g\#\mu\,d\lambda_G$, for finite groups and for "
                      r"the compact group SO(2) (Haar integral over the angle)."),
-          check=check_m1a, negative_control=negative_control_m1a,
+          check=check_m1a, exact=0.0, near_miss=M1A_OFFSET,
           negative_control_description=f"the unit gets a non-equivariant constant output "
                                        f"offset {M1A_OFFSET:g} e_1 (one change; a near miss "
                                        "by about a decade)",
           negative_target="Q_G Phi_mu (function side)",
-          sizes={"quick": {"certified": 8}, "full": {"certified": 60}}),
+          sizes={"quick": {"instances": 12, "certified": 8},
+                 "full": {"instances": 60, "certified": 60}}),
     Claim(id="M1b", title="Projected and symmetrized models agree for linear units only",
           source=SOURCE + ", Section 3 and SuppMat C.1",
           statement=(r"$\Phi_{\mu^{E^G}} = \Phi_{\mu^G}$ when $\sigma_*(x, \cdot)$ is linear "
                      r"($\mu^{E^G} = P_{E^G}\#\mu$); for $\sigma_*(x,z) = \mathrm{logistic}(zx)$ "
                      r"they differ, e.g. $z = [[0,0],[0,1]]$, $x = (0,2)$."),
-          check=check_m1b, negative_control=negative_control_m1b,
+          check=check_m1b, exact=0.0, near_miss=M1B_KAPPA,
           negative_control_description=f"the linear unit z x replaced by z x + kappa (z x)^3, "
                                        f"kappa = {M1B_KAPPA:g} (one change; a near miss)",
           negative_target="linear units: relative",
-          sizes={"quick": {"certified": 8}, "full": {"certified": 60}},
+          sizes={"quick": {"instances": 12, "certified": 8},
+                 "full": {"instances": 60, "certified": 60}},
           figures=figures_m1b),
 ]

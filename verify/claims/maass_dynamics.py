@@ -25,6 +25,9 @@ from numerics.equivariant import (LinearUnit, LogisticUnit, SGDConfig, TanhUnit,
                                   symmetrized_output, train)
 from numerics.groups import GroupAction
 from numerics.transport import second_moment
+from verify.certify import certified_details
+from verify.claims._maass_certified import (certified_fixed_space_bases,
+                                            certified_projected_drift, certified_risk_gap)
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         compare, derived_generation, derived_results, fmt, for_all_instances,
                         lambdified)
@@ -198,27 +201,38 @@ def _measure_risks(ctx: RunContext, inst) -> SubCheck:
                    "squares of O(1) model outputs; the identities are exact")
 
 
-def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
+#: the teacher of M1c's and M1e's rate tests; the near miss: a non-symmetric teacher
+SYMMETRIC_TEACHER, ARBITRARY_TEACHER = "WI", "arbitrary"
+
+
+def check_m1c(ctx: RunContext, trend_teacher: str) -> Outcome:
+    """M1c with the N-trend's teacher ``trend_teacher``: ``SYMMETRIC_TEACHER`` the claim,
+    the near miss ``ARBITRARY_TEACHER``."""
     s = settings(ctx)
     sub = [for_all_instances(ctx, "R^DA - R^FA (float64, pointwise in (x, y)) vs the derived "
                                   "orbit variance, WI and non-WI particles (relative)",
-                             _instances_risk, lambda inst: _measure_risk_gap(ctx, inst), quick=8, full=40),
+                             _instances_risk, lambda inst: _measure_risk_gap(ctx, inst),
+                             count=ctx.size("instances")),
            for_all_instances(ctx, "formulas.rmd(mu, mu + c) vs the derived RMD of a translate "
                                   "(relative) and the normalisation at point masses",
-                             _instances_translate, lambda inst: _measure_translate(ctx, inst), quick=8, full=40),
+                             _instances_translate, lambda inst: _measure_translate(ctx, inst),
+                             count=ctx.size("instances")),
            for_all_instances(ctx, "full-orbit DA vs FA from a union-of-orbits init with "
                                   "orbit-coupled noise (max trajectory difference and orbit "
                                   "error, relative)",
                              _instances_exact, lambda inst: _exact_pair(ctx, inst, EXACT_T),
-                             quick=4, full=12)]
+                             count=ctx.size("exact_instances"))]
     sub.append(for_all_instances(
         ctx, "the four risks R, R^DA, R^FA, R^EA (float64, on a batch from a G-invariant law): "
              "R^FA(mu) = R(mu^G), R^EA(mu) = R(mu^{E^G}); all four equal at SI laws; R^EA = R^FA "
              "for linear units (relative)", _instances_risks, lambda inst: _measure_risks(ctx, inst),
-        quick=8, full=40))
+        count=ctx.size("instances")))
+    cert = certified_risk_gap(ctx)
+    sub += cert
     # the control (arbitrary teacher) needs vanilla and full-orbit DA only: its target pair
     tr = scheme_trend(trend_teacher, s, ctx.rng("trend"),
-                      schemes=TREND_SCHEMES if trend_teacher == "WI" else CONTROL_SCHEMES)
+                      schemes=TREND_SCHEMES if trend_teacher == SYMMETRIC_TEACHER
+                      else CONTROL_SCHEMES)
     trows, fits = [], {}
     for pair in [p for p in ("vanilla|da_orbit", "da_orbit|fa", "da_random|fa", "vanilla|fa")
                  if p in tr["samples"]]:
@@ -242,17 +256,10 @@ def _check_m1c(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
                    "inits (exact), and RMD between vanilla, full-orbit DA and FA from i.i.d. "
                    "inits vs N (rate)", sub, tables=tables, notes=notes,
                    details={"Ns": list(s.Ns), "T": s.T, "replicates": s.replicates,
+                            "certified": certified_details(cert),
                             "rates": {k: {"slope": f.slope, "se": f.se, "df": f.df}
                                       for k, f in fits.items()}},
                    artifacts={"trends": {trend_teacher: tr}, "Ns": list(s.Ns)})
-
-
-def check_m1c(ctx: RunContext) -> Outcome:
-    return _check_m1c(ctx)
-
-
-def negative_control_m1c(ctx: RunContext) -> Outcome:
-    return _check_m1c(ctx, trend_teacher="arbitrary")
 
 
 def figures_trend(ev: Evidence, outdir: Path, name: str, title: str) -> list[tuple[str, str]]:
@@ -466,25 +473,29 @@ def _instability(run: RunContext, generation: int) -> dict:
     return instability_probe(run.rng("instability"), 10, 1e-7, 20.0)
 
 
-def _check_m1d(ctx: RunContext, offset: float = 0.0, trend_teacher: str = "WI") -> Outcome:
+def check_m1d(ctx: RunContext, offset: float) -> Outcome:
+    """M1d from SI initializations moved off E^G by ``offset`` (relative): 0 the claim, the
+    near miss ``M1D_OFFSET``."""
+    trend_teacher = SYMMETRIC_TEACHER
     s = settings(ctx)
-    sub = _drift_subchecks(ctx)
+    cert = certified_projected_drift(ctx)
+    sub = _drift_subchecks(ctx) + cert
     sub.insert(0, for_all_instances(
         ctx, "noiseless FA / full-orbit DA from an SI init: max distance to E^G over the "
              "trajectory (relative; drawn group/unit, scheme, teacher, N)",
-        _instances_si, lambda inst: _si_exact(ctx, inst, EXACT_T, offset), quick=6,
-        full=24))
+        _instances_si, lambda inst: _si_exact(ctx, inst, EXACT_T, offset),
+        count=ctx.size("si_instances")))
     tr = _escape_trend(ctx.shared(), trend_teacher, derived_generation())
     sc, fit = shrink_subcheck(f"vanilla RMD(nu_T, P#nu_T) from SI vs N ({trend_teacher} "
                                "teacher)", s.Ns, tr["samples"])
     sub.append(sc)
-    arb = _escape_trend(ctx.shared(), "arbitrary", derived_generation())
+    arb = _escape_trend(ctx.shared(), ARBITRARY_TEACHER, derived_generation())
     sc2, fit2 = plateau_subcheck("arbitrary teacher: vanilla leaves E^G", s.Ns, arb["samples"],
                                   0.05)
     sub.append(sc2)
     probe = _instability(ctx.shared(), derived_generation())
     trow = [[tk, "vanilla", *[fmt(v) for v in d["rmd_to_EG"]], f"{f.slope:.3g} +- {f.se:.2g}"]
-            for tk, d, f in ((trend_teacher, tr, fit), ("arbitrary", arb, fit2))]
+            for tk, d, f in ((trend_teacher, tr, fit), (ARBITRARY_TEACHER, arb, fit2))]
     prow = [[sc_, fmt(r["unperturbed"]), fmt(r["initial"]), fmt(r["perturbed"]),
              fmt(r["perturbed"] / max(r["initial"], 1e-300))] for sc_, r in probe["rmd2"].items()]
     tables = [Table(f"Vanilla from SI initializations, beta = 0: RMD(nu_T, P_E^G # nu_T), "
@@ -506,17 +517,10 @@ def _check_m1d(ctx: RunContext, offset: float = 0.0, trend_teacher: str = "WI") 
                    "vanilla's escape from E^G vs N (rate) and with a non-symmetric teacher",
                    sub, tables=tables, notes=notes,
                    details={"Ns": list(s.Ns), "T": s.T, "instability": probe,
+                            "certified": certified_details(cert),
                             "rates": {"vanilla_symmetric": {"slope": fit.slope, "se": fit.se},
                                       "vanilla_arbitrary": {"slope": fit2.slope, "se": fit2.se}}},
-                   artifacts={"trends": {trend_teacher: tr, "arbitrary": arb}})
-
-
-def check_m1d(ctx: RunContext) -> Outcome:
-    return _check_m1d(ctx)
-
-
-def negative_control_m1d(ctx: RunContext) -> Outcome:
-    return _check_m1d(ctx, offset=M1D_OFFSET)
+                   artifacts={"trends": {trend_teacher: tr, ARBITRARY_TEACHER: arb}})
 
 
 def figures_m1d(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -570,7 +574,9 @@ def _derived_basis(key: str) -> np.ndarray:
     return np.array(derived_results("M1e")[key].evalf(17), dtype=float)
 
 
-def _check_m1e(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
+def check_m1e(ctx: RunContext, trend_teacher: str) -> Outcome:
+    """M1e with the free-training rate test's teacher ``trend_teacher``:
+    ``SYMMETRIC_TEACHER`` the claim, the near miss ``ARBITRARY_TEACHER``."""
     hs = HeuristicSettings(N=ctx.size("heuristic_N"), T=ctx.size("heuristic_T"))
     d = ctx.derivation().results
     sub, rows, runs = [], [], {}
@@ -582,6 +588,8 @@ def _check_m1e(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
         sub.append(SubCheck(f"derived E^G basis ({key}): |B B^T - (1/|G|) sum_g M_g|", err,
                             EXACT_TOL, "exact rational/sqrt entries vs a float64 mean of "
                                        "permutation matrices: rounding ~ 1e-16"))
+    cert = certified_fixed_space_bases(ctx)
+    sub += cert
     # (b) the heuristic with orbit-completed batches recovers E^G exactly
     for name, G, u in heuristic_examples():
         E = np.linalg.qr(np.array(d[_BASIS_KEYS[name]].evalf(17), dtype=float))[0]
@@ -611,7 +619,7 @@ def _check_m1e(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
                       f"{fit.slope:.3g} +- {fit.se:.2g}"])
     # (d) the literal multi-step heuristic at finite N (finding, reported)
     lit_rows, lit = [], {}
-    if trend_teacher == "WI":
+    if trend_teacher == SYMMETRIC_TEACHER:
         for name, G, u in heuristic_examples():
             E = np.linalg.qr(np.array(d[_BASIS_KEYS[name]].evalf(17), dtype=float))[0]
             res = heuristic_run(G, u, "WI", H_VANILLA, *ctx.rng("literal", name).spawn(2), E=E)
@@ -635,25 +643,14 @@ def _check_m1e(ctx: RunContext, trend_teacher: str = "WI") -> Outcome:
                             headers, lit_rows))
         summary = "; ".join(f"{k}: dim {v['dim_found']}, angle {v['max_angle']:.3g} rad, "
                             f"converged {v['converged']}" for k, v in lit.items())
-        notes.append("FINDING (statement weaker than stated; measured over seeds in "
-                     f"docs/errata.md, F-3): run literally, the heuristic does not reliably "
-                     f"return E^G at finite N. This run: {summary}. What holds: with "
-                     "orbit-completed batches it recovers E^G to rounding, and with free "
-                     "training its escape directions converge to E^G as N grows (rate "
-                     "checked above).")
+        notes.append("The literal heuristic (free vanilla training) need not return E^G at "
+                     f"finite N (docs/errata.md, F-3); this run: {summary}.")
     return combine("the E^G discovery heuristic: derived E^G vs the Haar projector, exact "
                    "recovery with orbit-completed batches, and the literal free-training "
                    "variant's escape direction vs N", sub, tables=tables, notes=notes,
-                   details={"N": hs.N, "T": hs.T, "literal_vanilla": lit},
+                   details={"N": hs.N, "T": hs.T, "literal_vanilla": lit,
+                            "certified": certified_details(cert)},
                    artifacts={"runs": runs})
-
-
-def check_m1e(ctx: RunContext) -> Outcome:
-    return _check_m1e(ctx)
-
-
-def negative_control_m1e(ctx: RunContext) -> Outcome:
-    return _check_m1e(ctx, trend_teacher="arbitrary")
 
 
 def figures_m1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
@@ -676,6 +673,19 @@ def figures_m1e(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------------------
+#: drawn instances of M1c: the risk identities, the union-of-orbits pairs, the certified points
+M1C_SIZES = {"quick": {"instances": 8, "exact_instances": 4, "certified": 8},
+             "full": {"instances": 40, "exact_instances": 12, "certified": 60}}
+#: drawn SI initializations of M1d's exactness sub-check; points of both claims' certified ones
+M1D_SIZES = {"quick": {"si_instances": 6, "certified": 8},
+             "full": {"si_instances": 24, "certified": 60}}
+
+
+def _with_trend_sizes(extra: dict) -> dict:
+    """A claim's declared sizes: the N-trend's (``TREND_SIZES``) and ``extra``'s, per profile."""
+    return {p: {**trend, **extra[p]} for p, trend in TREND_SIZES.items()}
+
+
 CLAIMS = [
     Claim(id="M1c", title="DA, FA and vanilla training agree from weakly invariant "
                           "initializations",
@@ -689,11 +699,12 @@ CLAIMS = [
                      r"one random $g$ per sample, as the paper defines it, included) shrinks "
                      r"with $N$ (measured rate).  $R^{FA}(\mu) = R(\mu^G)$, "
                      r"$R^{EA}(\mu) = R(\mu^{E^G})$, and the four risks coincide at SI laws."),
-          check=check_m1c, negative_control=negative_control_m1c,
+          check=check_m1c, exact=SYMMETRIC_TEACHER, near_miss=ARBITRARY_TEACHER,
           negative_control_description="a non-symmetric (arbitrary) teacher in the N-trend "
                                        "(one change): vanilla and DA then have different "
                                        "mean-field limits and their RMD stops shrinking",
-          negative_target="RMD(vanilla, da_orbit) vs N", sizes=TREND_SIZES,
+          negative_target="RMD(vanilla, da_orbit) vs N",
+          sizes=_with_trend_sizes(M1C_SIZES),
           figures=figures_m1c),
     Claim(id="M1d", title="Strongly invariant laws are preserved",
           source=SOURCE + ", Section 4 (SI preserved by the free dynamics with symmetric data)",
@@ -703,11 +714,12 @@ CLAIMS = [
                      r"transversally unstable at small $N$, a $10^{-7}$ perturbation grows); "
                      r"vanilla SGD leaves $E^G$ by an amount that shrinks with $N$ for a "
                      r"symmetric teacher, and stays away from $E^G$ for an arbitrary teacher."),
-          check=check_m1d, negative_control=negative_control_m1d,
+          check=check_m1d, exact=0.0, near_miss=M1D_OFFSET,
           negative_control_description=f"the initialization moved off E^G by {M1D_OFFSET:g} "
                                        "(relative; not SI): one change, a near miss of about "
                                        "a decade at the start of the run",
-          negative_target="noiseless FA / full-orbit DA from an SI init", sizes=TREND_SIZES,
+          negative_target="noiseless FA / full-orbit DA from an SI init",
+          sizes=_with_trend_sizes(M1D_SIZES),
           figures=figures_m1d),
     Claim(id="M1e", title="A data-driven heuristic discovers E^G",
           source=SOURCE + ", Section 5 / experiments (heuristic for E^G)",
@@ -717,7 +729,7 @@ CLAIMS = [
                      r"with orbit-completed batches; with literal free (vanilla) training only "
                      r"as $N \to \infty$ (escape directions tilted by $O(N^{-1/2})$; at "
                      r"finite $N$ it can return a wrong subspace, see the finding)."),
-          check=check_m1e, negative_control=negative_control_m1e,
+          check=check_m1e, exact=SYMMETRIC_TEACHER, near_miss=ARBITRARY_TEACHER,
           negative_control_description="a non-symmetric (arbitrary) teacher in the "
                                        "free-training rate test (one change): the escape "
                                        "direction no longer converges to E^G",

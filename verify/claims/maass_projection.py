@@ -258,7 +258,9 @@ def _certified(ctx: RunContext) -> list[SubCheck]:
                                       f"{len(inst['diff'])} entries", inst["diff"], reason=why)]
 
 
-def _check(ctx: RunContext, perturbation: float = 0.0) -> Outcome:
+def check_m1g(ctx: RunContext, perturbation: float) -> Outcome:
+    """M1g with pi_X's weights tilted by 1 + ``perturbation`` x_1 / max|x_1|: 0 the claim
+    (an invariant pi_X), the near miss ``M1G_TILT``."""
     geo, rows = _geometry_subchecks(ctx, perturbation)
     cert = _certified(ctx)
     sub = geo + _derived_vs_numeric(ctx) + cert
@@ -281,8 +283,7 @@ CLAIMS = [
                      r"$\|\Phi_\mu - h\|^2 = \|\Phi_\mu - \Phi_{\mu^G}\|^2 + \|\Phi_{\mu^G} - h\|^2$ "
                      r"for every equivariant $h$: $\Phi_{\mu^G}$ is the closest equivariant model "
                      r"and $\Phi_{\mu^{E^G}}$ is not, unless they are equal (finite groups and SO(2))."),
-          check=lambda ctx: _check(ctx),
-          negative_control=lambda ctx: _check(ctx, M1G_TILT),
+          check=check_m1g, exact=0.0, near_miss=M1G_TILT,
           negative_control_description=f"pi_X not invariant: its weights tilted by 1 + "
                                        f"{M1G_TILT:g} x_1 / max|x_1| (a near miss: Q_G is then "
                                        "not self-adjoint in L2(pi_X))",
