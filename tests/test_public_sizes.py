@@ -176,3 +176,11 @@ def test_projected_model_counts_all_coordinates_before_converting() -> None:
     nested = [[0.5] * 10 ** 4] * 10 ** 4
     _refused_fast(lambda: arb_units.projected_model(M, "relu", nested, None, [0.5, 0.5], 1),
                   r"^particles \(all coordinates\) is too large")
+
+
+def test_time_grids_are_counted_before_they_are_scanned() -> None:
+    """reduced.simulate_flow scanned a 10^8-time view for 2.3 s before refusing it as not
+    increasing; require_time_grid now counts it from the shape."""
+    from numerics.validation import MAX_TIME_POINTS, require_time_grid
+    _refused_fast(lambda: require_time_grid(VIEW), "^t_eval is too large")
+    assert require_time_grid(np.arange(3.0)).size == 3 and MAX_TIME_POINTS == 2 ** 24
