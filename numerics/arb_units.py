@@ -175,7 +175,7 @@ def unit_output(unit: Any, x: Sequence[Any], z: Sequence[Any], dim_y: int) -> li
     if callable(unit):
         return list(unit([_ball(e, "x") for e in _sequence(x, "x")],
                          [_ball(e, "z") for e in _sequence(z, "z")], dim_y))
-    if unit not in UNITS:
+    if not isinstance(unit, str) or unit not in UNITS:  # an array would compare per entry
         raise ValueError(f"unit must be one of {UNITS} or a callable; got {unit!r}")
     dx = len(x)
     x = _vector(x, dx, "x")

@@ -53,9 +53,7 @@ __all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature", "phi_rule",
            "ReducedRun", "validate_dims", "AngleTrack", "track_angles", "MAX_PARTICLES", "MAX_PHI_NODES", "MAX_DIM"]
 
-HALF_PI = np.pi / 2
-
-_INT64_MAX = 2 ** 63 - 1
+HALF_PI, _INT64_MAX = np.pi / 2, 2 ** 63 - 1
 
 #: largest number of particles of :func:`initial_state` (a few arrays of m floats each)
 MAX_PARTICLES = 10 ** 7
@@ -202,10 +200,10 @@ def _middle_pieces(half, c, s, kH: int, kP: int) -> list:
     return [(-half, -wx, _TS[1 / 64]), (-wx, wx, _TS[1 / 64]), (wx, half, _TS[1 / 64])]
 
 
-def _validate_angles(theta, phi, d: int, d_H: int):
+def _validate_angles(theta, phi, d: int, d_H: int, name: str = "theta, phi (broadcast points)"):
     nodes = len(_rule_for(max(d - d_H, d_H))[0]) if d_H <= 60 else 3 * len(_TS[1 / 64][0])
-    require_broadcast_work(nodes * 400, "theta, phi (broadcast points)", "points x nodes x "
-                           "400 ns, measured 210-360 at d <= 1000", theta, phi)
+    require_broadcast_work(nodes * 400, name, "points x nodes x 400 ns, measured 210-360 at "
+                           "d <= 1000", theta, phi)
     th = as_float_array(theta, "theta (angle of the neuron to H)")
     ph = as_float_array(phi, "phi (angle of the input to H)")
     require_in_range(th, "theta", 0.0, HALF_PI)
@@ -692,9 +690,11 @@ def reduced_predictor(state: ReducedState, X, d_H: int, kernel: Any) -> np.ndarr
     H = span(e_1..e_dH), for every row of X (phi~ by :func:`phi_tilde` with ``kernel``, no
     table); f(0) = 0."""
     state = _require_state(state)
+    if isinstance(X, np.ndarray) and X.ndim == 2:  # d and the work from the shape, before a scan
+        pairs = (np.broadcast_to(0.0, (state.c.shape[0], 1)), np.broadcast_to(0.0, X.shape[0]))
+        _validate_angles(*pairs, *validate_dims(X.shape[1], d_H), "m * n (particles x inputs)")
     X = as_float_array(X, "X (inputs, shape (n, d))", ndim=2, allow_empty=False)
-    d = X.shape[1]
-    d, d_H = validate_dims(d, d_H)
+    d, d_H = validate_dims(X.shape[1], d_H)
     kernel = _require_kernel(kernel)
     require_size(state.c.shape[0] * X.shape[0], "m * n (particles x inputs)")
     with np.errstate(over="ignore"):

@@ -184,3 +184,14 @@ def test_time_grids_are_counted_before_they_are_scanned() -> None:
     from numerics.validation import MAX_TIME_POINTS, require_time_grid
     _refused_fast(lambda: require_time_grid(VIEW), "^t_eval is too large")
     assert require_time_grid(np.arange(3.0)).size == 3 and MAX_TIME_POINTS == 2 ** 24
+
+
+def test_reduced_predictor_and_unit_output_refuse_huge_views_fast() -> None:
+    """Outside fuzz on this branch: reduced_predictor scanned a (10^4)^2 X for 5.3 s;
+    arb_units.unit_output compared a (10^8, 4) 'unit' with its names for 1.1 s."""
+    from numerics import arb_units, reduced
+    st = reduced.ReducedState(np.ones(6), np.full(6, 0.3), np.ones(6))
+    _refused_fast(lambda: reduced.reduced_predictor(st, VIEW_SQUARE, 2, None),
+                  r"^m \* n \(particles x inputs\) is too large")
+    _refused_fast(lambda: arb_units.unit_output(np.broadcast_to(0.5, (10 ** 8, 4)), [0.3], [0.2], 1),
+                  "^unit must be one of")
