@@ -306,13 +306,14 @@ def require_broadcast_work(per_entry: int, name: str, what: str, *arrays: Any,
     copy or pass over the data); a call costing ``per_entry`` work units per entry above the
     quick budget is refused as by :func:`require_work`.  Shapes that do not broadcast are
     left to the caller's own validation (0 is returned)."""
+    per_entry = require_positive_int(per_entry, "per_entry (work units per entry)", minimum=0)
     try:
         entries = math.prod(np.broadcast_shapes(*(np.shape(a) if isinstance(a, np.ndarray)
                                                   else () for a in arrays)))
     except ValueError:
         return 0
     try:
-        require_work(entries * int(per_entry), name, what=f"work units ({what})", hint=hint)
+        require_work(entries * per_entry, name, what=f"work units ({what})", hint=hint)
     except ValueError as exc:  # no long_run argument here: name the context manager
         raise ValueError(str(exc).replace("pass long_run=True to run it anyway", "run it inside "
                                           "numerics.validation.long_runs()")) from None
