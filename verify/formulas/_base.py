@@ -107,22 +107,27 @@ def _scaled(out: Any, factor: float) -> Any:
                     "give it a _perturbed(factor) method")
 
 
-def check_entries(name: str, args: tuple, kwargs: dict, entry_ns: int) -> None:
+def check_entries(name: str, impl: Callable[..., Any], args: tuple, kwargs: dict,
+                  entry_ns: int) -> None:
     """Refuse, from the shapes of the array arguments alone (before any copy or pass over
     the data), a call broadcasting to more than :data:`MAX_FORMULA_ENTRIES` entries or
     costing more than a quick call at ``entry_ns`` ns per entry
     (``numerics.validation.require_work``); arguments that do not broadcast are left to the
     formula's own validation."""
     from numerics.validation import require_broadcast_work
-    arrays = [v for v in (*args, *kwargs.values()) if isinstance(v, np.ndarray)]
+    params = list(inspect.signature(impl).parameters)
+    named = [(params[i] if i < len(params) else f"argument {i}", v) for i, v in enumerate(args)]
+    named = [(k, v) for k, v in named + list(kwargs.items()) if isinstance(v, np.ndarray)]
+    arrays = [v for _, v in named]
     size = max([int(np.prod(a.shape, dtype=object)) for a in arrays], default=0)
     if size > MAX_FORMULA_ENTRIES or (require_broadcast_work(
-            entry_ns, f"{name}: the broadcast arguments", f"entries x {entry_ns} ns", *arrays,
+            entry_ns, f"{name}: the broadcast arguments "
+            f"{', '.join(k for k, _ in named)}", f"entries x {entry_ns} ns", *arrays,
             hint="evaluate fewer points per call") > MAX_FORMULA_ENTRIES):
         raise ValueError(f"{name}: an argument or their broadcast has more than "
                          f"{MAX_FORMULA_ENTRIES} entries (shapes "
-                         f"{', '.join(str(a.shape) for a in arrays)}); evaluate fewer points "
-                         "per call")
+                         f"{', '.join(f'{k} {a.shape}' for k, a in named)}); evaluate fewer "
+                         "points per call")
 
 
 def check_dps(dps: Any) -> int:
@@ -227,7 +232,7 @@ class DerivedFunction(_Derived):
     enclose.__doc__ = _Derived.enclose.__doc__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        check_entries(self.name, args, kwargs, self.entry_ns)
+        check_entries(self.name, self._impl, args, kwargs, self.entry_ns)
         return self._finish(self._impl(*args, **kwargs))
 
 
@@ -285,7 +290,7 @@ class VerifiedFormula(_Derived):
                                                           modules="mpmath"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> np.ndarray | float:
-        check_entries(self.name, args, kwargs, self.entry_ns)
+        check_entries(self.name, self._validate, args, kwargs, self.entry_ns)
         vals = self._validate(*args, **kwargs)
         out = np.asarray(self._numpy(*vals), dtype=np.float64)
         out = np.broadcast_to(out, np.broadcast_shapes(*(np.shape(v) for v in vals))).copy()
