@@ -135,7 +135,7 @@ def test_formula_work_bound_uses_the_measured_entry_cost() -> None:
     from verify import formulas as F
     x = np.broadcast_to(np.float64(0.5), (2 ** 22,))
     _refused_fast(lambda: F.rf_kernel(x, 0.3, init="gaussian"),
-                  r"rf_kernel: the broadcast arguments is too large.*long_runs\(\)")
+                  r"rf_kernel: the broadcast arguments x is too large.*long_runs\(\)")
 
 
 @pytest.mark.parametrize("fn", ["phi_tilde", "phi_tilde_dtheta"])
