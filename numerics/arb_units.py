@@ -122,7 +122,7 @@ def logistic(t: Any) -> Any:
 def _sequence(v: Any, name: str) -> list:
     """``v`` as a list (a list, tuple or 1-D array of numbers, balls or vectors), or a named
     error."""
-    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, np.ndarray)) or np.ndim(v) == 0:
+    if not isinstance(v, (list, tuple, np.ndarray)) or (isinstance(v, np.ndarray) and v.ndim == 0):
         raise ArgumentTypeError(f"{name} must be a list (or array) of entries; got "
                                 f"{type(v).__name__} {v!r:.40}")
     require_size(len(v), name, limit=MAX_ENTRIES)
@@ -175,7 +175,7 @@ def unit_output(unit: Any, x: Sequence[Any], z: Sequence[Any], dim_y: int) -> li
     if callable(unit):
         return list(unit([_ball(e, "x") for e in _sequence(x, "x")],
                          [_ball(e, "z") for e in _sequence(z, "z")], dim_y))
-    if unit not in UNITS:
+    if not isinstance(unit, str) or unit not in UNITS:  # an array would compare per entry
         raise ValueError(f"unit must be one of {UNITS} or a callable; got {unit!r}")
     dx = len(x)
     x = _vector(x, dx, "x")
@@ -185,7 +185,12 @@ def unit_output(unit: Any, x: Sequence[Any], z: Sequence[Any], dim_y: int) -> li
 
 
 def _weighted(particles: Sequence[Sequence[Any]], weights: Sequence[Any] | None) -> tuple[list, list]:
-    ps = [_sequence(p, "particles entry") for p in _sequence(particles, "particles")]
+    if isinstance(particles, np.ndarray):  # all coordinates together, from the shape
+        require_size(particles.size, "particles (all coordinates)", limit=MAX_ENTRIES)
+    ps, total = [], 0
+    for p in _sequence(particles, "particles"):
+        ps.append(_sequence(p, "particles entry"))
+        total = require_size(total + len(ps[-1]), "particles (all coordinates)", limit=MAX_ENTRIES)
     if not ps:
         raise ValueError("particles must hold at least one particle")
     ws = [1] * len(ps) if weights is None else _sequence(weights, "weights")

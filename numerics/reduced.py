@@ -39,15 +39,13 @@ import mpmath
 import numpy as np
 from scipy.integrate import solve_ivp
 from functools import lru_cache
-
 from scipy.special import betainc, roots_jacobi
 
-from numerics.validation import (MAX_STEPS, DivergenceError, IntegratorError,
-                                 RunProgress, as_float_array, as_float_scalar,
-                                 require_callable, require_finite_result, require_generator,
-                                 require_in_range, require_positive_int, require_same_shape,
-                                 require_size, require_time_grid, require_tolerance,
-                                 require_work, wants_long_run, flow_budget)
+from numerics.validation import (
+    MAX_STEPS, DivergenceError, IntegratorError, RunProgress, as_float_array, as_float_scalar,
+    flow_budget, require_broadcast_work, require_callable, require_finite_result,
+    require_generator, require_in_range, require_positive_int, require_same_shape, require_size,
+    require_time_grid, require_tolerance, require_work, wants_long_run)
 
 __all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "phi_tilde_mc", "PhiTable", "ReducedState", "initial_state", "fold_angle",
@@ -55,9 +53,7 @@ __all__ = ["phi_tilde", "phi_tilde_dtheta", "phi_tilde_mp",
            "w2_to_dirac", "critical_time", "reduced_predictor", "phi_quadrature", "phi_rule",
            "ReducedRun", "validate_dims", "AngleTrack", "track_angles", "MAX_PARTICLES", "MAX_PHI_NODES", "MAX_DIM"]
 
-HALF_PI = np.pi / 2
-
-_INT64_MAX = 2 ** 63 - 1
+HALF_PI, _INT64_MAX = np.pi / 2, 2 ** 63 - 1
 
 #: largest number of particles of :func:`initial_state` (a few arrays of m floats each)
 MAX_PARTICLES = 10 ** 7
@@ -204,7 +200,10 @@ def _middle_pieces(half, c, s, kH: int, kP: int) -> list:
     return [(-half, -wx, _TS[1 / 64]), (-wx, wx, _TS[1 / 64]), (wx, half, _TS[1 / 64])]
 
 
-def _validate_angles(theta, phi):
+def _validate_angles(theta, phi, d: int, d_H: int, name: str = "theta, phi (broadcast points)"):
+    nodes = len(_rule_for(max(d - d_H, d_H))[0]) if d_H <= 60 else 3 * len(_TS[1 / 64][0])
+    require_broadcast_work(nodes * 400, name, "points x nodes x 400 ns, measured 210-360 at "
+                           "d <= 1000", theta, phi)
     th = as_float_array(theta, "theta (angle of the neuron to H)")
     ph = as_float_array(phi, "phi (angle of the input to H)")
     require_in_range(th, "theta", 0.0, HALF_PI)
@@ -218,14 +217,14 @@ def phi_tilde(theta, phi, d: int, d_H: int, kernel: Any) -> np.ndarray:
     (``inner(k, c, y)``, ``inner_grad(k, c, y)``, ``tail_mean(k, a)``: the derived forms,
     see verify.formulas.hajjar.phi_kernel)."""
     d, d_H = validate_dims(d, d_H)
-    th, ph = _validate_angles(theta, phi)
+    th, ph = _validate_angles(theta, phi, d, d_H)
     return _phi_parts(th, ph, d, d_H, False, _require_kernel(kernel))
 
 
 def phi_tilde_dtheta(theta, phi, d: int, d_H: int, kernel: Any) -> np.ndarray:
     """d phi~(theta; phi) / d theta, vectorized (``kernel`` as in :func:`phi_tilde`)."""
     d, d_H = validate_dims(d, d_H)
-    th, ph = _validate_angles(theta, phi)
+    th, ph = _validate_angles(theta, phi, d, d_H)
     return _phi_parts(th, ph, d, d_H, True, _require_kernel(kernel))
 
 
@@ -419,11 +418,10 @@ class ReducedState:
 
 
 #: cost of one Euler step / one field evaluation of the reduced dynamics in the work units
-#: of ``numerics.validation.require_work`` (~1 ns): a fixed overhead (measured 67 us) plus
-#: ~25 per (particle, phi node) pair (measured 21 ns); a flow's evaluation budget (default
-#: 200000) is capped at QUICK_WORK / this unless long_run=True
-_STEP_OVERHEAD = 80_000
-_STEP_PER_PAIR = 30
+#: of ``numerics.validation.require_work`` (~1 ns): a fixed overhead (measured 67 us; inside
+#: DOP853 140 us at m = 6) plus ~25 per (particle, phi node) pair (measured 21 ns); a flow's
+#: evaluation budget (default 200000) is capped at QUICK_WORK / this unless long_run=True
+_STEP_OVERHEAD, _FLOW_EVAL_OVERHEAD, _STEP_PER_PAIR = 80_000, 160_000, 30
 _LONG_FLOW_EVALS = 200_000
 
 
@@ -645,7 +643,7 @@ def simulate_flow(state: ReducedState, table: PhiTable, t_eval, *, rtol: float =
     if not isinstance(table, PhiTable):
         raise TypeError(f"table must be a numerics.reduced.PhiTable; got {type(table).__name__}")
     m = state.c.shape[0]
-    cost = _STEP_PER_PAIR * m * table.n_phi + _STEP_OVERHEAD
+    cost = _STEP_PER_PAIR * m * table.n_phi + _FLOW_EVAL_OVERHEAD
     require_work(t_eval.size * cost, "t_eval (one loss evaluation per output time)",
                  long_run=long_run, what="work units (len(t_eval) x (30 m n_phi + overhead))",
                  hint="ask for fewer output times")
@@ -692,9 +690,11 @@ def reduced_predictor(state: ReducedState, X, d_H: int, kernel: Any) -> np.ndarr
     H = span(e_1..e_dH), for every row of X (phi~ by :func:`phi_tilde` with ``kernel``, no
     table); f(0) = 0."""
     state = _require_state(state)
+    if isinstance(X, np.ndarray) and X.ndim == 2:  # d and the work from the shape, before a scan
+        pairs = (np.broadcast_to(0.0, (state.c.shape[0], 1)), np.broadcast_to(0.0, X.shape[0]))
+        _validate_angles(*pairs, *validate_dims(X.shape[1], d_H), "m * n (particles x inputs)")
     X = as_float_array(X, "X (inputs, shape (n, d))", ndim=2, allow_empty=False)
-    d = X.shape[1]
-    d, d_H = validate_dims(d, d_H)
+    d, d_H = validate_dims(X.shape[1], d_H)
     kernel = _require_kernel(kernel)
     require_size(state.c.shape[0] * X.shape[0], "m * n (particles x inputs)")
     with np.errstate(over="ignore"):

@@ -106,3 +106,92 @@ def test_dense_reference_refuses_too_many_pairs() -> None:
     _refused_fast(lambda: relu1d.loss_and_grad_dense(A, B, C, VIEW, VIEW, "m"),
                   "^the dense sum")
     assert relu1d.MAX_DENSE_PAIRS >= 2 ** 22
+
+
+VIEW_SQUARE = np.broadcast_to(np.float64(0.5), (10 ** 4, 10 ** 4))
+
+
+def _formula_calls():
+    from verify import formulas as F
+    return [
+        ("formulas.phi_tilde", lambda: F.phi_tilde(VIEW, 0.3, 10, 3)),
+        ("formulas.odd_target_rate", lambda: F.odd_target_rate(VIEW_SQUARE, 1.0, 3.0)),
+        ("formulas.odd_target_rate 1e8", lambda: F.odd_target_rate(VIEW, 1.0, 3.0)),
+        ("formulas.velocity_jump", lambda: F.velocity_jump(VIEW_SQUARE, 0.5, 0.5)),
+        ("formulas.rf_kernel gaussian", lambda: F.rf_kernel(VIEW_SQUARE, 0.3, init="gaussian")),
+    ]
+
+
+@pytest.mark.parametrize("case", _formula_calls(), ids=lambda c: c[0])
+def test_formulas_refuse_huge_views_from_their_shapes(case) -> None:
+    """Issue 34: phi_tilde hung on a 10^8 view, odd_target_rate / velocity_jump ran 6-7 s
+    on (10^4)^2 views, rf_kernel(init='gaussian') ran out of memory."""
+    _refused_fast(case[1], "more than 16777216 entries")
+
+
+def test_formula_work_bound_uses_the_measured_entry_cost() -> None:
+    """rf_kernel costs ~0.5 us per entry: 2^22 entries (~2 s at that cost) are refused even
+    though they are below the entry limit; the message names long_runs()."""
+    from verify import formulas as F
+    x = np.broadcast_to(np.float64(0.5), (2 ** 22,))
+    _refused_fast(lambda: F.rf_kernel(x, 0.3, init="gaussian"),
+                  r"rf_kernel: the broadcast arguments x is too large.*long_runs\(\)")
+
+
+@pytest.mark.parametrize("fn", ["phi_tilde", "phi_tilde_dtheta"])
+def test_reduced_phi_tilde_prices_points_times_nodes(fn) -> None:
+    """numerics.reduced.phi_tilde(_dtheta) ran 5-7 s on a 10^8 view; the refusal comes from
+    the shapes before any conversion, and a table-sized call stays quick."""
+    from numerics import reduced
+    f = getattr(reduced, fn)   # the size is checked before the kernel (none needed here)
+    _refused_fast(lambda: f(VIEW, 0.3, 10, 3, None),
+                  r"^theta, phi \(broadcast points\) is too large")
+    _refused_fast(lambda: f(np.full(8000, 0.3), 0.2, 1000, 500, None), "too large")
+    with pytest.raises(TypeError, match="kernel must provide"):  # 2000 points at d = 10: quick
+        f(np.full(2000, 0.3), 0.2, 10, 3, None)
+
+
+def test_validation_checks_refuse_or_finish_fast_on_huge_views() -> None:
+    """require_distinct sorted a 10^8 view for 2-5 s before refusing; require_in_range
+    copied the out-of-range entries of a (10^4)^2 view (2.3 s)."""
+    from numerics.validation import require_distinct, require_in_range
+    _refused_fast(lambda: require_distinct(VIEW, "x"), "^x is too large for a quick call")
+    _refused_fast(lambda: require_distinct(VIEW_SQUARE, "x"), "^x is too large")
+    _refused_fast(lambda: require_in_range(VIEW_SQUARE, "x", 0.0, 0.1),
+                  r"^x must lie in \[0, 0.1\]; got \[0.5, 0.5, 0.5, 0.5, 0.5\]")
+    _refused_fast(lambda: require_in_range(np.zeros(3), "x", VIEW_SQUARE, 1.0), "must broadcast")
+    _refused_fast(lambda: require_in_range(np.broadcast_to(0.5, (2 ** 28,)), "x", 0, 1),
+                  "^x is too large")
+    with pytest.raises(ValueError, match=r"got \[nan, 3.0\]"):
+        require_in_range(np.array([0.5, np.nan, 3.0]), "x", 0.0, 1.0)
+    require_in_range(np.array([[0.1, 0.2]]), "x", [0.0, 0.0], 1.0)
+
+
+def test_projected_model_counts_all_coordinates_before_converting() -> None:
+    """arb_units.projected_model converted a (10^4)^2 view (or nested list) row by row: 5.3 s."""
+    from numerics import arb_units
+    M = [[[1, 0], [0, 1]]]
+    _refused_fast(lambda: arb_units.projected_model(M, "relu", VIEW_SQUARE, None, [0.5, 0.5], 1),
+                  r"^particles \(all coordinates\) is too large")
+    nested = [[0.5] * 10 ** 4] * 10 ** 4
+    _refused_fast(lambda: arb_units.projected_model(M, "relu", nested, None, [0.5, 0.5], 1),
+                  r"^particles \(all coordinates\) is too large")
+
+
+def test_time_grids_are_counted_before_they_are_scanned() -> None:
+    """reduced.simulate_flow scanned a 10^8-time view for 2.3 s before refusing it as not
+    increasing; require_time_grid now counts it from the shape."""
+    from numerics.validation import MAX_TIME_POINTS, require_time_grid
+    _refused_fast(lambda: require_time_grid(VIEW), "^t_eval is too large")
+    assert require_time_grid(np.arange(3.0)).size == 3 and MAX_TIME_POINTS == 2 ** 24
+
+
+def test_reduced_predictor_and_unit_output_refuse_huge_views_fast() -> None:
+    """Outside fuzz on this branch: reduced_predictor scanned a (10^4)^2 X for 5.3 s;
+    arb_units.unit_output compared a (10^8, 4) 'unit' with its names for 1.1 s."""
+    from numerics import arb_units, reduced
+    st = reduced.ReducedState(np.ones(6), np.full(6, 0.3), np.ones(6))
+    _refused_fast(lambda: reduced.reduced_predictor(st, VIEW_SQUARE, 2, None),
+                  r"^m \* n \(particles x inputs\) is too large")
+    _refused_fast(lambda: arb_units.unit_output(np.broadcast_to(0.5, (10 ** 8, 4)), [0.3], [0.2], 1),
+                  "^unit must be one of")

@@ -167,10 +167,43 @@ def test_summary_row_shows_the_failing_subcheck_with_unit_and_bound() -> None:
     ("float64 sums", "derived residual vs sigma(Px, PzP) - P sigma(x, z)", "-"),
     ("float64 rounding, relative", "x", "relative"),
     ("quadrature error bound", "absolute error of the sum", "absolute"),
+    ("at most 32 ulps of the value", "float64 vs balls", "ulps"),
     ("why", "x", "-")])
 def test_unit_is_inferred_from_the_reason(reason, name, unit) -> None:
     from verify.report.worst import unit_of
     assert unit_of(reason, name) == unit
+
+
+def test_stated_unit_wins_over_the_reason() -> None:
+    """A sub-check's own unit (SubCheck.unit, in details["subchecks"]) is shown, whatever
+    its prose says; the prose is read only when no unit is stated."""
+    from verify.report.worst import unit_of, worst_subcheck
+    assert unit_of("relative error, 5 SE", "x", "ulps") == "ulps"
+    ev = SimpleNamespace(passed=False, error=1.0, tolerance=0.5, compared="c",
+                         tolerance_reason="r", details={"subchecks": [
+                             {"name": "balls", "error": 1.0, "tolerance": 0.5, "passed": False,
+                              "reason": "why", "unit": "relative"}]})
+    w = worst_subcheck(ev)
+    assert (w.name, w.unit) == ("balls", "relative")
+    assert w.cell().endswith("(relative, at most)")
+
+
+def test_kit_subchecks_state_their_unit() -> None:
+    """compare, rate studies, drawn instances and certified comparisons state the unit of
+    their figure, and combine() carries it into the evidence's details."""
+    import numpy as np
+    from verify import certify
+    from verify.kit import combine, compare
+    rel = compare("r", 1.0, 1.0, rtol=1e-12, reason="float64")
+    ab = compare("a", 1.0, 1.0, rtol=0.0, atol=1e-12, reason="float64")
+    assert (rel.unit, ab.unit) == ("relative", "absolute")
+    out = combine("c", [rel, ab])
+    assert [d.get("unit") for d in out.details["subchecks"]] == ["relative", "absolute"]
+    import flint
+    one = [certify.CertifiedInstance("x = 1", flint.arb(1), flint.arb(1))]
+    assert certify.certified_compare("c", one, reason="exact").unit == "relative"
+    assert certify.certified_compare("c", one, relative=False, reason="exact").unit == "absolute"
+    assert np.isfinite(rel.error)
 
 
 def test_certified_column_reads_details() -> None:

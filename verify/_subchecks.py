@@ -65,6 +65,10 @@ class SubCheck:
     # minimal (shrunk) failing instance with its error.
     instances: int | None = None
     counterexample: dict[str, Any] | None = field(default=None)
+    # What ``error`` and ``tolerance`` are measured in ("relative", "absolute", "SE",
+    # "|slope - predicted|", "ulps", ...): shown by the report's summary; the kit's
+    # constructors set it, "" leaves the report to read it from the reason.
+    unit: str = ""
 
     def __post_init__(self) -> None:
         if _STOP_AT_FIRST_FAILURE.get() and self.passed is not True \
@@ -111,6 +115,7 @@ def combine(compared: str, subchecks: list[SubCheck], *, headline: int = 0,
     det = dict(details or {})
     det["subchecks"] = [{"name": s.name, "error": s.error, "tolerance": s.tolerance,
                          "reason": s.reason, "passed": s.ok(),
+                         **({"unit": s.unit} if s.unit else {}),
                          **({"instances": s.instances} if s.instances is not None else {}),
                          **({"counterexample": s.counterexample}
                             if s.counterexample is not None else {})}
@@ -367,7 +372,7 @@ class RateStudy:
                 f"{fmt(self.widths[0])}..{fmt(self.widths[-1])}; predicted {self.predicted:+.3f}"
                 f" ({reason}); passes iff the interval contains it and excludes 0")
         return SubCheck(self.name, abs(self.slope - self.predicted), self.half_width, text,
-                        passed=self.passed(),
+                        passed=self.passed(), unit="|slope - predicted|",
                         counterexample=None if self.passed() else {
                             "slope": self.slope, "interval": list(self.interval),
                             "predicted": self.predicted,
@@ -389,7 +394,7 @@ class RateStudy:
         return SubCheck(name, err, bound,
                         f"{how}: {fmt(err)}, at most {frac:g} x the smallest mean distance "
                         f"({fmt(bound)}), so it moves no log-distance by more than {frac:g} "
-                        "and the slope by far less than its interval")
+                        "and the slope by far less than its interval", unit="absolute")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "widths": list(self.widths),
@@ -472,7 +477,8 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
              "value": float(v.flat[i]), "reference": float(r.flat[i])}
     bound = rtol if rtol > 0 else atol
     return SubCheck(name, worst_err, bound, reason,
-                    counterexample=worst if worst_err > bound else None)
+                    counterexample=worst if worst_err > bound else None,
+                    unit="relative" if rtol > 0 else "absolute")
 
 
 #: most points of one :func:`compare_derivative` (five Python calls of f and df each)
@@ -729,13 +735,13 @@ def for_all_instances(ctx: RunContext, name: str, strategy: Any,
     if last_failure:
         inst, sc = last_failure[-1]  # Hypothesis replays the minimal example last
         return SubCheck(name, sc.error, sc.tolerance, sc.reason, passed=False,
-                        instances=len(records),
+                        instances=len(records), unit=sc.unit,
                         counterexample={"instance": _describe(inst), "error": sc.error,
                                         "tolerance": sc.tolerance, "reason": sc.reason})
     inst, worst = max(records, key=lambda r: _ratio(r[1]))
     return SubCheck(name, worst.error, worst.tolerance,
                     f"worst of {len(records)} drawn instances: {worst.reason}",
-                    passed=True, instances=len(records))
+                    passed=True, instances=len(records), unit=worst.unit)
 
 
 def _draw_instances(ctx: RunContext, name: str, strategy: Any, n: int,

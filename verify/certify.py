@@ -465,7 +465,7 @@ def certified_compare(name: str, instances: Sequence[CertifiedInstance], *,
                           "reference": it.reference.str(20)}
     sc = SubCheck(name, worst_err, bound + 4 * max_rel_radius, reason,
                   passed=disproof is None and unproven is None, instances=len(insts),
-                  counterexample=counterexample)
+                  counterexample=counterexample, unit="relative" if relative else "absolute")
     sc.certified = {"instances": len(insts), "worst_radius": worst_rad,  # type: ignore[attr-defined]
                     "disproved": disproof is not None}
     return sc

@@ -309,10 +309,10 @@ def _shown(ev: Any, neg: bool) -> tuple[float, float, float, str, str, str]:
         return w.error, w.tolerance, w.severity, "", w.name, f"{w.unit}, {w.kind}"
     from verify.kit import control_margin
     m = control_margin(ev, getattr(_claim_of(ev.claim_id), "negative_target", "") or "")
-    reason = next((str(d.get("reason", "")) for d in (ev.details or {}).get("subchecks", [])
-                   if isinstance(d, dict) and d.get("name") == m.name), "")
-    return (m.error, m.tolerance, m.severity(), m.factor_text(), m.name or "",
-            f"{unit_of(reason, m.name or '')}, {m.sense}")
+    sub = next((d for d in (ev.details or {}).get("subchecks", [])
+                if isinstance(d, dict) and d.get("name") == m.name), {})
+    unit = unit_of(str(sub.get("reason", "")), m.name or "", str(sub.get("unit", "") or ""))
+    return (m.error, m.tolerance, m.severity(), m.factor_text(), m.name or "", f"{unit}, {m.sense}")
 
 
 def _short(name: str, width: int = 70) -> str:

@@ -25,10 +25,13 @@ import sympy as sp
 from verify import derived
 
 __all__ = ["DerivedFunction", "VerifiedFormula", "perturbed_output", "MAX_DPS", "NotEnclosable",
+           "MAX_FORMULA_ENTRIES",
            "enclose_grid",
            "UlpBound"]
 
 MAX_DPS = 2000  # mpmath precision cap: beyond it a single special-function call takes minutes
+#: largest broadcast input of a float64 formula call (128 MiB per float64 temporary)
+MAX_FORMULA_ENTRIES = 2 ** 24
 
 _OUTPUT_FACTORS: dict[str, float] = {}
 
@@ -102,6 +105,29 @@ def _scaled(out: Any, factor: float) -> Any:
         return out * factor  # a ball times the float factor (exact)
     raise TypeError(f"cannot perturb a formula output of type {type(out).__name__}; "
                     "give it a _perturbed(factor) method")
+
+
+def check_entries(name: str, impl: Callable[..., Any], args: tuple, kwargs: dict,
+                  entry_ns: int) -> None:
+    """Refuse, from the shapes of the array arguments alone (before any copy or pass over
+    the data), a call broadcasting to more than :data:`MAX_FORMULA_ENTRIES` entries or
+    costing more than a quick call at ``entry_ns`` ns per entry
+    (``numerics.validation.require_work``); arguments that do not broadcast are left to the
+    formula's own validation."""
+    from numerics.validation import require_broadcast_work
+    params = list(inspect.signature(impl).parameters)
+    named = [(params[i] if i < len(params) else f"argument {i}", v) for i, v in enumerate(args)]
+    named = [(k, v) for k, v in named + list(kwargs.items()) if isinstance(v, np.ndarray)]
+    arrays = [v for _, v in named]
+    size = max([int(np.prod(a.shape, dtype=object)) for a in arrays], default=0)
+    if size > MAX_FORMULA_ENTRIES or (require_broadcast_work(
+            entry_ns, f"{name}: the broadcast arguments "
+            f"{', '.join(k for k, _ in named)}", f"entries x {entry_ns} ns", *arrays,
+            hint="evaluate fewer points per call") > MAX_FORMULA_ENTRIES):
+        raise ValueError(f"{name}: an argument or their broadcast has more than "
+                         f"{MAX_FORMULA_ENTRIES} entries (shapes "
+                         f"{', '.join(f'{k} {a.shape}' for k, a in named)}); evaluate fewer "
+                         "points per call")
 
 
 def check_dps(dps: Any) -> int:
@@ -189,8 +215,9 @@ class DerivedFunction(_Derived):
     def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any],
                  impl: Callable[..., Any], mpmath: Callable[..., Any] | None = None,
                  enclose: Callable[..., Any] | None = None,
-                 ulp_bound: dict[str, UlpBound] | UlpBound | None = None):
+                 ulp_bound: dict[str, UlpBound] | UlpBound | None = None, entry_ns: int = 32):
         super().__init__(name, claim, doc, expr_fn, signature_of=impl)
+        self.entry_ns = entry_ns
         self._impl = impl
         self._enclose = enclose
         self.ulp_bound = ulp_bound
@@ -205,6 +232,7 @@ class DerivedFunction(_Derived):
     enclose.__doc__ = _Derived.enclose.__doc__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        check_entries(self.name, self._impl, args, kwargs, self.entry_ns)
         return self._finish(self._impl(*args, **kwargs))
 
 
@@ -230,14 +258,18 @@ class VerifiedFormula(_Derived):
         Optional validation for ``.mpmath`` and ``.enclose`` (defaults to ``validate``).
     ulp_bound:
         The stated float64 error bound (:class:`UlpBound`) of ``__call__``.
+    entry_ns:
+        Measured cost of one broadcast entry (ns, with a margin): a call costing more than
+        a quick call is refused up front (:func:`check_entries`).
     """
 
     def __init__(self, name: str, claim: str, doc: str, symbols: Sequence[sp.Symbol],
                  expr_fn: Callable[[], sp.Expr], validate: Callable[..., tuple],
                  numpy_impl: Callable[[sp.Expr], Callable] | None = None,
                  mpmath_validate: Callable[..., tuple] | None = None,
-                 ulp_bound: UlpBound | None = None):
+                 ulp_bound: UlpBound | None = None, entry_ns: int = 32):
         super().__init__(name, claim, doc, expr_fn, signature_of=validate)
+        self.entry_ns = entry_ns
         self.ulp_bound = ulp_bound
         self.symbols = tuple(symbols)
         self._validate = validate
@@ -258,6 +290,7 @@ class VerifiedFormula(_Derived):
                                                           modules="mpmath"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> np.ndarray | float:
+        check_entries(self.name, self._validate, args, kwargs, self.entry_ns)
         vals = self._validate(*args, **kwargs)
         out = np.asarray(self._numpy(*vals), dtype=np.float64)
         out = np.broadcast_to(out, np.broadcast_shapes(*(np.shape(v) for v in vals))).copy()

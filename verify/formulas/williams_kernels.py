@@ -303,6 +303,9 @@ def _kernel_exprs(which: str) -> dict[str, sp.Expr]:
     return out
 
 
+#: cost of one entry of the kernels' float64 forms (ns; measured up to 512, gaussian K_RF)
+_KERNEL_ENTRY_NS = 1000
+
 rf_kernel = DerivedFunction(
     "rf_kernel", "W3a", """K_RF(x, x') = E[(a x - b)_+ (a x' - b)_+] (Williams et al. 2019,
 Sec. 4; claims W3a (uniform, all real x, x') and W3c (gaussian, arc-cosine form)).
@@ -313,7 +316,8 @@ Sec. 4; claims W3a (uniform, all real x, x') and W3c (gaussian, arc-cosine form)
 
 >>> round(float(rf_kernel(0.0, 0.0)), 12)   # E[(-b)_+^2] = 1/6
 0.166666666667
-""", lambda: _kernel_exprs("rf"), _rf_kernel, _rf_kernel_mp, _kernel_enclose("rf"), RF_ULPS)
+""", lambda: _kernel_exprs("rf"), _rf_kernel, _rf_kernel_mp, _kernel_enclose("rf"), RF_ULPS,
+    entry_ns=_KERNEL_ENTRY_NS)
 
 active_probability = DerivedFunction(
     "active_probability", "W3d", """P(a x > b, a x' > b) (claim W3d).
@@ -323,7 +327,7 @@ active_probability = DerivedFunction(
 >>> float(active_probability(0.3, 0.3, init="gaussian"))
 0.5
 """, lambda: _kernel_exprs("prob"), _active_probability, _active_probability_mp,
-    _kernel_enclose("prob"), PROB_ULPS)
+    _kernel_enclose("prob"), PROB_ULPS, entry_ns=_KERNEL_ENTRY_NS)
 
 ntk_kernel = DerivedFunction(
     "ntk_kernel", "W3d", """K_NTK(x, x') = K_RF(x, x') + sigma_c^2 (1 + x x')
@@ -339,7 +343,8 @@ cancellation (at K_NTK = 1e-9 of the scale, 3e-8 relative); ``.mpmath`` gives an
 
 >>> round(float(ntk_kernel(0.0, 0.0, init="uniform", sigma_c=1.0)), 12)  # 1/6 + 1/2
 0.666666666667
-""", lambda: _kernel_exprs("ntk"), _ntk_kernel, _ntk_kernel_mp, _kernel_enclose("ntk"), NTK_ULPS)
+""", lambda: _kernel_exprs("ntk"), _ntk_kernel, _ntk_kernel_mp, _kernel_enclose("ntk"), NTK_ULPS,
+    entry_ns=_KERNEL_ENTRY_NS)
 
 
 def _rkhs_weight(x: Any, init: str = "uniform") -> np.ndarray | float:

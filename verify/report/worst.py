@@ -35,10 +35,13 @@ class Worst:
         return f"{fmt(self.error)} / {fmt(self.tolerance)} ({self.unit}, {self.kind})"
 
 
-def unit_of(reason: str, name: str = "") -> str:
-    """The unit of a sub-check's error, inferred from its reason and name (the kit's
-    SubCheck has no unit field): a rate study's ``|slope - predicted|``, standard errors,
-    relative or absolute; ``-`` when the text does not say."""
+def unit_of(reason: str, name: str = "", stated: str = "") -> str:
+    """The unit of a sub-check's error: the one it states (``SubCheck.unit``, set by the
+    kit's constructors: compare, rate studies, certified comparisons, drawn instances);
+    else read from its reason and name (a rate study's ``|slope - predicted|``, standard
+    errors, ulps, relative or absolute); ``-`` when neither says."""
+    if isinstance(stated, str) and stated.strip():
+        return stated.strip()
     text = f"{name} {reason}"
     if _RATE.search(reason):
         return "|slope - predicted|"
@@ -49,6 +52,8 @@ def unit_of(reason: str, name: str = "") -> str:
         return "relative"
     if "absolute" in low or "atol" in low:
         return "absolute"
+    if re.search(r"\bulps?\b", low):
+        return "ulps"
     return "-"
 
 
@@ -64,9 +69,10 @@ def worst_subcheck(ev: Any) -> Worst:
     without sub-checks gives its headline, named by what it compared."""
     m = control_margin(ev, "")
     subs = _subcheck_dicts(ev)
-    reason = next((str(d.get("reason", "")) for d in subs if str(d.get("name", "")) == m.name),
-                  str(getattr(ev, "tolerance_reason", "") or ""))
-    unit = unit_of(reason, m.name or "")
+    match = next((d for d in subs if str(d.get("name", "")) == m.name), None)
+    reason = (str(match.get("reason", "")) if match is not None
+              else str(getattr(ev, "tolerance_reason", "") or ""))
+    unit = unit_of(reason, m.name or "", str((match or {}).get("unit", "") or ""))
     kind = "rate" if unit == "|slope - predicted|" else m.sense
     name = m.name or str(getattr(ev, "compared", "") or "headline")
     return Worst(name, m.error, m.tolerance, m.passed, kind, unit, m.severity())
