@@ -124,6 +124,7 @@ def _first_crossing(u_of_t: Callable[[float], float], side: bool, t_old: float, 
     return t_new
 
 
+# long: one event loop whose locals (the active set, the sliding state, the step) every branch updates
 def _integrate(prob: _Problem, y0: np.ndarray, t_eval: np.ndarray, rtol: float, atol: float,
                max_events: int, max_steps: int, keep_dense: bool = False,
                names: tuple[str, ...] = ()) -> FlowResult:

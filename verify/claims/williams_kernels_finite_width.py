@@ -159,6 +159,7 @@ DERIVED_RATE = None
 NEAR_MISS_RATE = -0.51
 
 
+# long: the Figure-4 study in the paper's order (train per width, fluctuation rate, certified coefficients)
 def _check_w3f(ctx: RunContext, rate_override: float | None) -> Outcome:
     """W3f at the derived fluctuation rate (``DERIVED_RATE``) or at ``NEAR_MISS_RATE``."""
     F = formulas()
