@@ -19,7 +19,7 @@ def _compile_fused_relu():
     """The ReLU and its mask in ONE compiled pass (numba, an optional dependency:
     ``pip install '.[fast]'``), or None without numba: the mask as 0.0 / 1.0 into a float64
     block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
-    column-blocked step, ``numerics.twolayer._block_sums_2d``).  Elementwise the same
+    column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).  Elementwise the same
     operations as the NumPy passes of :func:`relu_with_mask` (z > 0, then z * 1.0 or
     z * 0.0, no reassociation): the same bits, nan and -0.0 included.  Compiled eagerly
     for C-contiguous float64 blocks, not cached on disk (nothing is written next to the

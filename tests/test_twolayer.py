@@ -11,6 +11,7 @@ from hypothesis import example, given, strategies as st
 from scipy.special import roots_jacobi
 
 from numerics import _relu_pass as relu_pass, _step_threads as step_threads, twolayer as tl
+from numerics import _twolayer_blocked as blocked
 
 
 def _problem(seed: int, m: int, d: int, n: int):
@@ -517,7 +518,7 @@ def test_the_public_step_has_the_same_bits_at_every_blas_thread_limit(monkeypatc
     give the same uint64 words, at paper scale and with the neuron-blocked path; with the
     parallel threshold removed, small problems take the threaded path too."""
     from threadpoolctl import threadpool_limits
-    monkeypatch.setattr(tl, "_MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(blocked, "_MIN_PARALLEL_WORK", 0)
     monkeypatch.setattr(step_threads, "_cpus", lambda: 4)
     rng = np.random.default_rng(11)
     for d, m, n in ((30, 1024, 1000), (5, 2100, 300), (3, 7, 1)):
