@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from numerics._relu_pass import fused_relu, relu_with_mask
+from numerics._relu_pass import fused_relu, relu_with_mask, residual_rows
 from numerics._step_threads import ordered_block_sum, run_blocks, serial_blas
 
 __all__: list[str] = []
@@ -127,10 +127,11 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     partial sums added in block order (on ``threads`` threads: the same bits,
     :func:`numerics._step_threads.ordered_block_sum`).  Per block the passes beyond the
     two GEMMs: the ReLU and its 0.0 / 1.0 mask M (:func:`numerics._relu_pass.relu_with_mask`,
-    M in a second float64 buffer: the gradient GEMM's operand) and the GEMV."""
+    M in a second float64 buffer: the gradient GEMM's operand), the GEMV and the residuals
+    with their rows times x (:func:`numerics._relu_pass.residual_rows`)."""
     m, d = B.shape
     BT = B.T
-    dot, multiply, subtract = np.dot, np.multiply, np.subtract
+    dot = np.dot
     scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)),
                        ("mask", (c, m), np.bool_))
 
@@ -140,9 +141,7 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
         dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
         relu_with_mask(Z, mask, M)
         dot(Z, a, out=fs)                    # m f(x_i)
-        multiply(fs, w_m[s:e], out=rs)
-        subtract(rs, wy[s:e], out=rs)        # w_i (f(x_i) - y_i)
-        multiply(Xs, rs[:, None], out=RX)
+        residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)   # w_i (f(x_i) - y_i), times x_i
         dot(M.T, RX, out=T)
     n = X.shape[0]
     return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
@@ -182,9 +181,7 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarra
                 multiply(Z, bits[:, j0:j1], out=Z)
             dot(Z, aj, out=part)
             fs += part
-        multiply(fs, w_m[s:e], out=rs)
-        rs -= wy[s:e]
-        multiply(Xs, rs[:, None], out=RX)
+        residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)
         for j0, j1 in cols:
             M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             copyto(M, bits[:, j0:j1])

@@ -345,6 +345,44 @@ def test_fused_relu_pass_gives_the_numpy_passes_bits(seed, rows, cols):
     assert np.all(wide[:, 0] == 7) and np.all(wide[:, cols + 1:] == 7)
 
 
+def _special_values(rng, shape) -> np.ndarray:
+    V = rng.standard_normal(shape) * np.exp2(rng.integers(-1074, 1023, shape))
+    V.ravel()[rng.integers(0, V.size, min(V.size, 6))] = rng.choice(_SPECIAL, min(V.size, 6))
+    return V
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 9), st.integers(1, 40), st.booleans())
+def test_fused_residual_pass_gives_the_numpy_passes_bits(seed, rows, cols, strided_x):
+    """rs = fs w_m - wy and RX = Xs rs[:, None] in one compiled pass are the NumPy passes'
+    words (each product and difference rounded once: no fused multiply-add), at special
+    values and for a non-contiguous Xs; a NaN is a NaN in both (the product of two NaNs
+    may carry either one's sign; a NaN sends the step to the rescaled path anyway)."""
+    rng = np.random.default_rng(seed)
+    fs, w_m, wy = (_special_values(rng, rows) for _ in range(3))
+    Xs = _special_values(rng, (rows, cols))
+    if strided_x:
+        Xs = np.asfortranarray(Xs)
+    out = [(np.empty(rows), np.empty((rows, cols))) for _ in range(2)]
+    with np.errstate(all="ignore"):
+        relu_pass.residual_rows(fs, w_m, wy, Xs, *out[0])
+        with _numpy_passes():
+            relu_pass.residual_rows(fs, w_m, wy, Xs, *out[1])
+    for u, v in zip(*out):
+        same = (u.view(np.uint64) == v.view(np.uint64)) | (np.isnan(u) & np.isnan(v))
+        assert same.all()
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 50), st.integers(1, 4))
+def test_min_magnitude_is_numpys(seed, size, cols):
+    """The compiled min |p| (the tiny-factor scan of the step) equals np.abs(p).min(),
+    signed zeros and subnormals included, for contiguous and strided arrays."""
+    rng = np.random.default_rng(seed)
+    P = _special_values(rng, (size, cols))
+    P[~np.isfinite(P)] = -0.0                 # the step's inputs are validated finite
+    for p in (P, P.ravel(), P[:, ::-1], np.asfortranarray(P)):
+        assert relu_pass.min_magnitude(p) == np.abs(p).min()
+
+
 @given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400))
 @example(3, 2100, 3, 130).via("m > 2048: the forward pass blocked over neurons too")
 def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
