@@ -1,7 +1,8 @@
-"""The ReLU-and-mask pass of the blocked d-dimensional step (:mod:`numerics.twolayer`,
-claims H1a-H1e, H1h): Z <- relu(Z) and M <- 1{Z > 0} over one block of pre-activations,
-as ONE compiled pass when numba is installed and as three NumPy passes otherwise, with
-the same bits (:func:`relu_pass_backend` names the one that runs).
+"""The elementwise passes of the blocked d-dimensional step (:mod:`numerics.twolayer`,
+claims H1a-H1e, H1h): Z <- relu(Z) and M <- 1{Z > 0} over one block of pre-activations
+(:func:`relu_with_mask`), and the block's weighted residuals with their rows times x
+(:func:`residual_rows`), each as ONE compiled pass when numba is installed and as NumPy
+passes otherwise, with the same bits (:func:`relu_pass_backend` names the one that runs).
 """
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["fused_relu", "min_magnitude", "relu_pass_backend", "relu_with_mask",
-           "residual_rows"]
+__all__ = ["fused_relu", "relu_pass_backend", "relu_with_mask", "residual_rows"]
 
 _FUSED: list = []                 # [the compiled kernels, or None], once decided
 _FUSED_LOCK = threading.Lock()
@@ -18,12 +18,11 @@ _FUSED_LOCK = threading.Lock()
 
 def _compile_fused_relu():
     """The compiled kernels of the step (numba, an optional dependency:
-    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual_rows,
-    min_magnitude)``.  ``relu_and_mask``: the ReLU and its mask in ONE pass, the mask as
+    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual_rows)``.  ``relu_and_mask``: the ReLU and its mask in ONE pass, the mask as
     0.0 / 1.0 into a float64 block (:func:`relu_with_mask`) or as 0 / 1 into a strided
     uint8 block (the column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).
     ``residual_rows``: the weighted residuals and their rows times x (:func:`residual_rows`).
-    ``min_magnitude``: min |p| of a contiguous array (:func:`min_magnitude`).  Elementwise
+    Elementwise
     the same operations as the NumPy passes (z > 0, then z * 1.0 or z * 0.0; f w - wy,
     then x r; no reassociation, no fused multiply-add): the same bits, nan and -0.0
     included.  Compiled eagerly for C-contiguous float64 blocks, not cached on disk
@@ -69,15 +68,7 @@ def _compile_kernels(numba) -> tuple:
             for j in range(cols):
                 RX[i, j] = Xs[i, j] * q
 
-    @numba.njit(["float64(float64[::1])"], nogil=True, cache=False)
-    def min_abs(p):
-        low = np.inf
-        for v in p:
-            v = abs(v)
-            if v < low:
-                low = v
-        return low
-    return relu_and_mask, residual, min_abs
+    return relu_and_mask, residual
 
 
 def _kernels():
@@ -144,11 +135,3 @@ def residual_rows(fs: np.ndarray, w_m: np.ndarray, wy: np.ndarray, Xs: np.ndarra
     np.subtract(rs, wy, out=rs)
     np.multiply(Xs, rs[:, None], out=RX)
 
-
-def min_magnitude(p: np.ndarray) -> float:
-    """min |p| over the entries of a non-empty float64 array (exact: one compiled pass
-    with numba over a contiguous array, else np.abs(p).min())."""
-    kernels = _kernels()
-    if kernels is not None and p.flags.c_contiguous:
-        return float(kernels[2](p.reshape(-1)))
-    return float(np.abs(p).min())

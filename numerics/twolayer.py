@@ -32,7 +32,7 @@ from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
 from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, FlowResult,
                                GDResult)
-from numerics._relu_pass import min_magnitude, relu_pass_backend
+from numerics._relu_pass import relu_pass_backend
 from numerics._step_threads import serial_blas, threads_in_force
 from numerics._twolayer_blocked import (_all_finite, _forward_fast, _loss_and_grad_fast)
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
@@ -169,9 +169,9 @@ _TINY = 2.0 ** -140
 def _tiny_factors(*parts: np.ndarray) -> bool:
     """True if some non-zero scale of a, the rows of B and X, Y or w is below _TINY."""
     for p in parts:
-        if p.size == 0 or min_magnitude(p) >= _TINY:
-            continue                         # no entry at all below _TINY (the usual case)
         mags = np.abs(p)
+        if mags.size == 0 or mags.min() >= _TINY:
+            continue                         # no entry at all below _TINY (the usual case)
         if p.ndim == 2:
             mags = np.max(mags, axis=1)
         if np.any((mags > 0) & (mags < _TINY)):

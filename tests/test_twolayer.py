@@ -372,17 +372,6 @@ def test_fused_residual_pass_gives_the_numpy_passes_bits(seed, rows, cols, strid
         assert same.all()
 
 
-@given(st.integers(0, 2 ** 31), st.integers(1, 50), st.integers(1, 4))
-def test_min_magnitude_is_numpys(seed, size, cols):
-    """The compiled min |p| (the tiny-factor scan of the step) equals np.abs(p).min(),
-    signed zeros and subnormals included, for contiguous and strided arrays."""
-    rng = np.random.default_rng(seed)
-    P = _special_values(rng, (size, cols))
-    P[~np.isfinite(P)] = -0.0                 # the step's inputs are validated finite
-    for p in (P, P.ravel(), P[:, ::-1], np.asfortranarray(P)):
-        assert relu_pass.min_magnitude(p) == np.abs(p).min()
-
-
 @given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400))
 @example(3, 2100, 3, 130).via("m > 2048: the forward pass blocked over neurons too")
 def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
