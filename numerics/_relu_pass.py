@@ -18,15 +18,15 @@ _FUSED_LOCK = threading.Lock()
 
 def _compile_fused_relu():
     """The compiled kernels of the step (numba, an optional dependency:
-    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual_rows)``.  ``relu_and_mask``: the ReLU and its mask in ONE pass, the mask as
-    0.0 / 1.0 into a float64 block (:func:`relu_with_mask`) or as 0 / 1 into a strided
-    uint8 block (the column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).
-    ``residual_rows``: the weighted residuals and their rows times x (:func:`residual_rows`).
-    Elementwise
+    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual)``.
+    ``relu_and_mask``: the ReLU and its mask in ONE pass, the mask as 0.0 / 1.0 into a
+    float64 block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
+    column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).  ``residual``:
+    the weighted residuals and their rows times x (:func:`residual_rows`).  Elementwise
     the same operations as the NumPy passes (z > 0, then z * 1.0 or z * 0.0; f w - wy,
-    then x r; no reassociation, no fused multiply-add): the same bits, nan and -0.0
-    included.  Compiled eagerly for C-contiguous float64 blocks, not cached on disk
-    (nothing is written next to the package; about 0.5 s once per process)."""
+    then x r; no reassociation, no fused multiply-add): the same bits, -0.0, inf and nan
+    included (except the sign of a product of two NaNs).  Compiled eagerly for C-contiguous float64 blocks, not cached on disk
+    (nothing is written next to the package; about 0.3 s once per process)."""
     try:
         import numba
     except ImportError:
