@@ -1,7 +1,8 @@
-"""The ReLU-and-mask pass of the blocked d-dimensional step (:mod:`numerics.twolayer`,
-claims H1a-H1e, H1h): Z <- relu(Z) and M <- 1{Z > 0} over one block of pre-activations,
-as ONE compiled pass when numba is installed and as three NumPy passes otherwise, with
-the same bits (:func:`relu_pass_backend` names the one that runs).
+"""The elementwise passes of the blocked d-dimensional step (:mod:`numerics.twolayer`,
+claims H1a-H1e, H1h): Z <- relu(Z) and M <- 1{Z > 0} over one block of pre-activations
+(:func:`relu_with_mask`), and the block's weighted residuals with their rows times x
+(:func:`residual_rows`), each as ONE compiled pass when numba is installed and as NumPy
+passes otherwise, with the same bits (:func:`relu_pass_backend` names the one that runs).
 """
 from __future__ import annotations
 
@@ -9,54 +10,80 @@ import threading
 
 import numpy as np
 
-__all__ = ["fused_relu", "relu_pass_backend", "relu_with_mask"]
+__all__ = ["fused_relu", "relu_pass_backend", "relu_with_mask", "residual_rows"]
 
-_FUSED: list = []                 # [the compiled ReLU pass, or None], once decided
+_FUSED: list = []                 # [the compiled kernels, or None], once decided
 _FUSED_LOCK = threading.Lock()
 
 
 def _compile_fused_relu():
-    """The ReLU and its mask in ONE compiled pass (numba, an optional dependency:
-    ``pip install '.[fast]'``), or None without numba: the mask as 0.0 / 1.0 into a float64
-    block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
-    column-blocked step, ``numerics.twolayer._block_sums_2d``).  Elementwise the same
-    operations as the NumPy passes of :func:`relu_with_mask` (z > 0, then z * 1.0 or
-    z * 0.0, no reassociation): the same bits, nan and -0.0 included.  Compiled eagerly
-    for C-contiguous float64 blocks, not cached on disk (nothing is written next to the
-    package; about 0.3 s once per process)."""
+    """The compiled kernels of the step (numba, an optional dependency:
+    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual)``.
+    ``relu_and_mask``: the ReLU and its mask in ONE pass, the mask as 0.0 / 1.0 into a
+    float64 block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
+    column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).  ``residual``:
+    the weighted residuals and their rows times x (:func:`residual_rows`).  Elementwise
+    the same operations as the NumPy passes (z > 0, then z * 1.0 or z * 0.0; f w - wy,
+    then x r; no reassociation, no fused multiply-add): the same bits, -0.0, inf and nan
+    included (except the sign of a product of two NaNs).  Compiled eagerly for C-contiguous float64 blocks, not cached on disk
+    (nothing is written next to the package; about 0.3 s once per process)."""
     try:
         import numba
     except ImportError:
         return None
     try:
-        # one kernel, two mask types: 0.0 / 1.0 into a float64 block, 0 / 1 into a
-        # strided uint8 block (the column-blocked step's booleans)
-        @numba.njit(["void(float64[:, ::1], float64[:, ::1])", "void(float64[:, ::1], uint8[:, :])"],
-                    nogil=True, cache=False)
-        def relu_and_mask(Z, M):
-            rows, cols = Z.shape
-            for i in range(rows):
-                for j in range(cols):
-                    z = Z[i, j]
-                    k = 1.0 if z > 0.0 else 0.0
-                    M[i, j] = k
-                    Z[i, j] = z * k
+        return _compile_kernels(numba)
     except Exception as exc:            # a broken numba/LLVM install: the NumPy passes
         import warnings
         warnings.warn(f"numerics._relu_pass: numba is installed but could not compile the fused "
                       f"ReLU pass ({type(exc).__name__}: {exc}); using the NumPy passes (same "
                       "results, 5-10% slower at paper scale)", RuntimeWarning, stacklevel=3)
         return None
-    return relu_and_mask
 
 
-def fused_relu():
-    """The compiled pass, or None (see :func:`_compile_fused_relu`)."""
+def _compile_kernels(numba) -> tuple:
+    # one kernel, two mask types: 0.0 / 1.0 into a float64 block, 0 / 1 into a
+    # strided uint8 block (the column-blocked step's booleans)
+    @numba.njit(["void(float64[:, ::1], float64[:, ::1])", "void(float64[:, ::1], uint8[:, :])"],
+                nogil=True, cache=False)
+    def relu_and_mask(Z, M):
+        rows, cols = Z.shape
+        for i in range(rows):
+            for j in range(cols):
+                z = Z[i, j]
+                k = 1.0 if z > 0.0 else 0.0
+                M[i, j] = k
+                Z[i, j] = z * k
+
+    @numba.njit(["void(float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+                 "float64[::1], float64[:, ::1])",
+                 "void(float64[::1], float64[::1], float64[::1], float64[:, :], "
+                 "float64[::1], float64[:, ::1])"], nogil=True, cache=False)
+    def residual(fs, w_m, wy, Xs, rs, RX):
+        rows, cols = Xs.shape
+        for i in range(rows):
+            q = fs[i] * w_m[i]
+            q = q - wy[i]
+            rs[i] = q
+            for j in range(cols):
+                RX[i, j] = Xs[i, j] * q
+
+    return relu_and_mask, residual
+
+
+def _kernels():
+    """The compiled kernels, or None (see :func:`_compile_fused_relu`)."""
     if not _FUSED:
         with _FUSED_LOCK:
             if not _FUSED:
                 _FUSED.append(_compile_fused_relu())
     return _FUSED[0]
+
+
+def fused_relu():
+    """The compiled ReLU-and-mask pass, or None (see :func:`_compile_fused_relu`)."""
+    kernels = _kernels()
+    return None if kernels is None else kernels[0]
 
 
 def relu_pass_backend() -> str:
@@ -90,3 +117,21 @@ def relu_with_mask(Z: np.ndarray, mask: np.ndarray, M: np.ndarray) -> None:
     np.greater(Z, 0.0, out=mask)
     np.copyto(M, mask.view(np.uint8))
     np.multiply(Z, M, out=Z)
+
+
+def residual_rows(fs: np.ndarray, w_m: np.ndarray, wy: np.ndarray, Xs: np.ndarray,
+                  rs: np.ndarray, RX: np.ndarray) -> None:
+    """rs <- fs w_m - wy (the weighted residuals w_i (f(x_i) - y_i) of a block, from
+    m f(x_i), w_i / m and w_i y_i) and RX <- Xs * rs[:, None], each product and difference
+    rounded once as in the NumPy passes (one compiled pass with numba, three passes
+    otherwise: the same bits; of a product of two NaNs either one's sign, and any NaN
+    sends the step to its rescaled path)."""
+    kernels = _kernels()
+    if kernels is not None and fs.flags.c_contiguous and w_m.flags.c_contiguous \
+            and wy.flags.c_contiguous and rs.flags.c_contiguous and RX.flags.c_contiguous:
+        kernels[1](fs, w_m, wy, Xs, rs, RX)
+        return
+    np.multiply(fs, w_m, out=rs)
+    np.subtract(rs, wy, out=rs)
+    np.multiply(Xs, rs[:, None], out=RX)
+

@@ -187,3 +187,21 @@ def test_split_floor_is_the_same_two_gemms():
     calls = _dot_shapes(bench._split_floor(B, X, 16, 2))
     rows = sorted(shape[0] for shape in calls if shape[1] == 3)
     assert sum(rows) == 50 and len(calls) == 2 * len(rows)
+
+
+def test_thread_profile_script_splits_the_step_into_its_phases():
+    """benchmarks/profile_threads.py (the phases of the d-dim step at 1 and 2 threads)
+    runs on the tiny case: the phases add up to the step, every block is counted."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "profile_threads.py"
+    spec = importlib.util.spec_from_file_location("profile_threads", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    case = bench.TINY_CASES[1]
+    res = mod.profile(case, 1, 2)
+    r = res["engine"]
+    assert abs(r["before"] + r["blocks"] + r["after"] - r["step"]) < 1e-9
+    assert r["t0 blocks"] == 1 and res["floor"]["min"] > 0
+    assert "step / floor" in mod._show("tiny", 1, res)
+    assert mod.blocked.ordered_block_sum.__name__ == "ordered_block_sum"   # restored

@@ -11,6 +11,7 @@ from hypothesis import example, given, strategies as st
 from scipy.special import roots_jacobi
 
 from numerics import _relu_pass as relu_pass, _step_threads as step_threads, twolayer as tl
+from numerics import _twolayer_blocked as blocked
 
 
 def _problem(seed: int, m: int, d: int, n: int):
@@ -344,6 +345,33 @@ def test_fused_relu_pass_gives_the_numpy_passes_bits(seed, rows, cols):
     assert np.all(wide[:, 0] == 7) and np.all(wide[:, cols + 1:] == 7)
 
 
+def _special_values(rng, shape) -> np.ndarray:
+    V = rng.standard_normal(shape) * np.exp2(rng.integers(-1074, 1023, shape))
+    V.ravel()[rng.integers(0, V.size, min(V.size, 6))] = rng.choice(_SPECIAL, min(V.size, 6))
+    return V
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 9), st.integers(1, 40), st.booleans())
+def test_fused_residual_pass_gives_the_numpy_passes_bits(seed, rows, cols, strided_x):
+    """rs = fs w_m - wy and RX = Xs rs[:, None] in one compiled pass are the NumPy passes'
+    words (each product and difference rounded once: no fused multiply-add), at special
+    values and for a non-contiguous Xs; a NaN is a NaN in both (the product of two NaNs
+    may carry either one's sign; a NaN sends the step to the rescaled path anyway)."""
+    rng = np.random.default_rng(seed)
+    fs, w_m, wy = (_special_values(rng, rows) for _ in range(3))
+    Xs = _special_values(rng, (rows, cols))
+    if strided_x:
+        Xs = np.asfortranarray(Xs)
+    out = [(np.empty(rows), np.empty((rows, cols))) for _ in range(2)]
+    with np.errstate(all="ignore"):
+        relu_pass.residual_rows(fs, w_m, wy, Xs, *out[0])
+        with _numpy_passes():
+            relu_pass.residual_rows(fs, w_m, wy, Xs, *out[1])
+    for u, v in zip(*out):
+        same = (u.view(np.uint64) == v.view(np.uint64)) | (np.isnan(u) & np.isnan(v))
+        assert same.all()
+
+
 @given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400))
 @example(3, 2100, 3, 130).via("m > 2048: the forward pass blocked over neurons too")
 def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
@@ -517,7 +545,7 @@ def test_the_public_step_has_the_same_bits_at_every_blas_thread_limit(monkeypatc
     give the same uint64 words, at paper scale and with the neuron-blocked path; with the
     parallel threshold removed, small problems take the threaded path too."""
     from threadpoolctl import threadpool_limits
-    monkeypatch.setattr(tl, "_MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(blocked, "_MIN_PARALLEL_WORK", 0)
     monkeypatch.setattr(step_threads, "_cpus", lambda: 4)
     rng = np.random.default_rng(11)
     for d, m, n in ((30, 1024, 1000), (5, 2100, 300), (3, 7, 1)):

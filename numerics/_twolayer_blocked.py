@@ -1,0 +1,205 @@
+"""The blocked float64 kernels of the d-dimensional step (:mod:`numerics.twolayer`,
+claims H1a-H1e, H1h): the forward pass and the loss-and-gradient step over blocks of
+samples (and, for wide networks, of neurons), their per-thread scratch buffers, and the
+sharing of the blocks among threads with the one-thread bits
+(:mod:`numerics._step_threads`).  No input checks: the callers in
+:mod:`numerics.twolayer` validate once.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+from numerics._relu_pass import fused_relu, relu_with_mask, residual_rows
+from numerics._step_threads import ordered_block_sum, run_blocks, serial_blas
+
+__all__: list[str] = []
+
+_WORKSPACE = threading.local()
+#: block buffers up to this many entries are kept between calls (per thread)
+_KEEP_ELEMENTS = 2 ** 20
+#: above this width the forward pass is also blocked over neurons (column blocks of
+#: _COL_BLOCK): a (rows x m) float64 mask would leave the core's cache, so the mask is
+#: kept as booleans and expanded to float64 one column block at a time for the gradient GEMM
+_COL_THRESHOLD = 2048
+_COL_BLOCK = 512
+#: least work of a step (n m d multiply-adds per GEMM, about 1 ms on one core) that is
+#: split over threads: below it the helpers' start-up and hand-over cost more than they save
+_MIN_PARALLEL_WORK = 2 ** 21
+
+
+def _threads_for(threads: int, n: int, m: int, d: int) -> int:
+    return threads if n * m * d >= _MIN_PARALLEL_WORK else 1
+
+
+def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
+    """A scratch array reused across calls of the same thread (fresh pages cost a page
+    fault each; GD calls the step thousands of times); large ones are fresh each call."""
+    size = int(np.prod(shape))
+    if size > _KEEP_ELEMENTS:
+        return np.empty(shape, dtype=dtype)
+    cache = getattr(_WORKSPACE, "buffers", None)
+    if cache is None:
+        cache = _WORKSPACE.buffers = {}
+    buf = cache.get(name)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = cache[name] = np.empty(max(size, 1), dtype=dtype)
+    return buf[:size].reshape(shape)
+
+
+def _scratch(full: int, *specs: tuple) -> Callable[[int], list[np.ndarray]]:
+    """``rows -> [the calling thread's buffer for each (name, shape[, dtype]) of specs]``
+    (:func:`_buffer`, fetched once per thread and call), each sized for ``full`` rows; a
+    block of fewer rows takes the leading rows / full of each buffer."""
+    per_thread: dict[int, list[np.ndarray]] = {}
+
+    def get(rows: int) -> list[np.ndarray]:
+        tid = threading.get_ident()
+        bufs = per_thread.get(tid)
+        if bufs is None:
+            bufs = per_thread[tid] = [_buffer(*spec) for spec in specs]
+        if rows == full:
+            return bufs
+        return [b[: rows * b.shape[0] // full] for b in bufs]
+    return get
+
+
+def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.ndarray:
+    """The blocked forward pass (GEMM, ReLU pass, GEMV per block of c rows) on the
+    threads in force, every BLAS call on one thread (:func:`step_threads`)."""
+    m, n = a.shape[0], X.shape[0]
+    out = np.empty(n)
+    c = min(c, n)
+    BT = B.T
+    scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("mask", (c, m), np.bool_))
+
+    def block(s: int, e: int) -> None:
+        Z, M, mask = scratch(e - s)
+        np.dot(X[s:e], BT, out=Z)
+        relu_with_mask(Z, mask, M)
+        np.dot(Z, a, out=out[s:e])
+    with serial_blas() as threads:
+        run_blocks(block, n, c, _threads_for(threads, n, m, B.shape[1]))
+    out /= m
+    return out
+
+
+def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
+                        w: np.ndarray, c: int, col_block: int | None = None, threads: int = 1
+                        ) -> tuple[float, np.ndarray, np.ndarray]:
+    """The blocked float64 step on validated arrays (no checks: the hot loop of GD).
+
+    Per block of c samples: Z = X_s B^T (GEMM), M = 1{Z > 0}, Z <- M Z = relu(Z),
+    m f_s = Z a (GEMV), weighted residuals r_s = w_s (f_s - y_s), then
+    G += M^T (r_s x_s) (GEMM); no other pass over the block.  Afterwards
+    dL/dB_j = (a_j / m) G_j and, by the positive homogeneity relu(z) = 1{z > 0} z,
+    dL/da_j = (1/m) sum_i w_i r_i relu(b_j . x_i) = (1/m) G_j . b_j, an O(m d) row dot.
+    For m > _COL_THRESHOLD (or a given ``col_block``) the forward pass runs over column
+    blocks of neurons (:func:`_block_sums_2d`).  ``threads``: the row blocks are shared
+    among that many threads (the same bits; the caller holds :func:`serial_blas`)."""
+    m, d = B.shape
+    n = X.shape[0]
+    c = min(c, n)
+    if col_block is None:
+        col_block = _COL_BLOCK if m > _COL_THRESHOLD else m
+    f = np.empty(n)
+    r = np.empty(n)
+    w_m = w / m
+    wy = w * Y
+    if col_block >= m:
+        G = _block_sums(a, B, X, w_m, wy, c, f, r, threads)
+    else:
+        G = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r, threads)
+    f /= m
+    f -= Y                                   # residuals f - y
+    loss = 0.5 * float(np.dot(w * f, f))
+    ga = np.einsum("ij,ij->i", G, B)
+    ga /= m
+    G *= (a / m)[:, None]
+    return loss, ga, G
+
+
+def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
+    """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
+    weighted residuals into ``r``; blocks of c samples, all m neurons at once, their
+    partial sums added in block order (on ``threads`` threads: the same bits,
+    :func:`numerics._step_threads.ordered_block_sum`).  Per block the passes beyond the
+    two GEMMs: the ReLU and its 0.0 / 1.0 mask M (:func:`numerics._relu_pass.relu_with_mask`,
+    M in a second float64 buffer: the gradient GEMM's operand), the GEMV and the residuals
+    with their rows times x (:func:`numerics._relu_pass.residual_rows`)."""
+    m, d = B.shape
+    BT = B.T
+    dot = np.dot
+    scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)),
+                       ("mask", (c, m), np.bool_))
+
+    def block(s: int, e: int, T: np.ndarray) -> None:
+        Z, M, RX, mask = scratch(e - s)
+        Xs, fs, rs = X[s:e], f[s:e], r[s:e]
+        dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
+        relu_with_mask(Z, mask, M)
+        dot(Z, a, out=fs)                    # m f(x_i)
+        residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)   # w_i (f(x_i) - y_i), times x_i
+        dot(M.T, RX, out=T)
+    n = X.shape[0]
+    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
+                             lambda w: _buffer("T", (w, m, d)))
+
+
+def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarray:
+    """:func:`_block_sums` with the forward pass also blocked over mb neurons: per
+    (c x mb) block one GEMM, the mask as booleans into a (c x m) array (1 byte per
+    entry), the ReLU as the product with its uint8 view and a GEMV accumulating m f;
+    then per column block the mask's 0.0 / 1.0 copy and the gradient GEMM into its rows
+    of T.  Every pass over a block stays in the core's cache.  (The float64 mask of
+    :func:`numerics._relu_pass.relu_with_mask` would be made twice per column block here,
+    and its second buffer measured 2-8% slower at m = 4096 and 10000.)"""
+    m, d = B.shape
+    cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
+    BTs = [B[j0:j1].T for j0, j1 in cols]
+    As = [a[j0:j1] for j0, j1 in cols]
+    dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
+    fused = fused_relu()
+    scratch = _scratch(c, ("Zb", (c * mb,)), ("part", (c,)), ("mask", (c, m), np.bool_),
+                       ("RX", (c, d)))
+
+    def block(s: int, e: int, T: np.ndarray) -> None:
+        k = e - s
+        Zbuf, part, mask, RX = scratch(k)
+        Xs, fs, rs = X[s:e], f[s:e], r[s:e]
+        bits = mask.view(np.uint8)
+        fs[:] = 0.0
+        for (j0, j1), BT, aj in zip(cols, BTs, As):
+            Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+            dot(Xs, BT, out=Z)
+            if fused is not None:            # the same bits in one compiled pass
+                fused(Z, bits[:, j0:j1])
+            else:
+                greater(Z, 0.0, out=mask[:, j0:j1])
+                multiply(Z, bits[:, j0:j1], out=Z)
+            dot(Z, aj, out=part)
+            fs += part
+        residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)
+        for j0, j1 in cols:
+            M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+            copyto(M, bits[:, j0:j1])
+            dot(M.T, RX, out=T[j0:j1])
+    n = X.shape[0]
+    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
+                             lambda w: _buffer("T", (w, m, d)))
+
+
+def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
+    """True if the loss and every gradient entry are finite.  A NaN or infinite term makes
+    a float sum non-finite, so a finite sum settles it in one pass without a temporary;
+    only a sum that overflows from finite terms needs the entrywise test."""
+    if not np.isfinite(loss):
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(ga) + np.sum(gB)
+    if np.isfinite(total):
+        return True
+    return bool(np.all(np.isfinite(ga)) and np.all(np.isfinite(gB)))
+
