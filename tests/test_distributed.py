@@ -180,13 +180,16 @@ def test_run_schedules_each_control_after_its_check() -> None:
 
 
 def test_interrupt_cancels_tasks(cluster) -> None:
+    """Uncancelled, the three 6 s sleeps would keep the two workers processing for 6-12 s;
+    cancelled, the scheduler drops them at once (a running sleep still ends on its worker,
+    so the sleeps are short enough not to hold up the tests that follow)."""
     def interrupt(i, r):
         raise KeyboardInterrupt
+    start = time.time()
     with pytest.raises(KeyboardInterrupt):
-        cluster.map(_sleep, [0.0, 30.0, 30.0, 30.0], keys=["verify-sleep"] * 4, on_result=interrupt)
-    deadline = time.time() + 30
-    while time.time() < deadline and any(cluster.client.processing().values()):
-        time.sleep(0.2)
+        cluster.map(_sleep, [0.0, 6.0, 6.0, 6.0], keys=["verify-sleep"] * 4, on_result=interrupt)
+    while time.time() < start + 3.0 and any(cluster.client.processing().values()):
+        time.sleep(0.1)
     assert not any(cluster.client.processing().values())
 
 
