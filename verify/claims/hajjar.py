@@ -418,7 +418,7 @@ def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
         subs.append(SubCheck(f"i.i.d. particles, {name}: log-log slope of RMS asymmetry vs m "
                              "(expected -1/2)", abs(sl + 0.5), 0.2,
                              f"CLT fluctuation ~ m^(-1/2); slope fitted over {len(ms)} widths "
-                             f"x {seeds} seeds has standard error ~0.05-0.1"))
+                             f"x {seeds} seeds has standard error ~0.05-0.1", unit="|slope - predicted|"))
     tables = [Table("Closed particle sets (exact invariance)",
                     ["T", "|G|", "m", "n", "max |f(Tx)-f(x)|", "loss t=0", "loss end"], rows)]
     if iid_tab:
@@ -612,12 +612,12 @@ def _h1d_flow_measure(ctx: RunContext, haar, inst, rows: list) -> list[SubCheck]
            "an orbit" if kP == 2 else f"|x_n - x_2n|, n = {n}: product rule on S^2") +
            f", + rule error estimate |{_H1D_RULES[0]} - {_H1D_RULES[1]} nodes per piece|: "
            f"spectral) + {_H1D_ODE:g} max(1, |state|) (DOP853, rtol {_H1D_RTOL:g})")
-    return [SubCheck("trajectories", err, tol, why),
+    return [SubCheck("trajectories", err, tol, why, unit="absolute"),
             SubCheck("predictors", err_f, tol_f, "the trajectory tolerance times the Lipschitz "
-                     "bound sum_j w_j (|b_j||x| + |a_j|(|x_H|_1 + rho)) (+1), + 1e-13"),
+                     "bound sum_j w_j (|b_j||x| + |a_j|(|x_H|_1 + rho)) (+1), + 1e-13", unit="absolute"),
             SubCheck("invariance", spread, tol_inv, "D_n-equivariant field: the copies agree "
                      "exactly up to rounding (~N u |v| per step)" if kP == 2 else "the product "
-                     "rule is not an orbit: 3 x its error estimate + 1e-12")]
+                     "rule is not an orbit: 3 x its error estimate + 1e-12", unit="absolute")]
 
 
 def _h1d_over_time(ctx: RunContext, haar) -> tuple[list[SubCheck], list[list]]:
@@ -648,7 +648,7 @@ def _h1d_over_time(ctx: RunContext, haar) -> tuple[list[SubCheck], list[list]]:
         got = [v[i] for inst, v in seen.items() if k in (None, inst[0])]
         if got:   # empty only if those instances raised: traj then fails and says why
             worst = max(got, key=lambda sc: sc.error / sc.tolerance)
-            subs.append(SubCheck(name, worst.error, worst.tolerance, worst.reason))
+            subs.append(SubCheck(name, worst.error, worst.tolerance, worst.reason, unit=worst.unit))
     return subs, rows
 
 

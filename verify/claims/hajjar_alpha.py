@@ -176,7 +176,7 @@ def _quadrature_subchecks(ctx: RunContext, res: dict, alpha_mp: Any) -> tuple[li
                          mpmath.nstr(coord, 20) if coord is not None else "-", fmt(err)])
     sub = [SubCheck("mpmath quadrature, d_H = 1..60 (30 digits)", worst, 1e-25,
                     "30-digit arithmetic; Gauss-Legendre/tanh-sinh quadrature of smooth "
-                    "integrands converges to ~1e-30, leaving 5 digits of margin")]
+                    "integrands converges to ~1e-30, leaving 5 digits of margin", unit="relative")]
     # the derived mean E[(u.e)_+] and the identity alpha * mean = 1 vs the same references
     mean_mp = sp.lambdify(K, res["mean"], modules="mpmath")
     ident = float(res["predictor_identity"])
@@ -187,7 +187,7 @@ def _quadrature_subchecks(ctx: RunContext, res: dict, alpha_mp: Any) -> tuple[li
             mean_err = max(mean_err, float(abs(mean_mp(mpmath.mpf(kk)) * coord - ident)))
     sub.append(SubCheck("derived E[(u.e)_+] x (1 / coordinate quadrature) vs the derived "
                         "identity alpha E[(u.e)_+] (d_H = 2..60)", mean_err, 1e-25,
-                        "30-digit arithmetic, as above"))
+                        "30-digit arithmetic, as above", unit="absolute"))
     return sub, rows
 
 
@@ -212,7 +212,7 @@ def _stirling_subchecks(res: dict) -> list[SubCheck]:
     sub.append(SubCheck("derived Stirling series to O(k^-11) (the formula's float64 form "
                         "beyond Gamma's range) vs log(alpha_ref/sqrt(2 pi k)), k = 341..1e6",
                         ser_err, ser_tol, "first dropped term 435330/(55440 k^11) (x1.5) "
-                        "plus the 1e-28 of the 30-digit references"))
+                        "plus the 1e-28 of the 30-digit references", unit="absolute"))
     return sub
 
 

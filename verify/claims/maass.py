@@ -86,7 +86,8 @@ def _measure_m1a(ctx: RunContext, inst, offset: float = 0.0) -> SubCheck:
     lhs = symmetrized_output(u, G, x, z, w)              # function side: Q_G Phi_mu
     zs, ws = formulas.symmetrize(z, G, w)                # parameter side: mu^G
     rhs = model_output(u, x, zs, ws)
-    return SubCheck(name, scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(name, scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}",
+                    unit="relative")
 
 
 def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -384,7 +385,8 @@ def _measure_m1b(ctx: RunContext, inst, kappa: float = 0.0) -> SubCheck:
     x = 4.0 * rng.standard_normal((16, u.dim_x))
     sym = model_output(u, x, *formulas.symmetrize(z, G, w))
     proj = model_output(u, x, *formulas.project_to_fixed_space(z, G, w))
-    return SubCheck(G.name, scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(G.name, scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}",
+                    unit="relative")
 
 
 def _mp_taylor_D(uu: float, vv: float, n: int = 3):
@@ -493,7 +495,7 @@ def check_m1b(ctx: RunContext, kappa: float) -> Outcome:
     gap = float(np.abs(ref).max())
     sub.append(SubCheck("pinned counterexample: |Phi_mu^G - Phi_mu^E^G| (must be >= the "
                         "bound)", gap, 1e-3, "a genuine difference: must EXCEED 1e-3, ten "
-                        "orders above rounding", passed=gap >= 1e-3))
+                        "orders above rounding", passed=gap >= 1e-3, unit="absolute"))
     tay, lead_rows = _taylor_subcheck(ctx)
     sub.append(tay)
     cert = _certified_m1b(ctx, kappa)
@@ -588,7 +590,7 @@ def _certified_m1b(ctx: RunContext, kappa: float = 0.0) -> list[SubCheck]:
     out.append(SubCheck("certified: pinned counterexample, proven lower bound of max_k |Phi_mu^G - "
                         "Phi_mu^E^G|_k (Arb) (must be >= the bound)", gap_lo, 1e-3,
                         "an Arb lower bound: the models PROVABLY differ there by more than 1e-3",
-                        passed=gap_lo >= 1e-3))
+                        passed=gap_lo >= 1e-3, unit="absolute"))
     return out
 
 

@@ -148,7 +148,7 @@ def _exact_pair(ctx: RunContext, inst, T: float, noise: str = "orbit", schemes=(
     return SubCheck(name, max(diff, orb), EXACT_TOL,
                     f"{name}, N = {N}, {steps} steps, alpha = {alpha}: max(|DA - FA|, orbit "
                     "error) / max|theta|; algebraically equal updates, rounding ~ eps per step "
-                    "not amplified over <= 200 steps")
+                    "not amplified over <= 200 steps", unit="relative")
 
 
 #: the N-trend's schemes: DA as the paper defines it (one random group element per sample,
@@ -423,7 +423,8 @@ def _si_exact(ctx: RunContext, inst, T: float, offset: float = 0.0) -> SubCheck:
                     f"{name}, {scheme}, {teacher_kind} teacher, N = {N}, {window}: the "
                     f"field maps E^G into itself (derived); rounding 4 eps max|theta| per step, "
                     f"amplified as in a twin run kicked {TWIN_OFFSET:g} off E^G at every step "
-                    f"(accumulated response {response:.3g}): 4 eps x response, at least 1e-12")
+                    f"(accumulated response {response:.3g}): 4 eps x response, at least 1e-12",
+                    unit="relative")
 
 
 def instability_probe(rng: np.random.Generator, N: int = 10, eps: float = 1e-7,
@@ -587,7 +588,7 @@ def check_m1e(ctx: RunContext, trend_teacher: str) -> Outcome:
         err = float(np.abs(B @ B.T - G.projector()).max())
         sub.append(SubCheck(f"derived E^G basis ({key}): |B B^T - (1/|G|) sum_g M_g|", err,
                             EXACT_TOL, "exact rational/sqrt entries vs a float64 mean of "
-                                       "permutation matrices: rounding ~ 1e-16"))
+                                       "permutation matrices: rounding ~ 1e-16", unit="absolute"))
     cert = certified_fixed_space_bases(ctx)
     sub += cert
     # (b) the heuristic with orbit-completed batches recovers E^G exactly
@@ -599,12 +600,12 @@ def check_m1e(ctx: RunContext, trend_teacher: str) -> Outcome:
         sub.append(SubCheck(f"{name}, orbit-completed batches: |dim found - dim E^G| "
                             f"(converged = {res['converged']})",
                             abs(res["dim_found"] - res["dim_EG"]) + (0 if res["converged"] else 99),
-                            0, "the dimension must be recovered exactly"))
+                            0, "the dimension must be recovered exactly", unit="count"))
         sub.append(SubCheck(f"{name}, orbit-completed batches: largest principal angle to "
                             "the derived E^G (radians)", res["max_angle"], 1e-8,
                             "the field maps E_j (a subspace of E^G) into E^G (M1d), so the "
                             "escape directions lie in E^G up to rounding: eigenvector error "
-                            "~ eps m_2 / gap <= 1e-13 for gaps >= 1e-3 m_2"))
+                            "~ eps m_2 / gap <= 1e-13 for gaps >= 1e-3 m_2", unit="radians"))
     # (c) the heuristic as the paper states it (free vanilla training): the first escape
     #     direction converges to E^G as N grows (a finite-N fluctuation, rate -1/2)
     trows = []

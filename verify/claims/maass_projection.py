@@ -143,7 +143,7 @@ def _geometry_subchecks(ctx: RunContext, perturbation: float) -> tuple[list[SubC
             ok = g.closest if field == "pythagoras" else True
             return SubCheck(name, getattr(g, field), EXACT_TOL,
                             f"{name}, N = {inst[1]}: {EXACT_REASON}",
-                            passed=None if ok else False)
+                            passed=None if ok else False, unit="relative")
         return run
     subs = [for_all_instances(ctx, _NAMES[f], _instances, measure(f),
                               count=ctx.size("instances"))

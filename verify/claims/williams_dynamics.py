@@ -228,7 +228,7 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         scale = max(1.0, loss) + np.max(np.abs(fd))
         if not mask.any():
             return SubCheck("derived field vs finite differences of L", 0.0, 1e-7,
-                            "no neuron away from every sample line: nothing to compare")
+                            "no neuron away from every sample line: nothing to compare", unit="absolute")
         return compare("derived field vs finite differences of L", derived_field[mask] / scale,
                        fd[mask] / scale, rtol=0.0, atol=1e-7,
                        reason="L is quadratic in each parameter inside a region (central "
@@ -473,7 +473,7 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
         return SubCheck("events", ev_dt, 1e-7, f"{len(e1)} events (crossings and slides up to "
                         "the first exit from sliding); an event time moves by (state error "
                         "~1e-11) / (normal speed |du/dt|, down to ~1e-3 at grazing crossings)",
-                        passed=same and ev_dt <= 1e-7)
+                        passed=same and ev_dt <= 1e-7, unit="absolute")
 
     # c bounded away from 0 so that every particle has r != 0 (an angle to compare)
     inst = st.tuples(relu1d_networks(4, 12, "uniform", min_norm=0.05).map(
@@ -556,11 +556,12 @@ def _regime_subchecks(reg: dict[str, Any]) -> list[SubCheck]:
     """The kernel (delta -> -inf) and adaptive (delta -> +inf) limits of W2c as fitted slopes."""
     return [SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
                      abs(reg["sk"] + 2.0), 0.15, "G^-1_thth / G^-1_rr = 1/delta^2 + O(delta^-4); "
-                     "at fixed radial progress (T0/|delta|) angles move O(delta^-2)"),
+                     "at fixed radial progress (T0/|delta|) angles move O(delta^-2)",
+                     unit="|slope - predicted|"),
             SubCheck("adaptive regime: fitted slope of the distance to the particle-plane flow vs "
                      "delta (expect -2)", abs(reg["sa"] + 2.0), 0.15, "derived: G^-1 = delta "
                      "diag(1, 1/r^2) + diag(2 r^2, 1) / delta + ...: relative field error "
-                     "O(delta^-2)")]
+                     "O(delta^-2)", unit="|slope - predicted|")]
 
 
 def _regime_tables(reg: dict[str, Any]) -> list[Table]:

@@ -93,7 +93,7 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         keep = np.min(np.abs(u), axis=1) > 4 * h * (1 + np.max(np.abs(x)))
         r, th = r[keep], th[keep]
         if r.size == 0:
-            return SubCheck("m x FD", 0.0, 1e-7, "no particle inside a region")
+            return SubCheck("m x FD", 0.0, 1e-7, "no particle inside a region", unit="absolute")
         Phi = _phi_matrix(r, th, x)
         rho = Phi.mean(axis=0) - y
         # V(w; mu) = sum_j rho_j phi(w; x_j) with the derived phi: its FD gradient at w_i
@@ -117,7 +117,8 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         L_direct = N.canonical_loss_and_grad(r, th, x, y)[0]
         scale = 0.5 * y @ y + np.abs(F).mean() + 0.5 * np.abs(K).mean() + 1e-300
         return SubCheck("identity", float(abs(L_direct - L_mf) / scale), 8 * (r.size + x.size) * U,
-                        "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes")
+                        "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes",
+                        unit="relative")
 
     inst = st.tuples(canonical_particles(1, 30), datasets_1d(2, 8, 0.05, x_range=(-1.0, 1.0)))
     certified = _certified_w2d(ctx)
@@ -179,7 +180,8 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
         err = np.maximum(np.abs(pr - fr), np.abs(pt - ft)) / scale
         return SubCheck("FD", float(np.max(err[keep], initial=0.0)), 1e-10,
                         "Richardson (h = 1e-3): truncation h^4 |phi^(5)| / 30 ~ 3e-14 of the "
-                        "scale sum |rho_j| |x~_j| max(|r|, 1); roundoff u |phi| / h ~ 1e-13")
+                        "scale sum |rho_j| |x~_j| max(|r|, 1); roundoff u |phi| / h ~ 1e-13",
+                        unit="relative")
 
     def measure_inner(inst) -> SubCheck:
         (r, th), (x, _) = inst
@@ -189,7 +191,7 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
         relu = _particle_contrib(np.ones_like(r), th, x)  # numerics: <x~_j, d(theta_i)>_+
         err = np.abs(np.maximum(inner, 0.0) - relu) / np.hypot(X, 1.0)
         return SubCheck("inner", float(np.max(err)), 4 * U, "two float64 evaluations of "
-                        "x cos(theta) - sin(theta)")
+                        "x cos(theta) - sin(theta)", unit="relative")
 
     inst = st.tuples(canonical_particles(1, 40), datasets_1d(2, 9, 0.05, x_range=(-1.5, 1.5)))
     s_fd = for_all_instances(ctx, "derived components (potential_gradient) vs Richardson finite "
@@ -338,7 +340,7 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
         rho = N.canonical_forward(r, th, x) - y
         u_other = np.delete(np.cos(th[0]) * x - np.sin(th[0]), j)
         if np.any(np.abs(u_other) < 1e-3):  # another line too close: not a single crossing
-            return SubCheck("jump", 0.0, 1.0, "skipped: two boundaries within 1e-3")
+            return SubCheck("jump", 0.0, 1.0, "skipped: two boundaries within 1e-3", unit="absolute")
         sides = _one_sided(r, th, x, y)
         # which side of theta* has j* active: u_j* = x cos - sin decreases in theta when cos > 0
         act_up = (np.cos(th[0] + 1e-7) * x[j] - np.sin(th[0] + 1e-7)) > 0
@@ -502,7 +504,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         rho = N.canonical_forward(r, th, x) - y
         S, u = _neighbour_sum(th[0], x, rho, j)
         if np.any(np.abs(np.delete(u, j)) < 1e-3):
-            return SubCheck("rates", 0.0, 1.0, "skipped: two boundaries within 1e-3")
+            return SubCheck("rates", 0.0, 1.0, "skipped: two boundaries within 1e-3", unit="absolute")
         g = float(g_fn(r[0], 0.0)) / m  # theta' = -(G^-1_thth / m) dV/dtheta (W2c, W2d)
         pred_act, pred_in = _rates_derived(r[0], S, rho[j], x[j], g, np.cos(th[0]),
                                            rho_star_factor)
@@ -552,7 +554,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
                  "decision contradicts the derived attractor condition (also the sliding pairs "
                  "at the end)", float(disagree), 0.0,
                  "exact: the integrator decides from its own one-sided normal velocities; "
-                 f"{ambiguous} events with a rate within 1e-9 of 0 not classified"),
+                 f"{ambiguous} events with a rate within 1e-9 of 0 not classified", unit="count"),
         *certified,
     ], details={"certified": certified_details(certified), "ambiguous": ambiguous,
                 "events_classified": len(sim["event_data"]) - ambiguous,

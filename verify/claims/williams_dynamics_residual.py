@@ -192,7 +192,7 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
         SubCheck("instances with a sliding segment (the sliding kernel is exercised)",
                  float(sum(bool(n) for n in slid)), 1.0,
                  "at least one checked trajectory must slide (the pinned instance does)",
-                 passed=sum(bool(n) for n in slid) >= 1),
+                 passed=sum(bool(n) for n in slid) >= 1, unit="count"),
         compare("instantaneous: central-difference rho' along -grad L vs -H rho (relative to "
                 "max |H rho| per draw)", np.concatenate(rdot_n), np.concatenate(pred_n),
                 rtol=0.0, atol=1e-6,
