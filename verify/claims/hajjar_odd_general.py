@@ -163,6 +163,7 @@ def check(ctx: RunContext, variant: str | None) -> Outcome:
     s_lin = compare("predictor linear: max |f(x) - w.x| / max |w.x| at the start and the end",
                     lin, 0.0, rtol=0.0, atol=1e-12,
                     reason="the pair identity is exact; rounding of the forward pass, ~1e3 u")
+    s_lin.unit = "relative"   # lin is already divided by max |w.x|
     s_lim = compare(_LIMIT, Z[-1, :d], limit_read, rtol=1e-9,
                     atol=1e-9 * float(np.abs(limit_read).max()),
                     reason=f"GD stops at ||w - w*|| < {_STOP:g} ||w*|| (or at max_steps); "
