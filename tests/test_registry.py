@@ -11,6 +11,7 @@ import pytest
 
 from verify import claims
 from verify.claims import Derivation, Evidence
+from verify.report.worst import UNITS, is_unit
 
 
 def _seeds(spec: str) -> list[int]:
@@ -30,6 +31,11 @@ SEEDS = _seeds(os.environ.get("VERIFY_TEST_SEEDS", "0-2"))
 #: checks them at the first seed, the slow profile at every seed
 LONG_QUICK = {"W2i", "W2j", "W2k", "H1g", "H1i", "H1k", "H1l", "W3f", "M1f", "H1d", "M1a",
               "W3b"}
+
+
+#: claims of this repository whose sub-checks do not all state their unit yet (their
+#: summary row falls back to reading the unit from the reason)
+UNITS_PENDING = {"M1f"}
 
 
 def _claim_seed_params() -> list:
@@ -53,6 +59,14 @@ def test_metadata(claim: claims.Claim) -> None:
     assert isinstance(d, Derivation) and d.steps
 
 
+def _without_unit(ev: Evidence) -> list[str]:
+    """The sub-checks of ``ev`` whose ``SubCheck.unit`` is unset or outside the vocabulary
+    (the summary would have to guess it from the reason)."""
+    return [f"{s.get('name')!s:.60} (unit {s.get('unit', '')!r})"
+            for s in (ev.details or {}).get("subchecks", [])
+            if isinstance(s, dict) and "error" in s and not is_unit(str(s.get("unit") or ""))]
+
+
 def _subchecks(ev: Evidence, prefix: str) -> list[dict]:
     return [s for s in ev.details.get("subchecks", []) if str(s["name"]).startswith(prefix)]
 
@@ -64,6 +78,11 @@ def test_claim_passes_and_negative_control_fails(claim_id: str, seed: int) -> No
     assert ev.passed, (f"{claim_id} seed {seed}: error {ev.error} > tolerance {ev.tolerance}: "
                        f"{ev.details}")
     assert ev.claim_id == claim_id and ev.seconds >= 0 and ev.tolerance_reason
+    if claims.get(claim_id).check.__module__.startswith("verify.claims.") \
+            and claim_id not in UNITS_PENDING:
+        unstated = _without_unit(ev)
+        assert not unstated, (f"{claim_id}: sub-checks without a unit of {UNITS} or "
+                              f"'mixed (...)' (set SubCheck(..., unit=...)): {unstated}")
     neg = claims.run(claim_id, "quick", seed=seed, negative_control=True)
     assert not neg.passed, (f"{claim_id} seed {seed}: negative control did not fail "
                             f"({neg.error} <= {neg.tolerance})")

@@ -206,6 +206,20 @@ def test_kit_subchecks_state_their_unit() -> None:
     assert np.isfinite(rel.error)
 
 
+def test_unit_vocabulary() -> None:
+    """The units a claim may state (SubCheck.unit): the vocabulary, or "mixed (...)"
+    naming its components' units; the kit's constructors state units of it."""
+    from verify.report.worst import UNITS, is_unit
+    assert {"relative", "absolute", "|slope - predicted|", "tolerances", "count"} <= set(UNITS)
+    assert all(is_unit(u) for u in UNITS)
+    assert is_unit("mixed (c relative, theta radians)")
+    for bad in ("", "-", "relativ", "mixed ()", "mixed (x", None, 1.0):
+        assert not is_unit(bad)  # type: ignore[arg-type]
+    from verify.report.worst import unit_of
+    mixed = "mixed (c relative, theta radians)"
+    assert unit_of("a reason that names no unit", "x", mixed) == mixed
+
+
 def test_certified_column_reads_details() -> None:
     sec = _section()
     sec.evidence.details = {"certified": {"instances": 12, "worst_radius": 3e-15,

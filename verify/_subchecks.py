@@ -65,9 +65,15 @@ class SubCheck:
     # minimal (shrunk) failing instance with its error.
     instances: int | None = None
     counterexample: dict[str, Any] | None = field(default=None)
-    # What ``error`` and ``tolerance`` are measured in ("relative", "absolute", "SE",
-    # "|slope - predicted|", "ulps", ...): shown by the report's summary; the kit's
-    # constructors set it, "" leaves the report to read it from the reason.
+    # What ``error`` and ``tolerance`` are measured in (the summary shows it; the kit's
+    # constructors set it, this repository's claims must; "" lets the report guess from
+    # the reason): "relative" (to the reference, or to a scale the reason names),
+    # "absolute" (the quantity's own units), "ulps", "radians", "SE" (standard errors),
+    # "tolerances" (divided by its own bound(s): tolerance 1), "ratio" (of two measured
+    # quantities, e.g. bound / value), "|slope - predicted|" (a fitted log-log slope vs
+    # the predicted rate), "slope" (a fitted slope vs a threshold), "order" (an observed
+    # convergence order vs the scheme's), "count" (events, instances, dimensions), "flag"
+    # (1 when a yes/no condition fails, else 0), "mixed (c relative, theta radians)".
     unit: str = ""
 
     def __post_init__(self) -> None:

@@ -5,6 +5,7 @@ near miss ``ALPHA_ONE_UP``: the derived alpha read one dimension up, alpha(d_H +
 2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2) (the Gamma arguments shifted by 1/2)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -176,7 +177,7 @@ def _quadrature_subchecks(ctx: RunContext, res: dict, alpha_mp: Any) -> tuple[li
                          mpmath.nstr(coord, 20) if coord is not None else "-", fmt(err)])
     sub = [SubCheck("mpmath quadrature, d_H = 1..60 (30 digits)", worst, 1e-25,
                     "30-digit arithmetic; Gauss-Legendre/tanh-sinh quadrature of smooth "
-                    "integrands converges to ~1e-30, leaving 5 digits of margin")]
+                    "integrands converges to ~1e-30, leaving 5 digits of margin", unit="relative")]
     # the derived mean E[(u.e)_+] and the identity alpha * mean = 1 vs the same references
     mean_mp = sp.lambdify(K, res["mean"], modules="mpmath")
     ident = float(res["predictor_identity"])
@@ -187,7 +188,7 @@ def _quadrature_subchecks(ctx: RunContext, res: dict, alpha_mp: Any) -> tuple[li
             mean_err = max(mean_err, float(abs(mean_mp(mpmath.mpf(kk)) * coord - ident)))
     sub.append(SubCheck("derived E[(u.e)_+] x (1 / coordinate quadrature) vs the derived "
                         "identity alpha E[(u.e)_+] (d_H = 2..60)", mean_err, 1e-25,
-                        "30-digit arithmetic, as above"))
+                        "30-digit arithmetic, as above", unit="absolute"))
     return sub, rows
 
 
@@ -212,7 +213,7 @@ def _stirling_subchecks(res: dict) -> list[SubCheck]:
     sub.append(SubCheck("derived Stirling series to O(k^-11) (the formula's float64 form "
                         "beyond Gamma's range) vs log(alpha_ref/sqrt(2 pi k)), k = 341..1e6",
                         ser_err, ser_tol, "first dropped term 435330/(55440 k^11) (x1.5) "
-                        "plus the 1e-28 of the 30-digit references"))
+                        "plus the 1e-28 of the 30-digit references", unit="absolute"))
     return sub
 
 
@@ -246,9 +247,9 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
         mc_z.append(mean / se)
         target_z.append(target / se)
         mc_rows.append([kk, n, fmt(mean, 6), fmt(target, 6), fmt(se), fmt(abs(mean - target) / se)])
-    sub.append(compare(f"i.i.d. sphere points (n = {n}) vs 1/alpha, in standard errors",
-                       mc_z, target_z, rtol=0.0, atol=5.0, reason="CLT: |error| / SE is "
-                       "~N(0,1); 5 SE bounds a false failure at 6e-7 per d_H"))
+    sub.append(replace(compare(f"i.i.d. sphere points (n = {n}) vs 1/alpha, in standard errors",
+                               mc_z, target_z, rtol=0.0, atol=5.0, reason="CLT: |error| / SE is "
+                               "~N(0,1); 5 SE bounds a false failure at 6e-7 per d_H"), unit="SE"))
 
     # predictor level: alpha * Unif(S^{d_H-1}) reproduces |x_H| on random inputs, for
     # (d_H, d) drawn by Hypothesis
@@ -265,9 +266,9 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
         f = vals.mean(axis=0)
         se = vals.std(axis=0, ddof=1) / np.sqrt(m)
         target = np.linalg.norm(X[:, :d_H], axis=1)
-        sc = compare("predictor", f / se, target / se, rtol=0.0, atol=6.0, reason="CLT per "
-                     "input; 6 SE covers the maximum over 20 inputs and up to 25 instances "
-                     "(union bound 1e-6)")
+        sc = replace(compare("predictor", f / se, target / se, rtol=0.0, atol=6.0, reason="CLT per "
+                             "input; 6 SE covers the maximum over 20 inputs and up to 25 instances "
+                             "(union bound 1e-6)"), unit="SE")
         pred_rows.append([d_H, d, m, fmt(float(np.max(np.abs(f / target - 1)))), fmt(sc.error)])
         return sc
     sub += _certified(ctx, alpha_expr)

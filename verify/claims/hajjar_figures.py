@@ -121,17 +121,18 @@ def _flow_checks(ctx: RunContext, offset: float) -> tuple[list[SubCheck], list, 
                  "tracers; measured: max over t > 0 of bound / ratio)", gron, 1.0 + 1e-12,
                  "exact for the Euler scheme with the Lipschitz constant L_n of the "
                  "interpolated field (|eps G'(theta)| <= L_n theta since G'(0) = 0); rounding "
-                 "~1e-16 per step"),
+                 "~1e-16 per step", unit="ratio"),
         SubCheck(f"massless tracers at theta_0 = {TRACER_ANGLE:g}, eps = +-1: log(theta(T) / "
                  "theta_0) of the flow vs the derived linearisation sum log(1 + eta eps "
                  "E_phi[(f* - f~) phi~''(0; phi)])", lin_err, 3 * table_est + 1e-6,
                  f"the flow's phi~ table is Hermite-interpolated: its error, O(h^2), is <= 3x "
                  f"the change when the theta grid is halved ({fmt(table_est)}); the "
-                 f"linearisation's remainder is O(theta_0^2) = 1e-10 per unit of log growth"),
+                 f"linearisation's remainder is O(theta_0^2) = 1e-10 per unit of log growth",
+                 unit="absolute"),
         SubCheck("off H: (1/m) sum_{eps>0} c_j sin theta_j >= tau+([0, pi/2]) sin(min_j "
                  "theta_j(0) prod (1 - eta L_n)) > 0 (measured: max over t of bound / value)",
                  off, 1.0 + 1e-12, "sin is increasing on [0, pi/2] and every theta_j(t) is "
-                 "above theta_j(0) prod (1 - eta L_n) (Gronwall); rounding only"),
+                 "above theta_j(0) prod (1 - eta L_n) (Gronwall); rounding only", unit="ratio"),
     ]
     rows = [[name, fmt(r.min_ratio[-1]), fmt(r.gronwall[-1]),
              fmt(np.log(r.tracer[-1, 0] / TRACER_ANGLE)),

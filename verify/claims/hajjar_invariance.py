@@ -124,7 +124,7 @@ def check(ctx: RunContext, tilt: float) -> Outcome:
                                       abs(pre - pred_pre) / (8 * _U)), 1.0,
                         "in units of the tolerances: asymmetry 1e-12 of max |f| (rounding "
                         "over <= 40 GD steps), velocity 64 u sqrt(n) (sums over the sample), "
-                        "pre-activations 8 u")
+                        "pre-activations 8 u", unit="tolerances")
     from hypothesis import strategies as st
     s_exact = for_all_instances(
         ctx, _EXACT_NAME,

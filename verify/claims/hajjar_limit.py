@@ -113,7 +113,8 @@ def _field_check(ctx: RunContext, d: int, d_H: int, velocity) -> SubCheck:
                     f"d = {d}, d_H = {d_H}: quadratures of smooth integrands (Gauss-Jacobi "
                     f"over the group, tanh-sinh over phi split at the kinks); their error, "
                     f"estimated by rerunning both at 3/4 resolution, is {fmt(est)} (must be "
-                    f"<= tol)", passed=bool(err <= _FIELD_TOL and est <= _FIELD_TOL))
+                    f"<= tol)", passed=bool(err <= _FIELD_TOL and est <= _FIELD_TOL),
+                    unit="relative")
 
 
 def _reference(X, d_H: int, T: float, sz: dict, velocity, refine: bool) -> np.ndarray:
@@ -140,7 +141,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
     except FloatingPointError as exc:
         return combine("H1i: the reduced flow of the limit failed", [
             field, step_check, SubCheck(_STUDY, float("inf"), 0.0, f"no limit: {exc}",
-                                        passed=False)])
+                                        passed=False, unit="|slope - predicted|")])
     D = np.array([[sh.l2_distance(F[i, k], f_inf) for k in range(sz["seeds"])]
                   for i in range(len(widths))])
     ref_err = sh.l2_distance(_reference(X, d_H, T * time_factor, sz, velocity, True), f_inf)

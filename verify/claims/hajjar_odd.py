@@ -10,7 +10,7 @@ the exact asymptotic rate (the near miss ``BOUND_AS_RATE``)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -160,9 +160,9 @@ def _exact_identities(ctx: RunContext, r: _H1cRun) -> list[SubCheck]:
         for aa, BB in snaps_i:
             measured.append(tl.forward(aa, BB, Xt) / 1e-12)
             derived.append(Xt @ (0.5 * (aa @ BB) / aa.size) / 1e-12)
-        return compare("identities", np.concatenate(measured), np.concatenate(derived),
-                       rtol=0.0, atol=1.0, reason="both errors in units of their tolerances "
-                       "(64 (1 + d) u of the moments; 1e-12 for linearity)")
+        return replace(compare("identities", np.concatenate(measured), np.concatenate(derived),
+                               rtol=0.0, atol=1.0, reason="both errors in units of their tolerances "
+                               "(64 (1 + d) u of the moments; 1e-12 for linearity)"), unit="tolerances")
     from hypothesis import strategies as st
     s_ident = for_all_instances(
         ctx, "drawn widths 4 d k0, samples 2 n, steps eta: every GD step |Delta z - eta F(z) "
@@ -205,10 +205,10 @@ def _ode_vs_rays(der: Derivation, r: _H1cRun, z0: np.ndarray, iso: float, w_pop:
                  "derived ray s(t) w*, s from the closed-form inverse (w* of the formula)",
                  ray_err, 1e-9 + 10 * iso,
                  "integration error ~1e-11 of O(1) quantities; isotropy of M0, E_n[xx^T] holds "
-                 f"to {fmt(iso)} (whitened sample, orthogonal frames)"),
+                 f"to {fmt(iso)} (whitened sample, orthogonal frames)", unit="absolute"),
         SubCheck("derived ODE vs the population trajectory s(t) w*_pop", dev_inf, 2 * dw + 1e-9,
                  f"sampling error of w* = d E_n[f* x] ({fmt(dw)}, O(n^-1/2)) enters the "
-                 "contracting linear dynamics at most twice (direction and length)"),
+                 "contracting linear dynamics at most twice (direction and length)", unit="absolute"),
         SubCheck("derived population best linear approximator w*_pop = E[f* x]/v vs the "
                  "product Gauss quadrature of the definition (half-normal rule per orthant, "
                  f"{2 * _POP_NODES} nodes per coordinate), max |error|", pop_err, _POP_TOL,
@@ -216,7 +216,7 @@ def _ode_vs_rays(der: Derivation, r: _H1cRun, z0: np.ndarray, iso: float, w_pop:
                  f"{2 * _POP_NODES} per coordinate on each orthant (f* x_i: degree <= 2); "
                  "rounding of the rule (Stieltjes, ~1e-15) and of the sums; its error, "
                  f"estimated with {2 * _POP_NODES + 2} nodes, is {fmt(pop_est)} (must be <= tol)",
-                 passed=bool(pop_err <= _POP_TOL and pop_est <= _POP_TOL))], w_inf
+                 passed=bool(pop_err <= _POP_TOL and pop_est <= _POP_TOL), unit="absolute")], w_inf
 
 
 def _measured_rate(der: Derivation, r: _H1cRun, rate_key: str) -> tuple[SubCheck, float, float, float]:
@@ -239,7 +239,7 @@ def _measured_rate(der: Derivation, r: _H1cRun, rate_key: str) -> tuple[SubCheck
                        else "reconstructed V v/4 taken as the rate"),
                     abs(meas_rate - rate_ref) / rate_ref, 0.05,
                     "relative: a slowly varying local rate fitted over [T/2, T] (<~2%) and the "
-                    "O(eta rate) <~1% forward-Euler error"), meas_rate, rate_ref, s_mid
+                    "O(eta rate) <~1% forward-Euler error", unit="relative"), meas_rate, rate_ref, s_mid
 
 
 def _formula_rate(der: Derivation, V: float, v: float, q: float) -> SubCheck:
@@ -254,7 +254,7 @@ def _formula_rate(der: Derivation, V: float, v: float, q: float) -> SubCheck:
         rate_rel = max(abs(float(odd_target_rate(*g)) / float(rate_mp(*map(mpmath.mpf, g))) - 1)
                        for g in grid)
     return SubCheck("odd_target_rate (float64, rescaled) vs the derived rate in mpmath, 5 points "
-                    "from 1e-300 to 1e299", rate_rel, 1e-13, "a few float64 roundings")
+                    "from 1e-300 to 1e299", rate_rel, 1e-13, "a few float64 roundings", unit="relative")
 
 
 def _ode_rates(der: Derivation, r: _H1cRun, z0: np.ndarray, iso: float) -> list[SubCheck]:
@@ -304,23 +304,25 @@ def _ode_rates(der: Derivation, r: _H1cRun, z0: np.ndarray, iso: float) -> list[
         SubCheck("derived ODE (DOP853) initial rate -d log(1-s)/dt at t < 1e-3 vs the derived "
                  "bound rate V v/4 (the local rate at s = 0), relative", rate0_err, 1e-6,
                  "lambda(s) = lambda(0)(1 + O(q s^2/V^2)) with s(1e-3) ~ 1e-4; integration "
-                 "error 1e-13 relative"),
+                 "error 1e-13 relative", unit="relative"),
         SubCheck("derived ODE (DOP853) late rate -d log(1-s)/dt at 1 - s ~ e^-13 vs the "
                  "derived asymptotic rate, relative", rateL_err, rateL_tol,
                  "0 <= lambda_inf - lambda(s) <= 4 v q (1-s)/V (derived speed); integration "
-                 "error of 1 - s ~ 1e-6 of its value"),
+                 "error of 1 - s ~ 1e-6 of its value", unit="relative"),
         SubCheck("derived speed ds/dt(s) vs the rate measured from the derived moment field "
                  "on DOP853 states (s in (0.02, 0.98)), relative", speed_err, 1e-10 + 100 * iso,
                  "the states lie on the ray up to integration (rtol 1e-13) and isotropy "
-                 f"({fmt(iso)}) errors"),
+                 f"({fmt(iso)}) errors", unit="relative"),
         SubCheck("derived bound rate V v/4 vs the field's local rate at w = 0, relative",
-                 bound_err, 1e-12 + 100 * iso, "one field evaluation; rounding and isotropy"),
+                 bound_err, 1e-12 + 100 * iso, "one field evaluation; rounding and isotropy",
+                 unit="relative"),
         SubCheck("derived asymptotic rate vs lambda(s) = (ds/dt)/(1 - s) of the field on late "
                  "DOP853 states (1 - s in 1e-5..1e-3), extrapolated to s = 1 (cubic fit in "
                  "1 - s), relative", abs(lam_c - rate_inf_v) / rate_inf_v,
                  10 * abs(lam_c - lam_q) / rate_inf_v + 1e-10, "10 x the change of the intercept "
                  "between the quadratic and cubic fits (neglected terms), plus 1e-10 for the "
-                 "rounding of 1 - s and of the residual correlation g at 1 - s ~ 1e-5")]
+                 "rounding of 1 - s and of the residual correlation g at 1 - s ~ 1e-5",
+                 unit="relative")]
 
 
 def check_h1c(ctx: RunContext, rate_key: str) -> Outcome:

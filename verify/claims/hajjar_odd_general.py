@@ -146,7 +146,8 @@ def check(ctx: RunContext, variant: str | None) -> Outcome:
         e_lin = max(_linearity(rng, a_i, B_i, X_i), _linearity(rng, aT_i, BT_i, X_i)) / 1e-12
         return SubCheck("identities", max(_step_identity(k, Z_i, S2_i, X_i, Y_i, eta_i), e_lin),
                         1.0, "in units of the tolerances: 64 (1 + d) u of the moments per step "
-                        "(rounding of sums of products); 1e-12 of max |w.x| for linearity")
+                        "(rounding of sums of products); 1e-12 of max |w.x| for linearity",
+                        unit="tolerances")
     from hypothesis import strategies as st
     s_ident = for_all_instances(
         ctx, "drawn d, 2 m0 mirrored product-law particles, 2 n0 anisotropic mirrored points, "
@@ -157,11 +158,12 @@ def check(ctx: RunContext, variant: str | None) -> Outcome:
                   st.integers(0, 2 ** 32 - 1)), measure, count=ctx.size("instances"))
     s_step = SubCheck("every GD step of the main run: moments vs the derived vector ODE",
                       _step_identity(k, Z, S2, X, Y, eta), 1.0,
-                      "in units of 64 (1 + d) u of the moments' scale per step")
+                      "in units of 64 (1 + d) u of the moments' scale per step", unit="tolerances")
     lin = max(_linearity(ctx.rng("test"), a, B, X), _linearity(ctx.rng("test"), aT, BT, X))
     s_lin = compare("predictor linear: max |f(x) - w.x| / max |w.x| at the start and the end",
                     lin, 0.0, rtol=0.0, atol=1e-12,
                     reason="the pair identity is exact; rounding of the forward pass, ~1e3 u")
+    s_lin.unit = "relative"   # lin is already divided by max |w.x|
     s_lim = compare(_LIMIT, Z[-1, :d], limit_read, rtol=1e-9,
                     atol=1e-9 * float(np.abs(limit_read).max()),
                     reason=f"GD stops at ||w - w*|| < {_STOP:g} ||w*|| (or at max_steps); "
@@ -183,7 +185,7 @@ def check(ctx: RunContext, variant: str | None) -> Outcome:
                       else float("inf"), tol_rate,
                       f"J drifts by {drift:.1e} of lambda_min over the window "
                       f"{_WINDOW[0]:g} < ||w - w*|| / ||w*|| < {_WINDOW[1]:g} (from the "
-                      "moments); tolerance 10 x that + 1e-6 for the fit")
+                      "moments); tolerance 10 x that + 1e-6 for the fit", unit="relative")
     table = Table("Main run", ["quantity", "value"], [
         ["d, particles, samples", f"{d}, {a.size}, {n}"],
         ["condition number of Sigma", fmt(float(np.linalg.cond(Sig)))],

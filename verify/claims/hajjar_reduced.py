@@ -9,7 +9,7 @@ Each negative control is the same check on a named near miss: ``SWAPPED_MARGINAL
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -88,7 +88,8 @@ def _h1e_measure(der: Derivation, phi_fn, dphi_fn, dps: int):
                         f"(d, d_H, theta, phi) = ({d}, {dH}, {th:.4g}, {ph:.4g}); worst: {worst}; "
                         f"the reference is accurate to ~1e-{dps}, the float64 quadratures to "
                         f"~1e-13 (the theta-derivative, compared with a central difference of "
-                        f"step 1e-5 of the reference, to ~1e-9: its error is weighted 1/10)")
+                        f"step 1e-5 of the reference, to ~1e-9: its error is weighted 1/10)",
+                        unit="absolute")
     return measure
 
 
@@ -115,7 +116,7 @@ def _inner_check(swap: bool) -> SubCheck:
                     "the tail mean (the kernel of phi_tilde) vs mpmath quadrature of the coordinate density, "
                     "k in 1..40, |y|/c in (0.05, 0.95), both float64 forms", worst, 1e-13,
                     f"incomplete Beta and exp/log1p in float64 are accurate to a few ulp of "
-                    f"O(1) values; the reference to 30 digits (worst at {where})")
+                    f"O(1) values; the reference to 30 digits (worst at {where})", unit="absolute")
 
 
 def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
@@ -148,8 +149,9 @@ def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
         mc_z.append(mc / se)
         ref_z.append(val / se)
         mrows.append([d, dH, th, ph, fmt(val, 8), fmt(mc, 8), fmt(se), fmt(abs(mc - val) / se)])
-    subs.append(compare(f"phi_tilde vs Monte Carlo on S^(d-1) (n = {n}), |err|/SE", mc_z, ref_z,
-                        rtol=0.0, atol=5.0, reason="CLT; 5 SE over 4 points (union bound 2e-6)"))
+    subs.append(replace(compare(f"phi_tilde vs Monte Carlo on S^(d-1) (n = {n}), |err|/SE", mc_z, ref_z,
+                                rtol=0.0, atol=5.0, reason="CLT; 5 SE over 4 points (union bound 2e-6)"),
+                                unit="SE"))
     # (d) predictor identity on a particle system: Haar average over O(H) x O(H^perp)
     d, dH, m = 30, 5, 64
     a, B = sh.init_particles(ctx.rng("particles"), m, d)
@@ -169,9 +171,9 @@ def check_h1e(ctx: RunContext, swap: bool) -> Outcome:
         red = np.linalg.norm(x) * float((np.sign(a) * c) @ phi_fn(thj, phx, d, dH)) / m
         mc_z.append(mc / se)
         ref_z.append(red / se)
-    subs.append(compare("E_g f(mu; g x) (Haar on O(H) x O(H^perp), MC) vs |x| int phi~ "
-                        "d(tau+ - tau-) on a particle system, |err|/SE", mc_z, ref_z, rtol=0.0,
-                        atol=5.0, reason="CLT; 5 SE over 6 inputs"))
+    subs.append(replace(compare("E_g f(mu; g x) (Haar on O(H) x O(H^perp), MC) vs |x| int phi~ "
+                                "d(tau+ - tau-) on a particle system, |err|/SE", mc_z, ref_z, rtol=0.0,
+                                atol=5.0, reason="CLT; 5 SE over 6 inputs"), unit="SE"))
     tables = [Table("Monte Carlo on spheres", ["d", "d_H", "theta", "phi", "phi_tilde", "MC",
                                                "SE", "|err|/SE"], mrows)]
     return combine("phi_tilde (quadrature) vs mpmath, derived closed forms, Monte Carlo on "
@@ -300,7 +302,7 @@ def _field_measure(ctx: RunContext, vel, dH_shift: int):
                         f"d = {d}, d_H = {d_H}, m = {inst['m']}: both sides are quadratures "
                         f"of smooth integrands; their error, estimated by rerunning both at "
                         f"3/4 of the resolution, is {fmt(est)} (must be <= tol)",
-                        passed=bool(err <= _FIELD_TOL and est <= _FIELD_TOL))
+                        passed=bool(err <= _FIELD_TOL and est <= _FIELD_TOL), unit="relative")
     return measure
 
 
@@ -400,7 +402,7 @@ def _tstar_checks(ctx: RunContext, der: Derivation, dim_shift: int
     reached = bool(np.all(np.isfinite(ts)) and np.isfinite(ref) and np.all(np.isfinite(S["steps"])))
     if not reached:
         return [SubCheck(f"t* reached by every run of the study (t <= {q['ts_T']:g})", 1.0, 0.5,
-                         "the crossing must exist to be measured", passed=False)], [], {}
+                         "the crossing must exist to be measured", passed=False, unit="flag")], [], {}
     dist = np.sqrt(np.mean((ts - ref) ** 2, axis=2))
     study = rate_study(f"t*(m) - t*_ref over widths (RMS over {q['ts_replicas']} replicas per "
                        "seed): the width rate", widths, dist, predicted=-0.5)
@@ -421,14 +423,14 @@ def _tstar_checks(ctx: RunContext, der: Derivation, dim_shift: int
                  "D1 = t*(eta) - t*(eta/2), D2 = t*(eta/2) - t*(eta/4), vs Euler's 1",
                  abs(order - 1.0), 0.25, f"D1 = {fmt(d1)}, D2 = {fmt(d2)}; forward Euler is first "
                  "order and t* is interpolated to second order; 0.25 admits an O(eta) correction "
-                 "of 19% to the leading error term at the largest step"),
+                 "of 19% to the leading error term at the largest step", unit="order"),
         SubCheck("tau- concentrates at pi/2 after t*: max increase of W2(tau-~, delta_pi/2) "
                  "between steps on [t*, T]", max(float(np.max(np.diff(w2m))), 0.0), 1e-12,
                  "the conjecture's tau- -> 0 with angles -> pi/2 (Figure 3): any increase "
-                 "beyond rounding (~1e-16 per step) contradicts it on this run"),
+                 "beyond rounding (~1e-16 per step) contradicts it on this run", unit="absolute"),
         SubCheck("tau+ concentrates at 0 after t*: max increase of W2(tau+~, delta_0) on [t*, T]",
                  max(float(np.max(np.diff(w2p))), 0.0), 1e-12,
-                 "the conjecture's tau+ -> alpha delta_0 (Figure 3); rounding only"),
+                 "the conjecture's tau+ -> alpha delta_0 (Figure 3); rounding only", unit="absolute"),
     ]
     d_units = q["ts_d"]
     rows = [[f"{int(w)}", fmt(float(np.mean(ts[i]))), fmt(float(np.std(ts[i], ddof=1))),
@@ -483,15 +485,15 @@ def check_h1g(ctx: RunContext, dim_shift: int) -> Outcome:
                  "1/E[R_+]: reduced loss relative to the loss at t = 0", lim_loss / loss0, 1e-9,
                  "m_+ delta_0 represents |x_H| exactly; the phi~ table (Hermite, 1e-8 at "
                  "worst between nodes, exact at theta = 0) and the Gauss-Jacobi phi rule leave "
-                 "< 1e-12 of the initial loss"),
+                 "< 1e-12 of the initial loss", unit="relative"),
         field,
         SubCheck("loss non-increasing along GD (max increase between records)", max(incr, 0.0),
                  1e-12, "gradient step small vs the curvature: the loss of a gradient "
-                 "scheme decreases; rounding ~1e-16"),
+                 "scheme decreases; rounding ~1e-16", unit="absolute"),
         SubCheck("bit-identical rerun with the same seed (independent streams for tau+-)",
-                 0.0 if identical else 1.0, 0.5, "determinism", passed=identical),
+                 0.0 if identical else 1.0, 0.5, "determinism", passed=identical, unit="flag"),
         SubCheck("theta stays in [0, pi/2]", 0.0 if in_range else 1.0, 0.5, "reflection at the "
-                 "boundary", passed=in_range),
+                 "boundary", passed=in_range, unit="flag"),
     ]
     ts_subs, ts_rows, ts_details = _tstar_checks(ctx, der, dim_shift)
     subs += [limit_mass_certified(der.results["limit_mass"], dH, sorted({*range(1, 41), p["d_H"]}),
@@ -647,7 +649,8 @@ def _trajectory_measure(ctx: RunContext, vel, dH_shift: int, keep: list):
                         f"{_TRAJ_RTOL:g}; quadrature error of both flows estimated by "
                         f"rerunning at 3/4 resolution: {fmt(est)} (must be <= tol); the "
                         f"particles moved by {fmt(moved)}",
-                        passed=bool(err <= _TRAJ_TOL and est <= _TRAJ_TOL))
+                        passed=bool(err <= _TRAJ_TOL and est <= _TRAJ_TOL),
+                        unit="mixed (c relative, theta radians)")
     return measure
 
 

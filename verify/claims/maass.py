@@ -20,7 +20,7 @@ in float32 (``TrendSettings.precision``), the exactness sub-checks in float64.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,8 @@ def _measure_m1a(ctx: RunContext, inst, offset: float = 0.0) -> SubCheck:
     lhs = symmetrized_output(u, G, x, z, w)              # function side: Q_G Phi_mu
     zs, ws = formulas.symmetrize(z, G, w)                # parameter side: mu^G
     rhs = model_output(u, x, zs, ws)
-    return SubCheck(name, scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(name, scaled_error(lhs, rhs), EXACT_TOL, f"{name}, N = {N}: {EXACT_REASON}",
+                    unit="relative")
 
 
 def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -129,8 +130,9 @@ def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
              "res2": "derived residual Q_G Phi_mu - Phi_mu^G (C2, two atoms) vs float64 difference",
              "res3": "derived residual (C3, two atoms) vs float64 difference",
              "equi": "derived joint-equivariance residual vs sigma(Px, PzP) - P sigma(x, z)"}
-    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                    atol=EXACT_TOL, reason=why) for k in names]
+    units = {"single": "relative", "res2": "absolute", "res3": "absolute", "equi": "absolute"}
+    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                            atol=EXACT_TOL, reason=why), unit=units[k]) for k in names]
 
 
 #: points of the SO(2) rule that the float64 sub-checks use for the cubic unit: its
@@ -184,8 +186,8 @@ def _so2_m1a(ctx: RunContext) -> list[SubCheck]:
                     "difference",
              "equi": "SO(2): derived joint-equivariance residual vs sigma(Rx, RzR^T) - R "
                      "sigma(x, z) at drawn angles"}
-    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                    atol=EXACT_TOL, reason=why) for k in names]
+    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                            atol=EXACT_TOL, reason=why), unit="relative") for k in names]
 
 
 def _certified_so2_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -384,7 +386,8 @@ def _measure_m1b(ctx: RunContext, inst, kappa: float = 0.0) -> SubCheck:
     x = 4.0 * rng.standard_normal((16, u.dim_x))
     sym = model_output(u, x, *formulas.symmetrize(z, G, w))
     proj = model_output(u, x, *formulas.project_to_fixed_space(z, G, w))
-    return SubCheck(G.name, scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}")
+    return SubCheck(G.name, scaled_error(proj, sym), EXACT_TOL, f"{G.name}, N = {N}: {EXACT_REASON}",
+                    unit="relative")
 
 
 def _mp_taylor_D(uu: float, vv: float, n: int = 3):
@@ -463,8 +466,9 @@ def _derived_vs_numeric_m1b(ctx: RunContext) -> list[SubCheck]:
              "logi": "derived logistic difference Phi_{mu^G} - Phi_{mu^{E^G}} vs float64 "
                      "particle difference, 30 random (x, z)",
              "uv": "derived (u, v) form D(u, v) vs float64 particle difference"}
-    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                    atol=EXACT_TOL, reason=why) for k in names]
+    units = {"lin": "absolute", "proj": "relative", "logi": "absolute", "uv": "absolute"}
+    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                            atol=EXACT_TOL, reason=why), unit=units[k]) for k in names]
 
 
 def check_m1b(ctx: RunContext, kappa: float) -> Outcome:
@@ -493,7 +497,7 @@ def check_m1b(ctx: RunContext, kappa: float) -> Outcome:
     gap = float(np.abs(ref).max())
     sub.append(SubCheck("pinned counterexample: |Phi_mu^G - Phi_mu^E^G| (must be >= the "
                         "bound)", gap, 1e-3, "a genuine difference: must EXCEED 1e-3, ten "
-                        "orders above rounding", passed=gap >= 1e-3))
+                        "orders above rounding", passed=gap >= 1e-3, unit="absolute"))
     tay, lead_rows = _taylor_subcheck(ctx)
     sub.append(tay)
     cert = _certified_m1b(ctx, kappa)
@@ -588,7 +592,7 @@ def _certified_m1b(ctx: RunContext, kappa: float = 0.0) -> list[SubCheck]:
     out.append(SubCheck("certified: pinned counterexample, proven lower bound of max_k |Phi_mu^G - "
                         "Phi_mu^E^G|_k (Arb) (must be >= the bound)", gap_lo, 1e-3,
                         "an Arb lower bound: the models PROVABLY differ there by more than 1e-3",
-                        passed=gap_lo >= 1e-3))
+                        passed=gap_lo >= 1e-3, unit="absolute"))
     return out
 
 

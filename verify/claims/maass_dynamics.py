@@ -12,6 +12,7 @@ check and its negative control have in common are cached per run (``ctx.shared()
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -74,9 +75,9 @@ def _measure_risk_gap(ctx: RunContext, inst) -> SubCheck:
                        for b in range(x.shape[0])])
         measured.append((da - fa) / scale)
         derived.append(dg / scale)
-    return compare(name, np.concatenate(measured), np.concatenate(derived), rtol=0.0,
-                   atol=EXACT_TOL, reason=f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
-                   f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms")
+    return replace(compare(name, np.concatenate(measured), np.concatenate(derived), rtol=0.0,
+                           atol=EXACT_TOL, reason=f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
+                           f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms"), unit="relative")
 
 
 def _measure_translate(ctx: RunContext, inst) -> SubCheck:
@@ -102,12 +103,12 @@ def _measure_translate(ctx: RunContext, inst) -> SubCheck:
     one = float(formulas.rmd(c[None, :], -c[None, :]))
     half = float(formulas.rmd(c[None, :], np.zeros((1, D))))
     # W_2 relative to the derived value; the two normalisations against 1
-    return compare("translate", [(got - ref) / max(ref, 1e-300), one, half * np.sqrt(2)],
-                   [0.0, 1.0, 1.0], rtol=0.0, atol=1e-12, reason=f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
-                   "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
-                   "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
-                   "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
-                   "2^-1/2 to a few eps")
+    return replace(compare("translate", [(got - ref) / max(ref, 1e-300), one, half * np.sqrt(2)],
+                           [0.0, 1.0, 1.0], rtol=0.0, atol=1e-12, reason=f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
+                           "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
+                           "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
+                           "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
+                           "2^-1/2 to a few eps"), unit="relative")
 
 
 _instances_translate = st.tuples(st.integers(2, 60), st.integers(1, 6),
@@ -148,7 +149,7 @@ def _exact_pair(ctx: RunContext, inst, T: float, noise: str = "orbit", schemes=(
     return SubCheck(name, max(diff, orb), EXACT_TOL,
                     f"{name}, N = {N}, {steps} steps, alpha = {alpha}: max(|DA - FA|, orbit "
                     "error) / max|theta|; algebraically equal updates, rounding ~ eps per step "
-                    "not amplified over <= 200 steps")
+                    "not amplified over <= 200 steps", unit="relative")
 
 
 #: the N-trend's schemes: DA as the paper defines it (one random group element per sample,
@@ -196,9 +197,9 @@ def _measure_risks(ctx: RunContext, inst) -> SubCheck:
         rl = _risks(LinearUnit(u.dim_x, u.dim_y), G, x, y, z)
         pairs.append((rl["EA"], rl["FA"]))
     risk, identity = (np.array(side) / scale for side in zip(*pairs))
-    return compare(name, risk, identity, rtol=0.0, atol=EXACT_TOL,
-                   reason=f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
-                   "squares of O(1) model outputs; the identities are exact")
+    return replace(compare(name, risk, identity, rtol=0.0, atol=EXACT_TOL,
+                           reason=f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
+                           "squares of O(1) model outputs; the identities are exact"), unit="relative")
 
 
 #: the teacher of M1c's and M1e's rate tests; the near miss: a non-symmetric teacher
@@ -346,8 +347,9 @@ def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
              "t": "derived transversal drift (I - P)V vs (I - P) of the numerics' FA gradient",
              "d": "derived V - P grad_vanilla vs numerics (FA gradient minus projected "
                   "vanilla gradient)"}
-    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                    atol=EXACT_TOL, reason=why) for k in names]
+    units = {"v": "relative", "t": "absolute", "d": "absolute"}   # v is scaled by max(1, |der|)
+    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                            atol=EXACT_TOL, reason=why), unit=units[k]) for k in names]
 
 
 _instances_si = st.tuples(st.sampled_from([0, 1, 2, 3, 6, 8]), st.sampled_from(["fa", "da_orbit"]),
@@ -423,7 +425,8 @@ def _si_exact(ctx: RunContext, inst, T: float, offset: float = 0.0) -> SubCheck:
                     f"{name}, {scheme}, {teacher_kind} teacher, N = {N}, {window}: the "
                     f"field maps E^G into itself (derived); rounding 4 eps max|theta| per step, "
                     f"amplified as in a twin run kicked {TWIN_OFFSET:g} off E^G at every step "
-                    f"(accumulated response {response:.3g}): 4 eps x response, at least 1e-12")
+                    f"(accumulated response {response:.3g}): 4 eps x response, at least 1e-12",
+                    unit="relative")
 
 
 def instability_probe(rng: np.random.Generator, N: int = 10, eps: float = 1e-7,
@@ -587,7 +590,7 @@ def check_m1e(ctx: RunContext, trend_teacher: str) -> Outcome:
         err = float(np.abs(B @ B.T - G.projector()).max())
         sub.append(SubCheck(f"derived E^G basis ({key}): |B B^T - (1/|G|) sum_g M_g|", err,
                             EXACT_TOL, "exact rational/sqrt entries vs a float64 mean of "
-                                       "permutation matrices: rounding ~ 1e-16"))
+                                       "permutation matrices: rounding ~ 1e-16", unit="absolute"))
     cert = certified_fixed_space_bases(ctx)
     sub += cert
     # (b) the heuristic with orbit-completed batches recovers E^G exactly
@@ -599,12 +602,12 @@ def check_m1e(ctx: RunContext, trend_teacher: str) -> Outcome:
         sub.append(SubCheck(f"{name}, orbit-completed batches: |dim found - dim E^G| "
                             f"(converged = {res['converged']})",
                             abs(res["dim_found"] - res["dim_EG"]) + (0 if res["converged"] else 99),
-                            0, "the dimension must be recovered exactly"))
+                            0, "the dimension must be recovered exactly", unit="count"))
         sub.append(SubCheck(f"{name}, orbit-completed batches: largest principal angle to "
                             "the derived E^G (radians)", res["max_angle"], 1e-8,
                             "the field maps E_j (a subspace of E^G) into E^G (M1d), so the "
                             "escape directions lie in E^G up to rounding: eigenvector error "
-                            "~ eps m_2 / gap <= 1e-13 for gaps >= 1e-3 m_2"))
+                            "~ eps m_2 / gap <= 1e-13 for gaps >= 1e-3 m_2", unit="radians"))
     # (c) the heuristic as the paper states it (free vanilla training): the first escape
     #     direction converges to E^G as N grows (a finite-N fluctuation, rate -1/2)
     trows = []

@@ -16,7 +16,7 @@ with finite support: every L2 inner product is a finite sum); the derived SO(2) 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mpmath
@@ -143,7 +143,7 @@ def _geometry_subchecks(ctx: RunContext, perturbation: float) -> tuple[list[SubC
             ok = g.closest if field == "pythagoras" else True
             return SubCheck(name, getattr(g, field), EXACT_TOL,
                             f"{name}, N = {inst[1]}: {EXACT_REASON}",
-                            passed=None if ok else False)
+                            passed=None if ok else False, unit="relative")
         return run
     subs = [for_all_instances(ctx, _NAMES[f], _instances, measure(f),
                               count=ctx.size("instances"))
@@ -217,8 +217,8 @@ def _derived_vs_numeric(ctx: RunContext) -> list[SubCheck]:
                   "the 6-node rule is exact for this degree-6 polynomial; float64 unit values "
                   "(<= 10 roundings), the 8-term rule average and the 36-node sum: <= 50 "
                   "roundings of the scale, 5.6e-15")}
-    return [compare(name, np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0, atol=tol,
-                    reason=reason) for k, (name, tol, reason) in declared.items()]
+    return [replace(compare(name, np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0, atol=tol,
+                            reason=reason), unit="relative") for k, (name, tol, reason) in declared.items()]
 
 
 def _certified(ctx: RunContext) -> list[SubCheck]:

@@ -14,6 +14,7 @@ field (W2d-W2f, W2h) is in :mod:`verify.claims.williams_dynamics_field`, the res
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -56,9 +57,9 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
             th = th + angle_offset
         f_can = N.canonical_forward(r, th, xs)
         scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
-        return compare("f_z vs f~_pi(z)", f_full / scale, f_can / scale, rtol=0.0,
-                       atol=4 * (m + 2) * U, reason="sums of m terms in float64: (m + 2) "
-                       "roundings of the summed magnitudes (relative to that scale)")
+        return replace(compare("f_z vs f~_pi(z)", f_full / scale, f_can / scale, rtol=0.0,
+                               atol=4 * (m + 2) * U, reason="sums of m terms in float64: (m + 2) "
+                               "roundings of the summed magnitudes (relative to that scale)"), unit="relative")
 
     def measure_fibre(z) -> SubCheck:
         a, b, c = z
@@ -78,9 +79,10 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
                                 N.forward_dense(a4, b4, c4, xs, "m") / fscale])
         reference = np.concatenate([r / np.abs(r), np.zeros(m),
                                     (np.stack([a, b, c]) / zscale).ravel(), f_full / fscale])
-        return compare("fibres", value, reference, rtol=0.0, atol=64 * U,
-                       reason="a few roundings in sqrt/atan2/division "
-                       "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)")
+        return replace(compare("fibres", value, reference, rtol=0.0, atol=64 * U,
+                               reason="a few roundings in sqrt/atan2/division "
+                               "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)"),
+                               unit="mixed (r relative, theta radians)")
 
     # output weights |c| >= 1e-3 (r = 0 has no angle to compare)
     nets = relu1d_networks(1, 24, min_norm=1e-3).map(
@@ -228,11 +230,12 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         scale = max(1.0, loss) + np.max(np.abs(fd))
         if not mask.any():
             return SubCheck("derived field vs finite differences of L", 0.0, 1e-7,
-                            "no neuron away from every sample line: nothing to compare")
-        return compare("derived field vs finite differences of L", derived_field[mask] / scale,
-                       fd[mask] / scale, rtol=0.0, atol=1e-7,
-                       reason="L is quadratic in each parameter inside a region (central "
-                              "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)")
+                            "no neuron away from every sample line: nothing to compare", unit="relative")
+        return replace(compare("derived field vs finite differences of L", derived_field[mask] / scale,
+                               fd[mask] / scale, rtol=0.0, atol=1e-7,
+                               reason="L is quadratic in each parameter inside a region (central "
+                                      "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)"),
+                               unit="relative")
 
     inst = st.tuples(relu1d_networks(2, 12, min_norm=0.05),
                      datasets_1d(3, 7, 0.05, x_range=(-1.0, 1.0)))
@@ -256,11 +259,11 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
     pred = np.concatenate([[np.zeros(m)], np.cumsum(0.5 * (rates[1:] + rates[:-1])
                                                     * np.diff(res.t)[:, None], axis=0)])
     inv_scale = float(np.max(np.abs(inv[0])))
-    drift_sc = compare(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
-                       f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} "
-                       "events), relative to max |delta(0)|", (inv - inv[0]) / inv_scale,
-                       pred / inv_scale, rtol=0.0, atol=1e-9,
-                       reason="rtol = 1e-12 per step, accumulated over <= 1e3 steps")
+    drift_sc = replace(compare(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
+                               f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} "
+                               "events), relative to max |delta(0)|", (inv - inv[0]) / inv_scale,
+                               pred / inv_scale, rtol=0.0, atol=1e-9,
+                               reason="rtol = 1e-12 per step, accumulated over <= 1e3 steps"), unit="relative")
     # GD: per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) + eta d(delta)/dt
     gd_fn = lambdified("W2b", "gd_change", (D.eta, D.g_a, D.g_b, D.g_c), modules=NUMPY)
     steps_n, pred_n, rows = [], [], []
@@ -275,11 +278,11 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         steps_n.append((step / denom).ravel())
         pred_n.append((pr / denom).ravel())
         rows.append([eta, fmt(float(np.max(np.abs(step)))), fmt(float(np.max(np.abs(step))) / eta**2)])
-    s_gd = compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
-                   "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
-                   np.concatenate(pred_n), rtol=0.0, atol=1e-6,
-                   reason="cancellation in the difference of O(1) invariants: u |delta| per step, "
-                          "absorbed in the denominator; the rest is rounding of the gradient")
+    s_gd = replace(compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
+                           "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
+                           np.concatenate(pred_n), rtol=0.0, atol=1e-6, reason="cancellation in the "
+                           "difference of O(1) invariants: u |delta| per step, absorbed in the denominator; "
+                           "the rest is rounding of the gradient"), unit="relative")
     subs = [s_field, drift_sc, s_gd] + _certified_w2b(ctx, weight)
     return combine("derived field (from L) vs finite differences of L; delta_i along the "
                    "integrated flow vs the derived d(delta)/dt; GD steps vs the derived change; "
@@ -455,12 +458,12 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
         rs = float(np.max(np.abs(rf)))
         info.setdefault("collapse_times", []).append(t_c)
         # r relative to max |r|, theta absolute (the wrapped difference against 0)
-        return compare("flows", np.concatenate([(rf / rs).ravel(),
-                                                wrap_angle(tf - red.state[:, 1]).ravel()]),
-                       np.concatenate([(red.state[:, 0] / rs).ravel(), np.zeros(tf.size)]),
-                       rtol=0.0, atol=1e-8, reason="both flows DOP853 at rtol 1e-12 with "
-                       "located events; error accumulation over ~1e3 steps and ~10 events "
-                       "stays < 1e-9")
+        return replace(compare("flows", np.concatenate([(rf / rs).ravel(),
+                                                        wrap_angle(tf - red.state[:, 1]).ravel()]),
+                               np.concatenate([(red.state[:, 0] / rs).ravel(), np.zeros(tf.size)]),
+                               rtol=0.0, atol=1e-8, reason="both flows DOP853 at rtol 1e-12 with "
+                               "located events; error accumulation over ~1e3 steps and ~10 events "
+                               "stays < 1e-9"), unit="mixed (r relative, theta radians)")
 
     def measure_events(inst) -> SubCheck:
         _, red, ev_full, _ = pair(inst)
@@ -473,7 +476,7 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
         return SubCheck("events", ev_dt, 1e-7, f"{len(e1)} events (crossings and slides up to "
                         "the first exit from sliding); an event time moves by (state error "
                         "~1e-11) / (normal speed |du/dt|, down to ~1e-3 at grazing crossings)",
-                        passed=same and ev_dt <= 1e-7)
+                        passed=same and ev_dt <= 1e-7, unit="absolute")
 
     # c bounded away from 0 so that every particle has r != 0 (an angle to compare)
     inst = st.tuples(relu1d_networks(4, 12, "uniform", min_norm=0.05).map(
@@ -556,11 +559,12 @@ def _regime_subchecks(reg: dict[str, Any]) -> list[SubCheck]:
     """The kernel (delta -> -inf) and adaptive (delta -> +inf) limits of W2c as fitted slopes."""
     return [SubCheck("kernel regime: fitted slope of max |Delta theta| vs |delta| (expect -2)",
                      abs(reg["sk"] + 2.0), 0.15, "G^-1_thth / G^-1_rr = 1/delta^2 + O(delta^-4); "
-                     "at fixed radial progress (T0/|delta|) angles move O(delta^-2)"),
+                     "at fixed radial progress (T0/|delta|) angles move O(delta^-2)",
+                     unit="|slope - predicted|"),
             SubCheck("adaptive regime: fitted slope of the distance to the particle-plane flow vs "
                      "delta (expect -2)", abs(reg["sa"] + 2.0), 0.15, "derived: G^-1 = delta "
                      "diag(1, 1/r^2) + diag(2 r^2, 1) / delta + ...: relative field error "
-                     "O(delta^-2)")]
+                     "O(delta^-2)", unit="|slope - predicted|")]
 
 
 def _regime_tables(reg: dict[str, Any]) -> list[Table]:

@@ -12,6 +12,7 @@ Filippov flow's slide/cross decisions.  alpha(m) = m throughout.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,7 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         keep = np.min(np.abs(u), axis=1) > 4 * h * (1 + np.max(np.abs(x)))
         r, th = r[keep], th[keep]
         if r.size == 0:
-            return SubCheck("m x FD", 0.0, 1e-7, "no particle inside a region")
+            return SubCheck("m x FD", 0.0, 1e-7, "no particle inside a region", unit="relative")
         Phi = _phi_matrix(r, th, x)
         rho = Phi.mean(axis=0) - y
         # V(w; mu) = sum_j rho_j phi(w; x_j) with the derived phi: its FD gradient at w_i
@@ -103,10 +104,10 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         gV_t = (V(r, th + h) - V(r, th - h)) / (2 * h)
         fr, ft = _fd_canonical(r, th, x, y, h)
         scale = max(np.max(np.abs(fr)), np.max(np.abs(ft)), 1.0)
-        return compare("m x FD", np.concatenate([gV_r, gV_t]) / scale,
-                       np.concatenate([fr, ft]) / scale, rtol=0.0, atol=1e-7,
-                       reason="central differences h = 1e-6 inside a region: truncation "
-                              "h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9")
+        return replace(compare("m x FD", np.concatenate([gV_r, gV_t]) / scale,
+                               np.concatenate([fr, ft]) / scale, rtol=0.0, atol=1e-7,
+                               reason="central differences h = 1e-6 inside a region: truncation "
+                                      "h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9"), unit="relative")
 
     def measure_identity(inst) -> SubCheck:
         (r, th), (x, y) = inst
@@ -117,7 +118,8 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         L_direct = N.canonical_loss_and_grad(r, th, x, y)[0]
         scale = 0.5 * y @ y + np.abs(F).mean() + 0.5 * np.abs(K).mean() + 1e-300
         return SubCheck("identity", float(abs(L_direct - L_mf) / scale), 8 * (r.size + x.size) * U,
-                        "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes")
+                        "float64 sums of m^2 s terms: (m + s) roundings of the summed magnitudes",
+                        unit="relative")
 
     inst = st.tuples(canonical_particles(1, 30), datasets_1d(2, 8, 0.05, x_range=(-1.0, 1.0)))
     certified = _certified_w2d(ctx)
@@ -179,7 +181,8 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
         err = np.maximum(np.abs(pr - fr), np.abs(pt - ft)) / scale
         return SubCheck("FD", float(np.max(err[keep], initial=0.0)), 1e-10,
                         "Richardson (h = 1e-3): truncation h^4 |phi^(5)| / 30 ~ 3e-14 of the "
-                        "scale sum |rho_j| |x~_j| max(|r|, 1); roundoff u |phi| / h ~ 1e-13")
+                        "scale sum |rho_j| |x~_j| max(|r|, 1); roundoff u |phi| / h ~ 1e-13",
+                        unit="relative")
 
     def measure_inner(inst) -> SubCheck:
         (r, th), (x, _) = inst
@@ -189,7 +192,7 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
         relu = _particle_contrib(np.ones_like(r), th, x)  # numerics: <x~_j, d(theta_i)>_+
         err = np.abs(np.maximum(inner, 0.0) - relu) / np.hypot(X, 1.0)
         return SubCheck("inner", float(np.max(err)), 4 * U, "two float64 evaluations of "
-                        "x cos(theta) - sin(theta)")
+                        "x cos(theta) - sin(theta)", unit="relative")
 
     inst = st.tuples(canonical_particles(1, 40), datasets_1d(2, 9, 0.05, x_range=(-1.5, 1.5)))
     s_fd = for_all_instances(ctx, "derived components (potential_gradient) vs Richardson finite "
@@ -212,12 +215,12 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
                    "linearity in rho; piecewise-linear structure on R x A_k; certified (Arb) "
                    "at drawn particles", [
         s_fd, s_in,
-        compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
-                "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
-                reason="rounding of sums of 7 terms"),
-        compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
-                np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
-                rtol=0.0, atol=64 * U, reason="rounding"),
+        replace(compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
+                        "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
+                        reason="rounding of sums of 7 terms"), unit="relative"),
+        replace(compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
+                        np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
+                        rtol=0.0, atol=64 * U, reason="rounding"), unit="relative"),
     ] + cert, details={"certified": certified_details(cert)})
 
 
@@ -338,7 +341,7 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
         rho = N.canonical_forward(r, th, x) - y
         u_other = np.delete(np.cos(th[0]) * x - np.sin(th[0]), j)
         if np.any(np.abs(u_other) < 1e-3):  # another line too close: not a single crossing
-            return SubCheck("jump", 0.0, 1.0, "skipped: two boundaries within 1e-3")
+            return SubCheck("jump", 0.0, 1.0, "skipped: two boundaries within 1e-3", unit="relative")
         sides = _one_sided(r, th, x, y)
         # which side of theta* has j* active: u_j* = x cos - sin decreases in theta when cos > 0
         act_up = (np.cos(th[0] + 1e-7) * x[j] - np.sin(th[0] + 1e-7)) > 0
@@ -351,12 +354,13 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
             mag = mag * magnitude_factor
         # field scale: residual terms plus the particle's own effect on the residuals
         scale = abs(r[0]) * np.sum(np.abs(rho) * np.hypot(x, 1.0)) + r[0] ** 2 * np.sum(1 + x**2) / r.size
-        return compare("jump", np.array([jump[0], jump[1], abs(jump[1])]) / scale,
-                       np.array([jr, jt, mag]) / scale, rtol=0.0, atol=1e-10,
-                       reason="Richardson one-sided limits from theta* +- (1e-7, 2e-7): "
-                              "truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the field "
-                              "scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no "
-                              "difference quotient: roundoff ~ 3 u (m + s) of the scale)")
+        return replace(compare("jump", np.array([jump[0], jump[1], abs(jump[1])]) / scale,
+                               np.array([jr, jt, mag]) / scale, rtol=0.0, atol=1e-10,
+                               reason="Richardson one-sided limits from theta* +- (1e-7, 2e-7): "
+                                      "truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the field "
+                                      "scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no "
+                                      "difference quotient: roundoff ~ 3 u (m + s) of the scale)"),
+                               unit="relative")
 
     s = for_all_instances(ctx, "angular jump magnitude (velocity_jump) and the signed jumps "
                           "(radial, angular) vs one-sided limits of the numerics' gradient, "
@@ -502,7 +506,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         rho = N.canonical_forward(r, th, x) - y
         S, u = _neighbour_sum(th[0], x, rho, j)
         if np.any(np.abs(np.delete(u, j)) < 1e-3):
-            return SubCheck("rates", 0.0, 1.0, "skipped: two boundaries within 1e-3")
+            return SubCheck("rates", 0.0, 1.0, "skipped: two boundaries within 1e-3", unit="relative")
         g = float(g_fn(r[0], 0.0)) / m  # theta' = -(G^-1_thth / m) dV/dtheta (W2c, W2d)
         pred_act, pred_in = _rates_derived(r[0], S, rho[j], x[j], g, np.cos(th[0]),
                                            rho_star_factor)
@@ -521,11 +525,11 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         scale = nu * g * np.cos(th[0]) ** 2 * (1 + x[j] ** 2) * abs(r[0]) * (
             np.sum(np.abs(rho) * (1 + np.abs(x * x[j]))) + abs(rho[j]) * (1 + x[j] ** 2)
             + abs(r[0]) * np.sum(1 + x**2) / m)
-        return compare("rates", np.array([meas["act"], meas["in"]], dtype=float) / scale,
-                       np.array([nu * pred_act, nu * pred_in], dtype=float) / scale, rtol=0.0,
-                       atol=1e-10, reason="Richardson one-sided limits at theta* +- (1e-7, "
-                       "2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff ~ 3 u (m + s) "
-                       "of the scale (no difference quotient)")
+        return replace(compare("rates", np.array([meas["act"], meas["in"]], dtype=float) / scale,
+                               np.array([nu * pred_act, nu * pred_in], dtype=float) / scale, rtol=0.0,
+                               atol=1e-10, reason="Richardson one-sided limits at theta* +- (1e-7, "
+                               "2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff ~ 3 u (m + s) "
+                               "of the scale (no difference quotient)"), unit="relative")
 
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "
@@ -552,7 +556,7 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
                  "decision contradicts the derived attractor condition (also the sliding pairs "
                  "at the end)", float(disagree), 0.0,
                  "exact: the integrator decides from its own one-sided normal velocities; "
-                 f"{ambiguous} events with a rate within 1e-9 of 0 not classified"),
+                 f"{ambiguous} events with a rate within 1e-9 of 0 not classified", unit="count"),
         *certified,
     ], details={"certified": certified_details(certified), "ambiguous": ambiguous,
                 "events_classified": len(sim["event_data"]) - ambiguous,

@@ -223,7 +223,7 @@ def _monotone_subcheck(q: np.ndarray) -> tuple[SubCheck, np.ndarray, np.ndarray]
                     f"{pairs} consecutive pairs of the sweep (kernel limit .. adaptive limit), "
                     f"{n} draws; one-sided paired Student-t at {fmt(1 - LEVEL)}/{pairs} each "
                     f"(t = {t:.2f}), union bound: false alarm <= {fmt(1 - LEVEL)} per run, "
-                    "2% over seeds 0-19; error = largest -mean / (t SE)"), mean, se
+                    "2% over seeds 0-19; error = largest -mean / (t SE)", unit="tolerances"), mean, se
 
 
 def _rates_vs_metric() -> SubCheck:

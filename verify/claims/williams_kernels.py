@@ -16,6 +16,7 @@ Figure-4 data in ``_williams_kernels_common``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import dataclasses
 from functools import lru_cache
 from pathlib import Path
@@ -59,7 +60,8 @@ def _vs_quadrature(ctx: RunContext, name: str, kind: str, init: str,
     def measure(pt: tuple[float, float]) -> SubCheck:
         p, q = float(pt[0]), float(pt[1])
         err = relative_error_vs_mpmath(fn(p, q), quadrature_reference(kind, init, p, q))
-        return SubCheck(name, err, REL_TOL, f"{reason}; at (x, x') = ({p:.6g}, {q:.6g})")
+        return SubCheck(name, err, REL_TOL, f"{reason}; at (x, x') = ({p:.6g}, {q:.6g})",
+                        unit="relative")
     return for_all_instances(ctx, name, point_pairs, measure, count=ctx.size("quadrature_points"),
                              pinned=pinned)
 
@@ -89,7 +91,8 @@ def _exact_vs_quadrature(ctx: RunContext, name: str, refs: Callable[[float, floa
             errs = [(lab, float(abs(val / ref - 1)) if ref != 0 else float(abs(val)))
                     for lab, val, ref in refs(p, q)]
         lab, err = max(errs, key=lambda t: t[1])
-        return SubCheck(name, err, EXACT_TOL, f"{reason}; worst {lab} at (x, x') = ({p:.6g}, {q:.6g})")
+        return SubCheck(name, err, EXACT_TOL, f"{reason}; worst {lab} at (x, x') = ({p:.6g}, {q:.6g})",
+                        unit="relative")
     return for_all_instances(ctx, name, point_pairs, measure, count=ctx.size("quadrature_points"),
                              pinned=pinned)
 
@@ -134,7 +137,7 @@ def _float_vs_derived(name: str, points: list, float_fn: Callable, derived_fn: C
             worst, where = r, (p, q)
     return SubCheck(name, worst, 1.0, f"error shown: relative difference / a-priori rounding "
                     f"bound, max over {len(points)} points covering every branch (worst at "
-                    f"{where})")
+                    f"{where})", unit="tolerances")
 
 
 # ------------------------------------------------------------- certified (Arb) checks
@@ -252,7 +255,8 @@ def _particle_checks(ctx: RunContext, init: str, Kt: np.ndarray) -> tuple[list[S
                      worst, 1.0, f"error shown: |mean/prediction - 1| / half-width of the "
                      f"chi-square acceptance interval (Satterthwaite, level {ALPHA_TEST:g} per "
                      f"width; {n_tests} widths: false alarm <= {n_tests * ALPHA_TEST:.1g} per run); "
-                     "prediction from polar quadrature particles, exact in r", passed=ok)]
+                     "prediction from polar quadrature particles, exact in r", passed=ok,
+                     unit="tolerances")]
     prow, ratios = [], []
     for n_angle in (64, 512):
         a, b, w = nk.quadrature_particles(init, n_angle)
@@ -263,7 +267,7 @@ def _particle_checks(ctx: RunContext, init: str, Kt: np.ndarray) -> tuple[list[S
     subs.append(SubCheck("quadrature particles beat the i.i.d. RMS error of the same count by >= 100",
                          100.0 / min(ratios), 1.0, "deterministic: polar rule with kinks at fixed "
                          "angles (O(n^-2)) vs the exact i.i.d. RMS sqrt(tr Cov / (m n^2)); "
-                         "error shown: 100 / min ratio"))
+                         "error shown: 100 / min ratio", unit="ratio"))
     tabs = [Table(f"{init} init: i.i.d. empirical kernel on 9 points of [-2, 2]: mean of "
                   "m|K_m - K|^2 / tr Cov (exactly 1 in expectation)",
                   ["m", "replicates", "ratio", "acceptance interval", "RMS entry error"], rows),
@@ -367,7 +371,8 @@ def _check_w3c(ctx: RunContext, a_scale: float) -> Outcome:
         nested = [(0.5, 1 / 3), (-3.0, 4.0), (2.5, 1.5)]
         w2 = max(relative_error_vs_mpmath(fn(p, q), quadrature_reference("rf", "gaussian", p, q, True)) for p, q in nested)
         subs.append(SubCheck("closed form vs TRUE 2-D nested Gauss-Legendre quadrature", w2, REL_TOL,
-                             "Cartesian, |a|,|b| <= 12: truncation exp(-72) and 35-digit quadrature"))
+                             "Cartesian, |a|,|b| <= 12: truncation exp(-72) and 35-digit quadrature",
+                             unit="relative"))
     more, tabs, data = _particle_checks(ctx, "gaussian", fn(_GRID9[:, None], _GRID9[None, :]))
     subs += more
     tables += tabs
@@ -390,7 +395,7 @@ def _check_w3c(ctx: RunContext, a_scale: float) -> Outcome:
                         f"a cubic's 4th difference is rounding only (<= 16 eps cond |f| / h^4 = "
                         f"{floor:.2g}); error shown: that floor / the gaussian's value "
                         f"{rel_g:.3g} (must be 100x above the floor; uniform: "
-                        f"{float(np.max(np.abs(d4(fu)))):.2g})")
+                        f"{float(np.max(np.abs(d4(fu)))):.2g})", unit="ratio")
     subs.append(for_all_instances(ctx, "gaussian interpolant is NOT piecewise cubic (4th differences)",
                                   datasets(min_points=3, max_points=8, min_gap=0.15,
                                               x_range=(-1.5, 1.5)),
@@ -524,7 +529,7 @@ def _ntk_vs_network(F: Any, init: str, sc: float, c2_factor: float) -> SubCheck:
                     "numerics.relu1d.network_jacobian, polar quadrature particles with the angular "
                     "panels split at the kinks of every grid point (smooth panels: exponential "
                     f"convergence); tolerance: |Theta_160 - Theta_320| = {est:.2g} (bounds the "
-                    "error of Theta_320) + 64 eps |Theta| rounding")
+                    "error of Theta_320) + 64 eps |Theta| rounding", unit="absolute")
 _JUMP_POINTS = {"jump_uniform": ("uniform", (-0.7, 0.0, 0.45, 1.0)),
                 "jump_uniform_outside": ("uniform", (-3.0, -1.5, 1.25, 2.0)),
                 "jump_gaussian": ("gaussian", (-2.0, 0.0, 0.6, 3.5))}
@@ -547,10 +552,10 @@ def _ntk_kinks(ctx: RunContext, F: Any, dat: tuple[np.ndarray, np.ndarray]) -> S
             scale = max(abs(pred), 1e-3 * float(np.max(np.abs(f.coefficients))))
             measured.append((fr - fl) / scale)
             predicted.append(pred / scale)
-    return compare("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", measured,
-                   predicted, rtol=0.0, atol=1e-4, reason="second-order one-sided "
-                   "differences, h = 1e-5: truncation h^2 |f'''| and rounding eps |f| / h, "
-                   "relative to the jump")
+    return replace(compare("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", measured,
+                           predicted, rtol=0.0, atol=1e-4, reason="second-order one-sided "
+                           "differences, h = 1e-5: truncation h^2 |f'''| and rounding eps |f| / h, "
+                           "relative to the jump"), unit="relative")
 
 
 def _measured_jumps(ctx: RunContext, F: Any) -> tuple[SubCheck, list]:
@@ -573,7 +578,8 @@ def _measured_jumps(ctx: RunContext, F: Any) -> tuple[SubCheck, list]:
     return SubCheck("derived f'-jump of K_NTK vs one-sided derivatives of the kernel", worst, 1e-13,
                     "second-order one-sided differences with h = 2^-30 at 40 digits: truncation "
                     "h^2 |K'''| ~ 1e-18, rounding 1e-40 / h ~ 1e-31 (points inside and outside "
-                    "[-1, 1]; the kernel itself is verified against quadrature above)"), jrows
+                    "[-1, 1]; the kernel itself is verified against quadrature above)",
+                    unit="relative"), jrows
 
 
 def _jump_points(ctx: RunContext) -> list[tuple[str, str, float]]:
@@ -648,7 +654,8 @@ def _check_w3d(ctx: RunContext, c2_factor: float) -> Outcome:
             p, q = float(pt[0]), float(pt[1])
             e1 = relative_error_vs_mpmath(f(p, q), _ntk_reference(i, p, q, sc))
             e2 = relative_error_vs_mpmath(F.active_probability(p, q, init=i), quadrature_reference("prob", i, p, q))
-            return SubCheck("", max(e1, e2), REL_TOL, f"at ({p:.6g}, {q:.6g}): K_NTK {e1:.2g}, P {e2:.2g}")
+            return SubCheck("", max(e1, e2), REL_TOL, f"at ({p:.6g}, {q:.6g}): K_NTK {e1:.2g}, P {e2:.2g}",
+                            unit="relative")
         subs.append(for_all_instances(ctx, f"{init}: K_NTK and P vs quadrature", point_pairs, measure,
                                       count=ctx.size("quadrature_points"),
                                       pinned=pinned if init == "uniform" else pinned[6:]))

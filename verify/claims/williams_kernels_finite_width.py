@@ -184,7 +184,8 @@ def _check_w3f(ctx: RunContext, rate_override: float | None) -> Outcome:
     subs = [SubCheck("Figure-4 coefficients: derived alpha vs mpmath solve of the quadrature Gram system",
                      e_alpha, 1e3 * cond_q * 1e-40,
                      f"K_ij by 2-D quadrature of E[(ax_i-b)_+(ax_j-b)_+] at 45 digits, LU at 40 "
-                     f"digits: forward error <= cond 1e-40 (cond {cond_q:.3g}), x 1000 margin")]
+                     f"digits: forward error <= cond 1e-40 (cond {cond_q:.3g}), x 1000 margin",
+                     unit="relative")]
     # the derived Figure-4 interpolant vs the float64 formula
     f4 = F.kernel_interpolant(FIG4_X, FIG4_Y, kernel="rf", init="uniform")
     # the fluctuation exponent of a mean of m centred i.i.d. terms, measured exactly
@@ -195,7 +196,7 @@ def _check_w3f(ctx: RunContext, rate_override: float | None) -> Outcome:
                          "quadrature particles (exhaustive enumeration of the pairs, no "
                          "sampling, sums in extended precision); tolerance: rounding bound of "
                          "the two sums (4 M eps_L each), of the centring (M eps_L, entering squared) "
-                         "and of the exponent's float64 rounding", unit="absolute"))
+                         "and of the exponent's float64 rounding", unit="|slope - predicted|"))
 
     def measure(dat: tuple[np.ndarray, np.ndarray]) -> list[SubCheck]:
         xd, yd = np.asarray(dat[0], float), np.asarray(dat[1], float)
@@ -231,7 +232,8 @@ def _check_w3f(ctx: RunContext, rate_override: float | None) -> Outcome:
                 sup_rows[m] = list(np.max(np.abs(vals - f_inf[None, :]), axis=1))
         n_tests.append(1 + len(ms))
         why = "error shown: |ratio - 1| / half-width of the chi-square acceptance interval"
-        return [SubCheck("", w1, 1.0, why, passed=ok1), SubCheck("", w2, 1.0, why, passed=ok2)]
+        return [SubCheck("", w1, 1.0, why, passed=ok1, unit="tolerances"),
+                SubCheck("", w2, 1.0, why, passed=ok2, unit="tolerances")]
 
     memo: dict[bytes, list[SubCheck]] = {}
 

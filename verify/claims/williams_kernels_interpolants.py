@@ -17,6 +17,7 @@ Figure 4 (W3f) in :mod:`verify.claims.williams_kernels_finite_width`.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -122,7 +123,8 @@ def _jumps_vs_quadrature(xp: float, jumps: Callable[[Any], Any]) -> SubCheck:
     return SubCheck("", err, 1e-25, f"at x' = {xp:.6g}: measured jumps "
                     f"{[mpmath.nstr(dr[k] - dl[k], 8) for k in range(4)]}; cubic through 4 nodes "
                     f"h = {_JUMP_H} apart on each side from 40-digit quadrature: k-th derivative "
-                    "error <= 1e-40 (2/h)^k k! 10 < 1e-33; tolerance 1e-25 absolute (K = O(1))")
+                    "error <= 1e-40 (2/h)^k k! 10 < 1e-33; tolerance 1e-25 absolute (K = O(1))",
+                    unit="absolute")
 
 
 # ---------------------------------------------- W3b: Thm 5 under its general hypothesis
@@ -176,7 +178,7 @@ def _t5_omega(name: str, xv: float, om: Callable, rows: list) -> SubCheck:
         err = float(abs(val - ref))
     rows.append([name, "omega", fmt(xv), mpmath.nstr(ref, 12), mpmath.nstr(val, 12), fmt(err)])
     return SubCheck("", err, _T5_QUAD, f"at x = {xv:.6g} (40-digit quadrature cut where a x meets "
-                    "an endpoint of I_a; omega <= 1)")
+                    "an endpoint of I_a; omega <= 1)", unit="absolute")
 
 
 def _t5_second_derivative(name: str, pt: tuple[float, float], om: Callable, rows: list) -> SubCheck:
@@ -190,7 +192,7 @@ def _t5_second_derivative(name: str, pt: tuple[float, float], om: Callable, rows
     rows.append([name, "K''", f"({z:.4g}, {zp:.4g})", mpmath.nstr(fd, 12), mpmath.nstr(pred, 12), fmt(err)])
     return SubCheck("", err, 1e-15, f"at (x, x') = ({z:.6g}, {zp:.6g}): h = 1e-9, no kink within "
                     "1e-3 (x', omega's edges): truncation h^2 |d^4 K| / 12 <= 1e-18 (|d^4 K| <= 10 "
-                    "for |x|, |x'| <= 3), rounding 4 x 1e-38 / h^2 = 4e-20")
+                    "for |x|, |x'| <= 3), rounding 4 x 1e-38 / h^2 = 4e-20", unit="absolute")
 
 
 def _t5_kernel_scaled(pt: tuple[float, float], K: Callable, rows: list) -> SubCheck:
@@ -200,7 +202,8 @@ def _t5_kernel_scaled(pt: tuple[float, float], K: Callable, rows: list) -> SubCh
         val = K(mpmath.mpf(z), mpmath.mpf(zp))
         err = float(abs(val - ref))
     rows.append(["scaled", "K_RF", f"({z:.4g}, {zp:.4g})", mpmath.nstr(ref, 12), mpmath.nstr(val, 12), fmt(err)])
-    return SubCheck("", err, _T5_QUAD, f"at (x, x') = ({z:.6g}, {zp:.6g}) (40-digit quadrature)")
+    return SubCheck("", err, _T5_QUAD, f"at (x, x') = ({z:.6g}, {zp:.6g}) (40-digit quadrature)",
+                    unit="absolute")
 
 
 def _t5_section_edges(name: str, zp: float, J: list[Callable], rows: list) -> SubCheck:
@@ -219,7 +222,8 @@ def _t5_section_edges(name: str, zp: float, J: list[Callable], rows: list) -> Su
             rows.append([name, f"[d^k K(., x')] at {e}", fmt(zp), mpmath.nstr(meas[2], 12),
                          mpmath.nstr(pred[2], 12), fmt(err)])
     return SubCheck("", worst, 1.0, f"at x' = {zp:.6g}: error / bound, bound_k = 1e-32 x 10 (2/h)^k k!, "
-                    f"h = {_T5_H} (cubics through 4 quadrature values on each side of the edge)")
+                    f"h = {_T5_H} (cubics through 4 quadrature values on each side of the edge)",
+                    unit="tolerances")
 
 
 def _t5_interpolant(name: str, xd: np.ndarray, yd: np.ndarray, om: Callable, J: list[Callable],
@@ -258,12 +262,13 @@ def _t5_interpolant(name: str, xd: np.ndarray, yd: np.ndarray, om: Callable, J: 
     tag = f"{n} data in omega's constancy interval(s)"
     out = [SubCheck("", resid, 100 * _T5_QUAD, f"{tag}: |f(x_j +- 4h) - cubic through x_j, "
                     "x_j +- h.. +-3h| / (1 + sum |alpha|); extrapolation amplifies the 1e-32 value "
-                    "error by <= 16"),
+                    "error by <= 16", unit="relative"),
            SubCheck("", err_data, 1.0, f"{tag}: max_k |[f^(k)]_{{x_j}} - (0, 0, 0, omega alpha_j)_k| / "
-                    f"bound_k, bound_k = 1e-32 (1 + sum |alpha|) 10 (2/h)^k k!, h = {_T5_H}")]
+                    f"bound_k, bound_k = 1e-32 (1 + sum |alpha|) 10 (2/h)^k k!, h = {_T5_H}",
+                    unit="tolerances")]
     if J:
         out.append(SubCheck("", err_edge, 1.0, f"{tag}: max over edges e, k of |[f^(k)]_e - sum_j "
-                            "alpha_j J_k,e(x_j)| / bound_k (as at the data)"))
+                            "alpha_j J_k,e(x_j)| / bound_k (as at the data)", unit="tolerances"))
     return out
 
 
@@ -456,13 +461,14 @@ def _check_w3b(ctx: RunContext, matrix_perturbation: float) -> Outcome:
         rows.append([xd.size, fmt(h), fmt(cond), fmt(dsp), fmt(fit_res), fmt(jerr)])
         return [SubCheck("interpolant vs CubicSpline with the derived end conditions", dsp, tol_sp,
                          f"both exact cubic splines; forward error of the Gram solve and the spline "
-                         f"system <= 64 cond eps (cond {cond:.3g})"),
+                         f"system <= 64 cond eps (cond {cond:.3g})", unit="relative"),
                 SubCheck("piecewise cubic (degree-3 fit residual)", fit_res, 1e3 * cond * EPS,
                          "exact cubics: the residual is the interpolant's rounding (cond eps |alpha|) "
-                         "times the fit's conditioning (<= 1e3)"),
+                         "times the fit's conditioning (<= 1e3)", unit="relative"),
                 SubCheck("derivative jumps at the data = alpha_j x derived jumps (k = 0..3)", jerr, 1.0,
                          "error shown: max |measured - alpha_j J_k(x_j)| / bound_k, bound_k = fit noise "
-                         "x 64 (2/h)^k k! (derivatives of fitted cubics on intervals >= h)")]
+                         "x 64 (2/h)^k k! (derivatives of fitted cubics on intervals >= h)",
+                         unit="tolerances")]
 
     subs: list[SubCheck] = []
     for i, nm in enumerate(("interpolant vs CubicSpline with the derived end conditions",
@@ -591,7 +597,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int) -> Outcome:
             val = om(xv)
             err = relative_error_vs_mpmath(val, ref)
             rows.append([i, fmt(xv), mpmath.nstr(ref, 16), f"{val:.16g}", fmt(err)])
-            return SubCheck("", err, REL_TOL, f"at x = {xv:.6g}")
+            return SubCheck("", err, REL_TOL, f"at x = {xv:.6g}", unit="relative")
         found = for_all_instances(ctx, f"{init}: omega(x) vs mpmath quadrature",
                                   st.floats(-20, 20, allow_nan=False, allow_subnormal=False), weight,
                                   count=ctx.size("omega_points"), pinned=[0.0, 0.3, -0.95, 1.0, 1.7, -4.5, 12.0])
@@ -607,7 +613,7 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int) -> Outcome:
             z, zp = float(pt[0]), float(pt[1])
             ref = nk.abs_moment_kernel_mp(z, zp, om, s2, breakpoints=bps)
             err = relative_error_vs_mpmath(F.rf_kernel(z, zp, init=i), ref)
-            return SubCheck("", err, REL_TOL, f"at (z, z') = ({z:.6g}, {zp:.6g})")
+            return SubCheck("", err, REL_TOL, f"at (z, z') = ({z:.6g}, {zp:.6g})", unit="relative")
         subs.append(for_all_instances(ctx, f"{init}: K_RF = 1/4 int omega |t-z||t-z'| dt + sigma^2/4 (1+zz')",
                                       point_pairs, ident, count=ctx.size("identity_points"),
                                       pinned=[(0.3, -0.6), (2.0, -1.5)]))
@@ -627,12 +633,12 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int) -> Outcome:
             scale = float(np.max(np.abs(pred)))
             measured.append(f2 / scale)
             predicted.append(pred / scale)
-        return compare("f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
-                       np.concatenate(measured), np.concatenate(predicted), rtol=0.0, atol=1e-4,
-                       reason="central differences h = 1e-3 at points >= 0.01 from every "
-                       "kink (the data; |x| = 1 for the uniform init, where omega' jumps): "
-                       "truncation h^2 |f''''| / 12 plus rounding 4 eps |f| / h^2, relative to "
-                       "max |f''|")
+        return replace(compare("f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
+                               np.concatenate(measured), np.concatenate(predicted), rtol=0.0, atol=1e-4,
+                               reason="central differences h = 1e-3 at points >= 0.01 from every "
+                               "kink (the data; |x| = 1 for the uniform init, where omega' jumps): "
+                               "truncation h^2 |f''''| / 12 plus rounding 4 eps |f| / h^2, relative to "
+                               "max |f''|"), unit="relative")
     subs.append(for_all_instances(ctx, "f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
                                   datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.0, 2.0)),
                                   second_derivative, count=ctx.size("datasets"), pinned=[(FIG4_X, FIG4_Y)]))

@@ -53,7 +53,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                       f"the reference's error ({fmt(ref.error)}, RMS, from the rule at half the "
                       f"panels; second order) below {REFERENCE_FRACTION:g} of the median "
                       f"distance {fmt(largest)} at m = {widths[-1]}: it inflates distances by "
-                      f"<= 0.5% and moves the slope by < 0.01")
+                      f"<= 0.5% and moves the slope by < 0.01", unit="ratio")
     gmean = np.exp(np.log(d).mean(axis=1))
     table = Table(f"W2i: distance to the limit per width (RMS on the grid, at flow time {S.FLOW_TIME:g})",
                   ["m", "geometric mean", "min", "max", "seeds"],

@@ -185,7 +185,7 @@ def shrink_subcheck(name: str, Ns, samples) -> tuple[SubCheck, RateFit]:
                     f"a finite-N fluctuation shrinks like N^-1/2 (CLT); the slope fitted over "
                     f"{fit.df + 2} replicate points (SE {fit.se:.2g}) must be <= -1/4, halfway "
                     f"to 'no shrinking'; false-alarm probability if the true rate is -1/2: "
-                    f"{fa:.1e}", passed=bool(fit.slope <= RATE_THRESHOLD)), fit
+                    f"{fa:.1e}", passed=bool(fit.slope <= RATE_THRESHOLD), unit="slope"), fit
 
 
 def plateau_subcheck(name: str, Ns, samples, floor: float) -> tuple[SubCheck, RateFit]:
@@ -197,7 +197,7 @@ def plateau_subcheck(name: str, Ns, samples, floor: float) -> tuple[SubCheck, Ra
                     min(means), floor,
                     f"a different mean-field limit: the discrepancy must stay >= {floor} at "
                     f"every N and its fitted rate ({fit.slope:.3g}, SE {fit.se:.2g}) must be "
-                    "> -1/4", passed=bool(ok)), fit
+                    "> -1/4", passed=bool(ok), unit="relative"), fit
 
 
 # ----------------------------------------------------------------------------------------
