@@ -12,8 +12,13 @@ from the step's mean (drift) and, identically, from its variance (noise).  The s
 under test is ``numerics.equivariant.train`` (vanilla scheme, minibatches of fresh data);
 the limit reference is ``numerics.equivariant_limit``: Gauss-Hermite quadratures of the
 initial law and of the data law moved by the population velocity (RK4), which never
-samples.  The near miss ``LATE_LIMIT`` reads the limit at 1.2 T (the time per step off by
-20%): the distance then plateaus."""
+samples.  At beta > 0 the linear unit's SGD runs by ``numerics.equivariant_linear``
+(the particles' mean by the SGD recursion, the deviations exactly in law: O(steps + N) per
+run, pathwise equal to ``train`` given its noise, a sub-check), which takes that study to
+N = 2^20 in the full profile; the logistic and tanh studies cost O(N^2) per run (N/alpha
+steps per unit of flow time, O(N) each) and stop at 16384 and 8192.  The near miss
+``LATE_LIMIT`` reads the limit at 1.2 T (the time per step off by 20%): the distances
+then plateau."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -24,6 +29,7 @@ from scipy import stats
 
 from numerics import equivariant as eq
 from numerics import equivariant_limit as el
+from numerics.equivariant_linear import train_linear
 from numerics.groups import c2_swap
 from numerics.validation import long_runs
 from verify.claims._maass_noisy import (gibbs_limit_check, nonlinear_study, stationary_study,
@@ -112,8 +118,9 @@ _STUDY_BETA = ("distance of the width-N particles' mean and covariance to the Ga
 def _linear_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: float,
                  x_std: float, tau: float, beta: float, batch: int, generation: int):
     """(mean, covariance) of the particles after T / (derived time per step) steps of noisy
-    SGD (vanilla, beta > 0) for the linear unit, every width and seed; cached like
-    :func:`_width_runs`."""
+    SGD (vanilla, beta > 0) for the linear unit, every width and seed, by the exact-in-law
+    decomposition numerics.equivariant_linear (O(steps + N) per run; :func:`_linear_engine_check`
+    ties it to numerics.equivariant.train pathwise); cached like :func:`_width_runs`."""
     del generation
     unit, group, teacher = _setting(linear=True)
     means = np.empty((len(widths), seeds, unit.dim_z))
@@ -123,11 +130,34 @@ def _linear_runs(run: RunContext, widths: tuple, seeds: int, alpha: float, T: fl
                            steps=int(round(T / time_per_step(N, alpha))), x_std=x_std)
         for k in range(seeds):
             th0 = eq.init_particles("iid", N, unit, group, run.rng("linear init", N, k))
-            with long_runs():
-                th, _ = eq.train(unit, group, th0, teacher, "vanilla", cfg,
-                                 run.rng("linear data", N, k), run.rng("linear noise", N, k))
+            th = train_linear(unit, th0, teacher, cfg, run.rng("linear data", N, k),
+                              run.rng("linear noise", N, k))
             means[i, k], covs[i, k] = th.mean(axis=0), np.cov(th.T, bias=True)
     return means, covs
+
+
+def _linear_engine_check(ctx: RunContext, sz: dict) -> SubCheck:
+    """The engine of the beta > 0 study (numerics.equivariant_linear) against
+    numerics.equivariant.train pathwise: same particles, data stream and the standard normals
+    train draws for its noise, at the study's (alpha, tau, beta, batch), N = 1024 over 600
+    steps (two of train's pre-drawn chunks)."""
+    unit, group, teacher = _setting(linear=True)
+    N, K = 1024, 600
+    cfg = eq.SGDConfig(alpha=sz["alpha"], tau=sz["tau"], beta=sz["beta"], batch=sz["batch"],
+                       steps=K, x_std=sz["x_std"])
+    th0 = eq.init_particles("iid", N, unit, group, ctx.rng("linear engine", "init"))
+    ref, _ = eq.train(unit, group, th0, teacher, "vanilla", cfg, ctx.rng("linear engine", "data"),
+                      ctx.rng("linear engine", "noise"))
+    xi = ctx.rng("linear engine", "noise").standard_normal((K, N, unit.dim_z))
+    out = train_linear(unit, th0, teacher, cfg, ctx.rng("linear engine", "data"),
+                       ctx.rng("linear engine", "noise"), xi=xi)
+    scale = float(np.abs(ref).max())
+    return compare(f"the beta > 0 study's engine (mean recursion composed as affine maps, "
+                   f"deviations a^K delta_0 + sqrt(2 beta s) (W - Wbar)) = numerics.equivariant."
+                   f"train pathwise, N = {N}, {K} steps", out / scale, ref / scale, rtol=0.0,
+                   atol=1e-12,
+                   reason="the same sums in another order: K = 600 steps of contractions "
+                          "(|A| < 1) each rounding at ~1e-16 of the particles' scale, <= ~1e-13")
 
 
 def _gaussian_limit(t: float, x_std: float, tau: float, beta: float) -> tuple[np.ndarray, float]:
@@ -145,7 +175,7 @@ def _beta_study(ctx: RunContext, sz: dict, time_factor: float):
     """The beta > 0 width study: distance of the particles' (mean, covariance) to the derived
     Gaussian law read at time_factor * T."""
     widths = tuple(sz["beta_widths"])
-    means, covs = _linear_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], sz["T"],
+    means, covs = _linear_runs(ctx.shared(), widths, sz["beta_seeds"], sz["alpha"], sz["T"],
                                sz["x_std"], sz["tau"], sz["beta"], sz["batch"], derived_generation())
     m_inf, c_inf = _gaussian_limit(sz["T"] * time_factor, sz["x_std"], sz["tau"], sz["beta"])
     eye = np.eye(means.shape[-1])
@@ -398,14 +428,17 @@ def _noise_check(ctx: RunContext, alpha: float, tau: float, x_std: float) -> Sub
                     f"deviation of the sample variance stays within {fmt(tol)}")
 
 
+#: the size keys of M1f's profiles
+_SIZE_KEYS = ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch", "nq", "nx", "rk4", "n_eval",
+              "beta", "beta_widths", "beta_seeds", "stat_tau", "stat_beta", "stat_N", "stat_seeds",
+              "stat_step", "stat_T", "mv_widths", "mv_seeds", "mv_cells", "mv_nx", "gibbs_cells",
+              "gibbs_T", "gibbs_nx", "gibbs_ref_cells", "stat_mv_widths", "stat_mv_seeds",
+              "stat_mv_T")
+
+
 def check(ctx: RunContext, time_factor: float) -> Outcome:
     """M1f: the width study against the limit read at time_factor * T (1 for the claim)."""
-    sz = {k: ctx.size(k) for k in ("widths", "seeds", "alpha", "T", "tau", "x_std", "batch",
-                                   "nq", "nx", "rk4", "n_eval", "beta", "beta_widths", "stat_tau",
-                                   "stat_beta", "stat_N", "stat_seeds", "stat_step", "stat_T",
-                                   "mv_widths", "mv_seeds", "mv_cells", "mv_nx", "gibbs_cells",
-                                   "gibbs_T", "gibbs_nx", "gibbs_ref_cells", "stat_mv_widths",
-                                   "stat_mv_seeds", "stat_mv_T")}
+    sz = {k: ctx.size(k) for k in _SIZE_KEYS}
     widths, T = tuple(sz["widths"]), sz["T"]
     F, steps = _width_runs(ctx.shared(), widths, sz["seeds"], sz["alpha"], T, sz["x_std"],
                            sz["tau"], sz["batch"], sz["n_eval"], derived_generation())
@@ -439,6 +472,7 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                                    f"halving, so the coarser grid's distance bounds the finer "
                                    f"one's error) at {sz['mv_cells']} cells, {sz['mv_nx']} "
                                    f"Gauss-Hermite data nodes", _BIAS_FRACTION),
+            _linear_engine_check(ctx, sz),
             _closure_check(sz),
             _limit_in_time_check(sz),
             gibbs_limit_check(sz),
@@ -513,7 +547,7 @@ CLAIMS = [Claim(
     sizes={"quick": {"widths": (64, 128, 256, 512, 1024, 2048, 4096), "seeds": 8, "alpha": 16.0,
                      "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 6, "nx": 16,
                      "rk4": 24, "n_eval": 32, "beta": 0.05,
-                     "beta_widths": (64, 128, 256, 512, 1024, 2048, 4096),
+                     "beta_widths": (64, 128, 256, 512, 1024, 2048, 4096), "beta_seeds": 8,
                      "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 1024, "stat_seeds": 16,
                      "stat_step": 1 / 64, "stat_T": 12.0,
                      "mv_widths": (64, 128, 256, 512, 1024, 2048, 4096), "mv_seeds": 12,
@@ -524,8 +558,10 @@ CLAIMS = [Claim(
            "full": {"widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8,
                     "alpha": 16.0, "T": 4.0, "tau": 1e-2, "x_std": 1.0, "batch": 20, "nq": 7,
                     "nx": 20, "rk4": 32, "n_eval": 32, "beta": 0.05,
-                    # the linear unit's SGD step is memory-bound beyond N ~ 8192 (~10 ms)
-                    "beta_widths": (128, 256, 512, 1024, 2048, 4096, 8192),
+                    # the linear unit's runs cost O(steps + N) (numerics.equivariant_linear):
+                    # ~1 s per run at N = 2^20 (262144 SGD steps)
+                    "beta_widths": (256, 1024, 4096, 16384, 65536, 262144, 1048576),
+                    "beta_seeds": 16,
                     "stat_tau": 0.25, "stat_beta": 0.05, "stat_N": 4096, "stat_seeds": 32,
                     "stat_step": 1 / 128, "stat_T": 12.0,
                     "mv_widths": (128, 256, 512, 1024, 2048, 4096, 8192), "mv_seeds": 16,
