@@ -33,11 +33,6 @@ LONG_QUICK = {"W2i", "W2j", "W2k", "H1g", "H1i", "H1k", "H1l", "W3f", "M1f", "H1
               "W3b"}
 
 
-#: claims of this repository whose sub-checks do not all state their unit yet (their
-#: summary row falls back to reading the unit from the reason)
-UNITS_PENDING = {"M1f"}
-
-
 def _claim_seed_params() -> list:
     return [pytest.param(cid, seed, id=f"{cid}-{seed}",
                          marks=[pytest.mark.slow] if cid in LONG_QUICK and i else [])
@@ -78,8 +73,7 @@ def test_claim_passes_and_negative_control_fails(claim_id: str, seed: int) -> No
     assert ev.passed, (f"{claim_id} seed {seed}: error {ev.error} > tolerance {ev.tolerance}: "
                        f"{ev.details}")
     assert ev.claim_id == claim_id and ev.seconds >= 0 and ev.tolerance_reason
-    if claims.get(claim_id).check.__module__.startswith("verify.claims.") \
-            and claim_id not in UNITS_PENDING:
+    if claims.get(claim_id).check.__module__.startswith("verify.claims."):
         unstated = _without_unit(ev)
         assert not unstated, (f"{claim_id}: sub-checks without a unit of {UNITS} or "
                               f"'mixed (...)' (set SubCheck(..., unit=...)): {unstated}")

@@ -167,7 +167,7 @@ def gibbs_limit_check(sz: dict) -> SubCheck:
         f"gaps "
         f"{', '.join(fmt(float(g)) for g in gaps[:, 2])} at {4 * n0} cells (at t/2: "
         f"{', '.join(fmt(float(g)) for g in halfway[:, 2])}: the transient has died out); "
-        f"orders {', '.join(f'{p:.4f}' for p in np.concatenate([p_coarse, p_fine]))}")
+        f"orders {', '.join(f'{p:.4f}' for p in np.concatenate([p_coarse, p_fine]))}", unit="order")
 
 
 STATIONARY_STUDY = ("W1 between the width-N particles of noisy SGD run to stationarity and the Gibbs "
@@ -202,4 +202,4 @@ def stationary_study(ctx: RunContext, sz: dict, generation: int) -> list[SubChec
                      near.half_width / miss if miss > 0 else float("inf"), 1.0,
                      f"99.9% Student-t interval from {sz['stat_mv_seeds']} seeds at "
                      f"{len(widths)} widths {widths[0]}..{widths[-1]}: the near miss must "
-                     f"exclude -1/2, or the exact study could not tell the temperature")]
+                     f"exclude -1/2, or the exact study could not tell the temperature", unit="ratio")]
