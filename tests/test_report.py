@@ -197,6 +197,11 @@ def test_kit_subchecks_state_their_unit() -> None:
     rel = compare("r", 1.0, 1.0, rtol=1e-12, reason="float64")
     ab = compare("a", 1.0, 1.0, rtol=0.0, atol=1e-12, reason="float64")
     assert (rel.unit, ab.unit) == ("relative", "absolute")
+    scaled = compare("s", 1.0, 1.0, rtol=0.0, atol=1e-12, reason="x / scale", unit="relative")
+    assert scaled.unit == "relative" and scaled.tolerance == 1e-12
+    import pytest
+    with pytest.raises(ValueError, match="unit must be one of"):
+        compare("s", 1.0, 1.0, rtol=0.0, atol=1e-12, reason="r", unit="relativ")
     out = combine("c", [rel, ab])
     assert [d.get("unit") for d in out.details["subchecks"]] == ["relative", "absolute"]
     import flint

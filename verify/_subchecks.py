@@ -13,6 +13,8 @@ import numpy as np
 
 from verify._claim import Outcome, RunContext, Table, jsonable
 
+from verify._units import UNITS, is_unit
+
 __all__ = ["Margin", "SubCheck", "combine", "control_margin", "fmt", "loglog_slope",
            "for_all_instances", "margin", "no_shrinking", "without_local_constants",
            "RateStudy", "rate_study", "compare_derivative"]
@@ -65,15 +67,9 @@ class SubCheck:
     # minimal (shrunk) failing instance with its error.
     instances: int | None = None
     counterexample: dict[str, Any] | None = field(default=None)
-    # What ``error`` and ``tolerance`` are measured in (the summary shows it; the kit's
-    # constructors set it, this repository's claims must; "" lets the report guess from
-    # the reason): "relative" (to the reference, or to a scale the reason names),
-    # "absolute" (the quantity's own units), "ulps", "radians", "SE" (standard errors),
-    # "tolerances" (divided by its own bound(s): tolerance 1), "ratio" (of two measured
-    # quantities, e.g. bound / value), "|slope - predicted|" (a fitted log-log slope vs
-    # the predicted rate), "slope" (a fitted slope vs a threshold), "order" (an observed
-    # convergence order vs the scheme's), "count" (events, instances, dimensions), "flag"
-    # (1 when a yes/no condition fails, else 0), "mixed (c relative, theta radians)".
+    # What ``error`` and ``tolerance`` are measured in: one of UNITS (their meanings are
+    # listed there) or "mixed (...)" (the summary shows it; the kit's constructors set it,
+    # this repository's claims must; "" lets the report guess from the reason).
     unit: str = ""
 
     def __post_init__(self) -> None:
@@ -448,7 +444,7 @@ def rate_study(name: str, widths: Any, distances: Any, *, predicted: float,
 
 
 def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0,
-            reason: str) -> SubCheck:
+            reason: str, unit: str | None = None) -> SubCheck:
     """One sub-check comparing ``value`` with ``reference`` elementwise (broadcast), in the
     style of scipy's ``assert_mpmath_equal``.
 
@@ -457,10 +453,14 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     ``rtol = 0``), and the tolerance is ``rtol`` (``atol`` when ``rtol = 0``).  ``reason``
     says why those tolerances (a rounding analysis, a quadrature error bound, ...); it is
     required.  A non-finite value where the reference is finite is an infinite error.  The
-    worst point goes into the sub-check's ``counterexample``.
+    worst point goes into the sub-check's ``counterexample``.  ``unit`` (one of
+    :data:`UNITS`) names what the error is measured in when the compared values are
+    already scaled or normalised (default: "relative" when ``rtol > 0``, else "absolute").
     """
     if not isinstance(name, str) or not name:
         raise ValueError("compare: name must be a non-empty string naming the sub-check")
+    if unit is not None and not is_unit(unit):
+        raise ValueError(f"compare: unit must be one of {UNITS} or 'mixed (...)'; got {unit!r}")
     if not isinstance(reason, str) or not reason.strip():
         raise ValueError("compare: reason must say why rtol/atol are what they are")
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
@@ -484,7 +484,7 @@ def compare(name: str, value: Any, reference: Any, *, rtol: float, atol: float =
     bound = rtol if rtol > 0 else atol
     return SubCheck(name, worst_err, bound, reason,
                     counterexample=worst if worst_err > bound else None,
-                    unit="relative" if rtol > 0 else "absolute")
+                    unit=unit or ("relative" if rtol > 0 else "absolute"))
 
 
 #: most points of one :func:`compare_derivative` (five Python calls of f and df each)

@@ -9,7 +9,6 @@ Each negative control is the same check on a named near miss: ``RELU2_INVARIANT`
 ``NON_INVARIANT_TERM`` (H1b), ``SPHERE_ONE_UP`` (H1d)."""
 from __future__ import annotations
 
-from dataclasses import replace
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -167,11 +166,11 @@ class _H1aFlows:
             tol = max(tol, float(np.max((2 * q_err / h + trunc + 5 * se) / scale)))
         if not self.shown:
             self.shown.update(times=run.times, gap=q - q[0], inst=list(inst), nfev=run.nfev)
-        return replace(compare("fd", np.array(measured), np.array(derived), rtol=0.0, atol=tol,
-                               reason="central difference (h = 1e-2) of the DOP853 states: integration "
-                               "error (one rtol 1e-12 per step) / h, the FD truncation (Richardson, h vs 2h) "
-                               "and 5 Monte Carlo SE of the per-sample rate from the definitions (0 for k = 1: "
-                               "the ReLU flow conserves a^2 - |b|^2 sample by sample)"), unit="relative")
+        return compare("fd", np.array(measured), np.array(derived), rtol=0.0, atol=tol,
+                       reason="central difference (h = 1e-2) of the DOP853 states: integration "
+                       "error (one rtol 1e-12 per step) / h, the FD truncation (Richardson, h vs 2h) "
+                       "and 5 Monte Carlo SE of the per-sample rate from the definitions (0 for k = 1: "
+                       "the ReLU flow conserves a^2 - |b|^2 sample by sample)", unit="relative")
 
     def measure_velocity(self, inst) -> SubCheck:
         d, _, m, _ = inst
@@ -187,10 +186,10 @@ class _H1aFlows:
             sc = sc + 1e-300
             derived.append(np.stack([da, db, dq]) / sc)
             measured.append(np.stack([meas_a, meas_b, self.k * meas_a - meas_b]) / sc)
-        return replace(compare("velocity", np.array(derived), np.array(measured), rtol=0.0,
-                               atol=16 * (d + 2) * _U * math.sqrt(self.n), reason="float64 sums of n "
-                               "products of d + 2 factors: rounding ~ (d + 2) sqrt(n) u of the summed "
-                               "magnitudes (x16)"), unit="relative")
+        return compare("velocity", np.array(derived), np.array(measured), rtol=0.0,
+                       atol=16 * (d + 2) * _U * math.sqrt(self.n), reason="float64 sums of n "
+                       "products of d + 2 factors: rounding ~ (d + 2) sqrt(n) u of the summed "
+                       "magnitudes (x16)", unit="relative")
 
 
 def check_h1a(ctx: RunContext, k: int) -> Outcome:
@@ -334,9 +333,9 @@ def _h1b_closed(ctx: RunContext, wrong: bool, inst) -> SubCheck:
     measured = np.concatenate([asym / 1e-12, pre_m / (64 * _U), vel_m / (64 * _U * 60)])
     derived = np.concatenate([np.full_like(asym, predicted) / 1e-12, pre_d / (64 * _U),
                               vel_d / (64 * _U * 60)])
-    return replace(compare("closed", measured, derived, rtol=0.0, atol=1.0,
-                           reason="asymmetry, pre-activation and velocity errors in units of their "
-                           "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)"), unit="tolerances")
+    return compare("closed", measured, derived, rtol=0.0, atol=1.0,
+                   reason="asymmetry, pre-activation and velocity errors in units of their "
+                   "tolerances (1e-12; 64 u; 64 u x 60: float64 rounding)", unit="tolerances")
 
 
 def _h1b_iid_asymmetry(ctx: RunContext, name: str, T: np.ndarray, X: np.ndarray, Y: np.ndarray,
@@ -398,16 +397,16 @@ def check_h1b(ctx: RunContext, wrong: bool) -> Outcome:
                         atol=1e-12, reason="the change of variables b = T b' gives asymmetry 0 "
                         "in exact arithmetic; float64 rounding of O(1) predictors over <= 600 GD "
                         "steps stays < 1e-13"))
-    subs.append(replace(compare("along GD: measured (T b_j).(T x_i) - b_j.x_i (pre-activations of "
-                                "the transformed states) vs the derived residual, relative to "
-                                "|b||x|", pre_m, pre_d, rtol=0.0, atol=64 * _U, reason="two float64 "
-                                "dot products of d = 4 terms: a few roundings"), unit="relative"))
-    subs.append(replace(compare("along GD: measured velocity of the image particle (a, T b_j) minus "
-                                "(v_a, T v_b) of (a, b_j) (numerics' -m grad L) vs the derived "
-                                "per-sample equivariance residuals averaged over the sample, "
-                                "relative to the velocity scale", vel_m, vel_d, rtol=0.0,
-                                atol=64 * _U * 60, reason="float64 sums over the n <= 300 samples of "
-                                "the orbit: rounding ~ sqrt(n) u per term, x64"), unit="relative"))
+    subs.append(compare("along GD: measured (T b_j).(T x_i) - b_j.x_i (pre-activations of "
+                        "the transformed states) vs the derived residual, relative to "
+                        "|b||x|", pre_m, pre_d, rtol=0.0, atol=64 * _U, reason="two float64 "
+                        "dot products of d = 4 terms: a few roundings", unit="relative"))
+    subs.append(compare("along GD: measured velocity of the image particle (a, T b_j) minus "
+                        "(v_a, T v_b) of (a, b_j) (numerics' -m grad L) vs the derived "
+                        "per-sample equivariance residuals averaged over the sample, "
+                        "relative to the velocity scale", vel_m, vel_d, rtol=0.0,
+                        atol=64 * _U * 60, reason="float64 sums over the n <= 300 samples of "
+                        "the orbit: rounding ~ sqrt(n) u per term, x64", unit="relative"))
     subs.append(for_all_instances(
         ctx, "drawn closed particle sets (d, rotation 2pi/q or reflection, widths, samples): "
         "measured asymmetry, pre-activations and velocities vs the derived residuals, in "
@@ -721,9 +720,9 @@ def check_h1d(ctx: RunContext, kperp_shift: int) -> Outcome:
             mc[i], se[i] = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_g))
         rows.append([d_H, kP, fmt(mc[0], 6), fmt(red[0], 6), fmt(se[0]),
                      fmt(abs(mc[0] - red[0]) / se[0])])
-        return replace(compare("haar", mc / se, np.asarray(red) / se, rtol=0.0, atol=5.5,
-                               reason="CLT per input; 5.5 SE over 6 inputs and up to 26 instances "
-                               "(union bound 6e-6)"), unit="SE")
+        return compare("haar", mc / se, np.asarray(red) / se, rtol=0.0, atol=5.5,
+                       reason="CLT per input; 5.5 SE over 6 inputs and up to 26 instances "
+                       "(union bound 6e-6)", unit="SE")
 
     s_mc = for_all_instances(
         ctx, f"Haar average over O(H^perp) of f(mu; g x) (MC, {n_g} draws) vs the derived "

@@ -5,7 +5,6 @@ near miss ``ALPHA_ONE_UP``: the derived alpha read one dimension up, alpha(d_H +
 2 sqrt(pi) Gamma(d_H/2 + 1) / Gamma((d_H+1)/2) (the Gamma arguments shifted by 1/2)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -247,9 +246,9 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
         mc_z.append(mean / se)
         target_z.append(target / se)
         mc_rows.append([kk, n, fmt(mean, 6), fmt(target, 6), fmt(se), fmt(abs(mean - target) / se)])
-    sub.append(replace(compare(f"i.i.d. sphere points (n = {n}) vs 1/alpha, in standard errors",
-                               mc_z, target_z, rtol=0.0, atol=5.0, reason="CLT: |error| / SE is "
-                               "~N(0,1); 5 SE bounds a false failure at 6e-7 per d_H"), unit="SE"))
+    sub.append(compare(f"i.i.d. sphere points (n = {n}) vs 1/alpha, in standard errors",
+                       mc_z, target_z, rtol=0.0, atol=5.0, reason="CLT: |error| / SE is "
+                       "~N(0,1); 5 SE bounds a false failure at 6e-7 per d_H", unit="SE"))
 
     # predictor level: alpha * Unif(S^{d_H-1}) reproduces |x_H| on random inputs, for
     # (d_H, d) drawn by Hypothesis
@@ -266,9 +265,9 @@ def _check(ctx: RunContext, alpha_expr: sp.Expr) -> Outcome:
         f = vals.mean(axis=0)
         se = vals.std(axis=0, ddof=1) / np.sqrt(m)
         target = np.linalg.norm(X[:, :d_H], axis=1)
-        sc = replace(compare("predictor", f / se, target / se, rtol=0.0, atol=6.0, reason="CLT per "
-                             "input; 6 SE covers the maximum over 20 inputs and up to 25 instances "
-                             "(union bound 1e-6)"), unit="SE")
+        sc = compare("predictor", f / se, target / se, rtol=0.0, atol=6.0, reason="CLT per "
+                     "input; 6 SE covers the maximum over 20 inputs and up to 25 instances "
+                     "(union bound 1e-6)", unit="SE")
         pred_rows.append([d_H, d, m, fmt(float(np.max(np.abs(f / target - 1)))), fmt(sc.error)])
         return sc
     sub += _certified(ctx, alpha_expr)

@@ -10,7 +10,7 @@ the exact asymptotic rate (the near miss ``BOUND_AS_RATE``)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -160,9 +160,9 @@ def _exact_identities(ctx: RunContext, r: _H1cRun) -> list[SubCheck]:
         for aa, BB in snaps_i:
             measured.append(tl.forward(aa, BB, Xt) / 1e-12)
             derived.append(Xt @ (0.5 * (aa @ BB) / aa.size) / 1e-12)
-        return replace(compare("identities", np.concatenate(measured), np.concatenate(derived),
-                               rtol=0.0, atol=1.0, reason="both errors in units of their tolerances "
-                               "(64 (1 + d) u of the moments; 1e-12 for linearity)"), unit="tolerances")
+        return compare("identities", np.concatenate(measured), np.concatenate(derived),
+                       rtol=0.0, atol=1.0, reason="both errors in units of their tolerances "
+                       "(64 (1 + d) u of the moments; 1e-12 for linearity)", unit="tolerances")
     from hypothesis import strategies as st
     s_ident = for_all_instances(
         ctx, "drawn widths 4 d k0, samples 2 n, steps eta: every GD step |Delta z - eta F(z) "

@@ -20,7 +20,7 @@ in float32 (``TrendSettings.precision``), the exactness sub-checks in float64.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +131,8 @@ def _derived_vs_numeric_m1a(ctx: RunContext) -> list[SubCheck]:
              "res3": "derived residual (C3, two atoms) vs float64 difference",
              "equi": "derived joint-equivariance residual vs sigma(Px, PzP) - P sigma(x, z)"}
     units = {"single": "relative", "res2": "absolute", "res3": "absolute", "equi": "absolute"}
-    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                            atol=EXACT_TOL, reason=why), unit=units[k]) for k in names]
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why, unit=units[k]) for k in names]
 
 
 #: points of the SO(2) rule that the float64 sub-checks use for the cubic unit: its
@@ -186,8 +186,8 @@ def _so2_m1a(ctx: RunContext) -> list[SubCheck]:
                     "difference",
              "equi": "SO(2): derived joint-equivariance residual vs sigma(Rx, RzR^T) - R "
                      "sigma(x, z) at drawn angles"}
-    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                            atol=EXACT_TOL, reason=why), unit="relative") for k in names]
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why, unit="relative") for k in names]
 
 
 def _certified_so2_m1a(ctx: RunContext) -> list[SubCheck]:
@@ -467,8 +467,8 @@ def _derived_vs_numeric_m1b(ctx: RunContext) -> list[SubCheck]:
                      "particle difference, 30 random (x, z)",
              "uv": "derived (u, v) form D(u, v) vs float64 particle difference"}
     units = {"lin": "absolute", "proj": "relative", "logi": "absolute", "uv": "absolute"}
-    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                            atol=EXACT_TOL, reason=why), unit=units[k]) for k in names]
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why, unit=units[k]) for k in names]
 
 
 def check_m1b(ctx: RunContext, kappa: float) -> Outcome:

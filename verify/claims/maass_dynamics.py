@@ -12,7 +12,6 @@ check and its negative control have in common are cached per run (``ctx.shared()
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -75,9 +74,9 @@ def _measure_risk_gap(ctx: RunContext, inst) -> SubCheck:
                        for b in range(x.shape[0])])
         measured.append((da - fa) / scale)
         derived.append(dg / scale)
-    return replace(compare(name, np.concatenate(measured), np.concatenate(derived), rtol=0.0,
-                           atol=EXACT_TOL, reason=f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
-                           f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms"), unit="relative")
+    return compare(name, np.concatenate(measured), np.concatenate(derived), rtol=0.0,
+                   atol=EXACT_TOL, reason=f"{name}, {'WI' if wi else 'i.i.d.'} particles, "
+                   f"N = {z.shape[0]}: float64 sums of <= 3 squares of O(1) terms", unit="relative")
 
 
 def _measure_translate(ctx: RunContext, inst) -> SubCheck:
@@ -103,12 +102,12 @@ def _measure_translate(ctx: RunContext, inst) -> SubCheck:
     one = float(formulas.rmd(c[None, :], -c[None, :]))
     half = float(formulas.rmd(c[None, :], np.zeros((1, D))))
     # W_2 relative to the derived value; the two normalisations against 1
-    return replace(compare("translate", [(got - ref) / max(ref, 1e-300), one, half * np.sqrt(2)],
-                           [0.0, 1.0, 1.0], rtol=0.0, atol=1e-12, reason=f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
-                           "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
-                           "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
-                           "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
-                           "2^-1/2 to a few eps"), unit="relative")
+    return compare("translate", [(got - ref) / max(ref, 1e-300), one, half * np.sqrt(2)],
+                   [0.0, 1.0, 1.0], rtol=0.0, atol=1e-12, reason=f"N = {N}, D = {D}, |c| = {np.sqrt(c @ c):.3g}: "
+                   "W_2 = |c| exactly (Brenier; dyadic atoms and shift, so the translate is "
+                   "exact in float64); float64 sums of N squares: rounding ~ N eps relative; "
+                   "the normalisation RMD(delta_c, delta_-c) = 1, RMD(delta_c, delta_0) = "
+                   "2^-1/2 to a few eps", unit="relative")
 
 
 _instances_translate = st.tuples(st.integers(2, 60), st.integers(1, 6),
@@ -197,9 +196,9 @@ def _measure_risks(ctx: RunContext, inst) -> SubCheck:
         rl = _risks(LinearUnit(u.dim_x, u.dim_y), G, x, y, z)
         pairs.append((rl["EA"], rl["FA"]))
     risk, identity = (np.array(side) / scale for side in zip(*pairs))
-    return replace(compare(name, risk, identity, rtol=0.0, atol=EXACT_TOL,
-                           reason=f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
-                           "squares of O(1) model outputs; the identities are exact"), unit="relative")
+    return compare(name, risk, identity, rtol=0.0, atol=EXACT_TOL,
+                   reason=f"{name}, {law} particles, N = {z.shape[0]}: float64 batch means of "
+                   "squares of O(1) model outputs; the identities are exact", unit="relative")
 
 
 #: the teacher of M1c's and M1e's rate tests; the near miss: a non-symmetric teacher
@@ -348,8 +347,8 @@ def _drift_subchecks(ctx: RunContext) -> list[SubCheck]:
              "d": "derived V - P grad_vanilla vs numerics (FA gradient minus projected "
                   "vanilla gradient)"}
     units = {"v": "relative", "t": "absolute", "d": "absolute"}   # v is scaled by max(1, |der|)
-    return [replace(compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
-                            atol=EXACT_TOL, reason=why), unit=units[k]) for k in names]
+    return [compare(names[k], np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0,
+                    atol=EXACT_TOL, reason=why, unit=units[k]) for k in names]
 
 
 _instances_si = st.tuples(st.sampled_from([0, 1, 2, 3, 6, 8]), st.sampled_from(["fa", "da_orbit"]),

@@ -21,7 +21,6 @@ steps per unit of flow time, O(N) each) and stop at 16384 and 8192.  The near mi
 then plateau."""
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -153,12 +152,12 @@ def _linear_engine_check(ctx: RunContext, sz: dict) -> SubCheck:
     out = train_linear(unit, th0, teacher, cfg, ctx.rng("linear engine", "data"),
                        ctx.rng("linear engine", "noise"), xi=xi)
     scale = float(np.abs(ref).max())
-    return replace(compare(f"the beta > 0 study's engine (mean recursion composed as affine maps, "
-                   f"deviations a^K delta_0 + sqrt(2 beta s) (W - Wbar)) = numerics.equivariant."
-                   f"train pathwise, N = {N}, {K} steps", out / scale, ref / scale, rtol=0.0,
-                   atol=1e-12,
-                   reason="the same sums in another order: K = 600 steps of contractions "
-                          "(|A| < 1) each rounding at ~1e-16 of the particles' scale, <= ~1e-13"), unit="relative")
+    return compare(f"the beta > 0 study's engine (mean recursion composed as affine maps, "
+           f"deviations a^K delta_0 + sqrt(2 beta s) (W - Wbar)) = numerics.equivariant."
+           f"train pathwise, N = {N}, {K} steps", out / scale, ref / scale, rtol=0.0,
+           atol=1e-12,
+           reason="the same sums in another order: K = 600 steps of contractions "
+                  "(|A| < 1) each rounding at ~1e-16 of the particles' scale, <= ~1e-13", unit="relative")
 
 
 def _gaussian_limit(t: float, x_std: float, tau: float, beta: float) -> tuple[np.ndarray, float]:
@@ -222,12 +221,12 @@ def _closure_check(sz: dict) -> SubCheck:
         u, s_m = sol(t), max(1.0, float(np.abs(m_d).max()))
         vals += [u[:D] / s_m, u[D:] / c_d]
         refs += [m_d / s_m, np.eye(D).ravel()]
-    return replace(compare("derived Gaussian law (f(t) M*, c(t) I) vs the Ito moment ODEs of the numerics' "
-                   "drift (population velocity and its Jacobian), integrated by DOP853, t = T/4, "
-                   "T/2, T", np.concatenate(vals), np.concatenate(refs), rtol=0.0, atol=1e-10,
-                   reason="DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 "
-                          "relative; the 4-node Gauss-Hermite rule is exact for the quadratic data "
-                          "moments"), unit="relative")
+    return compare("derived Gaussian law (f(t) M*, c(t) I) vs the Ito moment ODEs of the numerics' "
+           "drift (population velocity and its Jacobian), integrated by DOP853, t = T/4, "
+           "T/2, T", np.concatenate(vals), np.concatenate(refs), rtol=0.0, atol=1e-10,
+           reason="DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 "
+                  "relative; the 4-node Gauss-Hermite rule is exact for the quadratic data "
+                  "moments", unit="relative")
 
 
 def _stationary(name: str, sz: dict, s: float = 0.0, N: float = float("inf")) -> float:
@@ -275,15 +274,15 @@ def _limit_in_time_check(sz: dict) -> SubCheck:
             refs.append(np.exp(-rates[blk] * t1) * d1[blk] / unit)
         vals += [d_end[:D] / float(np.max(np.abs(target[:D]))), d_end[D:] / c_inf]
         refs += [np.zeros(D), np.zeros(D * D)]
-    return replace(compare(f"t -> infinity: the moment ODEs from two non-Gaussian starts relax at the derived "
-                   f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
-                   f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
-                   f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", np.concatenate(vals),
-                   np.concatenate(refs), rtol=0.0, atol=1e-9,
-                   reason="DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios "
-                          "are read where the transients are >= exp(-4) ~ 2e-2 of their start, so "
-                          "rounding and the integrator error stay below ~1e-10 of them; at 40 "
-                          "relaxation times the transient is exp(-40) ~ 4e-18"), unit="relative")
+    return compare(f"t -> infinity: the moment ODEs from two non-Gaussian starts relax at the derived "
+           f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
+           f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
+           f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", np.concatenate(vals),
+           np.concatenate(refs), rtol=0.0, atol=1e-9,
+           reason="DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios "
+                  "are read where the transients are >= exp(-4) ~ 2e-2 of their start, so "
+                  "rounding and the integrator error stay below ~1e-10 of them; at 40 "
+                  "relaxation times the transient is exp(-40) ~ 4e-18", unit="relative")
 
 
 @lru_cache(maxsize=2)

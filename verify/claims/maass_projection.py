@@ -16,7 +16,7 @@ with finite support: every L2 inner product is a finite sum); the derived SO(2) 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import mpmath
@@ -217,8 +217,8 @@ def _derived_vs_numeric(ctx: RunContext) -> list[SubCheck]:
                   "the 6-node rule is exact for this degree-6 polynomial; float64 unit values "
                   "(<= 10 roundings), the 8-term rule average and the 36-node sum: <= 50 "
                   "roundings of the scale, 5.6e-15")}
-    return [replace(compare(name, np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0, atol=tol,
-                            reason=reason), unit="relative") for k, (name, tol, reason) in declared.items()]
+    return [compare(name, np.stack(derived[k]), np.stack(numeric[k]), rtol=0.0, atol=tol,
+                    reason=reason, unit="relative") for k, (name, tol, reason) in declared.items()]
 
 
 def _certified(ctx: RunContext) -> list[SubCheck]:

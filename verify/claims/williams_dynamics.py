@@ -14,7 +14,6 @@ field (W2d-W2f, W2h) is in :mod:`verify.claims.williams_dynamics_field`, the res
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -57,9 +56,9 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
             th = th + angle_offset
         f_can = N.canonical_forward(r, th, xs)
         scale = np.sum(np.abs(c) * np.hypot(a, b)) * np.hypot(3.0, 1.0) / m
-        return replace(compare("f_z vs f~_pi(z)", f_full / scale, f_can / scale, rtol=0.0,
-                               atol=4 * (m + 2) * U, reason="sums of m terms in float64: (m + 2) "
-                               "roundings of the summed magnitudes (relative to that scale)"), unit="relative")
+        return compare("f_z vs f~_pi(z)", f_full / scale, f_can / scale, rtol=0.0,
+                       atol=4 * (m + 2) * U, reason="sums of m terms in float64: (m + 2) "
+                       "roundings of the summed magnitudes (relative to that scale)", unit="relative")
 
     def measure_fibre(z) -> SubCheck:
         a, b, c = z
@@ -79,10 +78,9 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
                                 N.forward_dense(a4, b4, c4, xs, "m") / fscale])
         reference = np.concatenate([r / np.abs(r), np.zeros(m),
                                     (np.stack([a, b, c]) / zscale).ravel(), f_full / fscale])
-        return replace(compare("fibres", value, reference, rtol=0.0, atol=64 * U,
-                               reason="a few roundings in sqrt/atan2/division "
-                               "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)"),
-                               unit="mixed (r relative, theta radians)")
+        return compare("fibres", value, reference, rtol=0.0, atol=64 * U,
+                       reason="a few roundings in sqrt/atan2/division "
+                       "(|c|/|(a,b)| up to 1e3: conditioning of the fibre point <= 16 u)", unit="mixed (r relative, theta radians)")
 
     # output weights |c| >= 1e-3 (r = 0 has no angle to compare)
     nets = relu1d_networks(1, 24, min_norm=1e-3).map(
@@ -231,11 +229,10 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         if not mask.any():
             return SubCheck("derived field vs finite differences of L", 0.0, 1e-7,
                             "no neuron away from every sample line: nothing to compare", unit="relative")
-        return replace(compare("derived field vs finite differences of L", derived_field[mask] / scale,
-                               fd[mask] / scale, rtol=0.0, atol=1e-7,
-                               reason="L is quadratic in each parameter inside a region (central "
-                                      "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)"),
-                               unit="relative")
+        return compare("derived field vs finite differences of L", derived_field[mask] / scale,
+                       fd[mask] / scale, rtol=0.0, atol=1e-7,
+                       reason="L is quadratic in each parameter inside a region (central "
+                              "difference exact), roundoff ~ 2 u L / h = 2e-10 (h = 1e-6)", unit="relative")
 
     inst = st.tuples(relu1d_networks(2, 12, min_norm=0.05),
                      datasets_1d(3, 7, 0.05, x_range=(-1.0, 1.0)))
@@ -259,11 +256,11 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
     pred = np.concatenate([[np.zeros(m)], np.cumsum(0.5 * (rates[1:] + rates[:-1])
                                                     * np.diff(res.t)[:, None], axis=0)])
     inv_scale = float(np.max(np.abs(inv[0])))
-    drift_sc = replace(compare(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
-                               f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} "
-                               "events), relative to max |delta(0)|", (inv - inv[0]) / inv_scale,
-                               pred / inv_scale, rtol=0.0, atol=1e-9,
-                               reason="rtol = 1e-12 per step, accumulated over <= 1e3 steps"), unit="relative")
+    drift_sc = compare(f"delta_i(t) - delta_i(0) along the flow vs the integral of the derived "
+                       f"d(delta)/dt (T = {res.t[-1]:g}, {res.n_steps} steps, {len(res.events)} "
+                       "events), relative to max |delta(0)|", (inv - inv[0]) / inv_scale,
+                       pred / inv_scale, rtol=0.0, atol=1e-9,
+                       reason="rtol = 1e-12 per step, accumulated over <= 1e3 steps", unit="relative")
     # GD: per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) + eta d(delta)/dt
     gd_fn = lambdified("W2b", "gd_change", (D.eta, D.g_a, D.g_b, D.g_c), modules=NUMPY)
     steps_n, pred_n, rows = [], [], []
@@ -278,11 +275,11 @@ def _w2b(ctx: RunContext, weight: float) -> Outcome:
         steps_n.append((step / denom).ravel())
         pred_n.append((pr / denom).ravel())
         rows.append([eta, fmt(float(np.max(np.abs(step)))), fmt(float(np.max(np.abs(step))) / eta**2)])
-    s_gd = replace(compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
-                           "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
-                           np.concatenate(pred_n), rtol=0.0, atol=1e-6, reason="cancellation in the "
-                           "difference of O(1) invariants: u |delta| per step, absorbed in the denominator; "
-                           "the rest is rounding of the gradient"), unit="relative")
+    s_gd = compare("GD per-step change of delta vs the derived eta^2 (g_c^2 - g_a^2 - g_b^2) "
+                   "(relative to the eta^2 term, plus 64 u |delta|)", np.concatenate(steps_n),
+                   np.concatenate(pred_n), rtol=0.0, atol=1e-6, reason="cancellation in the "
+                   "difference of O(1) invariants: u |delta| per step, absorbed in the denominator; "
+                   "the rest is rounding of the gradient", unit="relative")
     subs = [s_field, drift_sc, s_gd] + _certified_w2b(ctx, weight)
     return combine("derived field (from L) vs finite differences of L; delta_i along the "
                    "integrated flow vs the derived d(delta)/dt; GD steps vs the derived change; "
@@ -458,12 +455,12 @@ def _w2c(ctx: RunContext, thth_factor: float) -> Outcome:
         rs = float(np.max(np.abs(rf)))
         info.setdefault("collapse_times", []).append(t_c)
         # r relative to max |r|, theta absolute (the wrapped difference against 0)
-        return replace(compare("flows", np.concatenate([(rf / rs).ravel(),
-                                                        wrap_angle(tf - red.state[:, 1]).ravel()]),
-                               np.concatenate([(red.state[:, 0] / rs).ravel(), np.zeros(tf.size)]),
-                               rtol=0.0, atol=1e-8, reason="both flows DOP853 at rtol 1e-12 with "
-                               "located events; error accumulation over ~1e3 steps and ~10 events "
-                               "stays < 1e-9"), unit="mixed (r relative, theta radians)")
+        return compare("flows", np.concatenate([(rf / rs).ravel(),
+                                                wrap_angle(tf - red.state[:, 1]).ravel()]),
+                       np.concatenate([(red.state[:, 0] / rs).ravel(), np.zeros(tf.size)]),
+                       rtol=0.0, atol=1e-8, reason="both flows DOP853 at rtol 1e-12 with "
+                       "located events; error accumulation over ~1e3 steps and ~10 events "
+                       "stays < 1e-9", unit="mixed (r relative, theta radians)")
 
     def measure_events(inst) -> SubCheck:
         _, red, ev_full, _ = pair(inst)

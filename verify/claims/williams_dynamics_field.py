@@ -12,7 +12,6 @@ Filippov flow's slide/cross decisions.  alpha(m) = m throughout.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -104,10 +103,10 @@ def _w2d(ctx: RunContext, residual_factor: float) -> Outcome:
         gV_t = (V(r, th + h) - V(r, th - h)) / (2 * h)
         fr, ft = _fd_canonical(r, th, x, y, h)
         scale = max(np.max(np.abs(fr)), np.max(np.abs(ft)), 1.0)
-        return replace(compare("m x FD", np.concatenate([gV_r, gV_t]) / scale,
-                               np.concatenate([fr, ft]) / scale, rtol=0.0, atol=1e-7,
-                               reason="central differences h = 1e-6 inside a region: truncation "
-                                      "h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9"), unit="relative")
+        return compare("m x FD", np.concatenate([gV_r, gV_t]) / scale,
+                       np.concatenate([fr, ft]) / scale, rtol=0.0, atol=1e-7,
+                       reason="central differences h = 1e-6 inside a region: truncation "
+                              "h^2 |phi'''| ~ 1e-12, roundoff m u L / h ~ 1e-9", unit="relative")
 
     def measure_identity(inst) -> SubCheck:
         (r, th), (x, y) = inst
@@ -215,12 +214,12 @@ def _w2e(ctx: RunContext, angular_factor: float) -> Outcome:
                    "linearity in rho; piecewise-linear structure on R x A_k; certified (Arb) "
                    "at drawn particles", [
         s_fd, s_in,
-        replace(compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
-                        "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
-                        reason="rounding of sums of 7 terms"), unit="relative"),
-        replace(compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
-                        np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
-                        rtol=0.0, atol=64 * U, reason="rounding"), unit="relative"),
+        compare("V_rho linear: grad(2 rho1 - 3 rho2) vs 2 grad(rho1) - 3 grad(rho2) (relative "
+                "to max |grad|)", A / sA, B / sA, rtol=0.0, atol=64 * U,
+                reason="rounding of sums of 7 terms", unit="relative"),
+        compare("dV/dr independent of r, dV/dtheta proportional to r (relative to max |grad|)",
+                np.concatenate([C[0], C[1]]) / sE, np.concatenate([E[0], 2.5 * E[1]]) / sE,
+                rtol=0.0, atol=64 * U, reason="rounding", unit="relative"),
     ] + cert, details={"certified": certified_details(cert)})
 
 
@@ -354,13 +353,12 @@ def _w2f(ctx: RunContext, magnitude_factor: float) -> Outcome:
             mag = mag * magnitude_factor
         # field scale: residual terms plus the particle's own effect on the residuals
         scale = abs(r[0]) * np.sum(np.abs(rho) * np.hypot(x, 1.0)) + r[0] ** 2 * np.sum(1 + x**2) / r.size
-        return replace(compare("jump", np.array([jump[0], jump[1], abs(jump[1])]) / scale,
-                               np.array([jr, jt, mag]) / scale, rtol=0.0, atol=1e-10,
-                               reason="Richardson one-sided limits from theta* +- (1e-7, 2e-7): "
-                                      "truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the field "
-                                      "scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no "
-                                      "difference quotient: roundoff ~ 3 u (m + s) of the scale)"),
-                               unit="relative")
+        return compare("jump", np.array([jump[0], jump[1], abs(jump[1])]) / scale,
+                       np.array([jr, jt, mag]) / scale, rtol=0.0, atol=1e-10,
+                       reason="Richardson one-sided limits from theta* +- (1e-7, 2e-7): "
+                              "truncation 2 eps^2 |d^2 field / d theta^2| <= 1e-13 of the field "
+                              "scale |r| sum |rho_j| |x~_j| + r^2 sum |x~_j|^2 / m (no "
+                              "difference quotient: roundoff ~ 3 u (m + s) of the scale)", unit="relative")
 
     s = for_all_instances(ctx, "angular jump magnitude (velocity_jump) and the signed jumps "
                           "(radial, angular) vs one-sided limits of the numerics' gradient, "
@@ -525,11 +523,11 @@ def _w2h(ctx: RunContext, rho_star_factor: float) -> Outcome:
         scale = nu * g * np.cos(th[0]) ** 2 * (1 + x[j] ** 2) * abs(r[0]) * (
             np.sum(np.abs(rho) * (1 + np.abs(x * x[j]))) + abs(rho[j]) * (1 + x[j] ** 2)
             + abs(r[0]) * np.sum(1 + x**2) / m)
-        return replace(compare("rates", np.array([meas["act"], meas["in"]], dtype=float) / scale,
-                               np.array([nu * pred_act, nu * pred_in], dtype=float) / scale, rtol=0.0,
-                               atol=1e-10, reason="Richardson one-sided limits at theta* +- (1e-7, "
-                               "2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff ~ 3 u (m + s) "
-                               "of the scale (no difference quotient)"), unit="relative")
+        return compare("rates", np.array([meas["act"], meas["in"]], dtype=float) / scale,
+                       np.array([nu * pred_act, nu * pred_in], dtype=float) / scale, rtol=0.0,
+                       atol=1e-10, reason="Richardson one-sided limits at theta* +- (1e-7, "
+                       "2e-7): truncation O(eps^2) ~ 1e-13 of the scale, roundoff ~ 3 u (m + s) "
+                       "of the scale (no difference quotient)", unit="relative")
 
     s_rates = for_all_instances(ctx, "derived one-sided normal rates of u* (Lemma 2) vs the "
                                 "numerics' full gradient on both sides of the sample line, "

@@ -11,7 +11,6 @@ residuals f(z(t)) - y along the event-driven Filippov gradient flow of ``numeric
 """
 from __future__ import annotations
 
-from dataclasses import replace
 import numpy as np
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
@@ -152,10 +151,10 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
         (a, b, c), (x, y) = inst
         ode, direct, nslide, nseg = _w2g_run(np.concatenate([a, b, c]), x, y, T, c2_factor)
         slid.append(nslide)
-        return replace(compare("ODE", ode, direct, rtol=0.0, atol=1e-9, reason=f"flow and residual ODE "
-                               f"both at rtol 1e-12 on {nseg} segments of constant pattern ({nslide} with "
-                               "sliding neurons); dense-output interpolation error ~ rtol; accumulated "
-                               "over <= 1e3 steps"), unit="relative")
+        return compare("ODE", ode, direct, rtol=0.0, atol=1e-9, reason=f"flow and residual ODE "
+                       f"both at rtol 1e-12 on {nseg} segments of constant pattern ({nslide} with "
+                       "sliding neurons); dense-output interpolation error ~ rtol; accumulated "
+                       "over <= 1e3 steps", unit="relative")
 
     inst = st.tuples(relu1d_networks(3, 12, "uniform", min_norm=0.05),
                      datasets_1d(3, 6, 0.1, x_range=(-1.0, 1.0)))
@@ -194,17 +193,17 @@ def _w2g(ctx: RunContext, c2_factor: float) -> Outcome:
                  float(sum(bool(n) for n in slid)), 1.0,
                  "at least one checked trajectory must slide (the pinned instance does)",
                  passed=sum(bool(n) for n in slid) >= 1, unit="count"),
-        replace(compare("instantaneous: central-difference rho' along -grad L vs -H rho (relative to "
-                        "max |H rho| per draw)", np.concatenate(rdot_n), np.concatenate(pred_n),
-                        rtol=0.0, atol=1e-6,
-                        reason="central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff "
-                               "u/h ~ 1e-9"), unit="relative"),
-        replace(compare("H from the full parameters vs H in canonical form (derived h_canonical at "
-                        "pi(z) with the W2c metric), relative to its scale", np.concatenate(full_n),
-                        np.concatenate(can_n), rtol=0.0, atol=1e-13,
-                        reason="float64: (m + 8) roundings of terms bounded by the scale sum_i (D_i + "
-                               "|delta_i|)(|u_j u_k| + |t_j t_k|) / m^2, including the cancellation in "
-                               "D + delta: <= 20 (m + 8) u = 9e-14 at m = 12"), unit="relative"),
+        compare("instantaneous: central-difference rho' along -grad L vs -H rho (relative to "
+                "max |H rho| per draw)", np.concatenate(rdot_n), np.concatenate(pred_n),
+                rtol=0.0, atol=1e-6,
+                reason="central difference h = 1e-7: O(h^2) = 1e-14 truncation, roundoff "
+                       "u/h ~ 1e-9", unit="relative"),
+        compare("H from the full parameters vs H in canonical form (derived h_canonical at "
+                "pi(z) with the W2c metric), relative to its scale", np.concatenate(full_n),
+                np.concatenate(can_n), rtol=0.0, atol=1e-13,
+                reason="float64: (m + 8) roundings of terms bounded by the scale sum_i (D_i + "
+                       "|delta_i|)(|u_j u_k| + |t_j t_k|) / m^2, including the cancellation in "
+                       "D + delta: <= 20 (m + 8) u = 9e-14 at m = 12", unit="relative"),
         *certified,
     ], details={"certified": certified_details(certified), "sliding_segments_per_instance": slid,
                 "note": "the statement holds with the tangent kernel H = J J^T off sliding "

@@ -16,7 +16,6 @@ Figure-4 data in ``_williams_kernels_common``.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 import dataclasses
 from functools import lru_cache
 from pathlib import Path
@@ -552,10 +551,10 @@ def _ntk_kinks(ctx: RunContext, F: Any, dat: tuple[np.ndarray, np.ndarray]) -> S
             scale = max(abs(pred), 1e-3 * float(np.max(np.abs(f.coefficients))))
             measured.append((fr - fl) / scale)
             predicted.append(pred / scale)
-    return replace(compare("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", measured,
-                           predicted, rtol=0.0, atol=1e-4, reason="second-order one-sided "
-                           "differences, h = 1e-5: truncation h^2 |f'''| and rounding eps |f| / h, "
-                           "relative to the jump"), unit="relative")
+    return compare("NTK interpolants have kinks: [f'](x_j) = alpha_j J(x_j)", measured,
+                   predicted, rtol=0.0, atol=1e-4, reason="second-order one-sided "
+                   "differences, h = 1e-5: truncation h^2 |f'''| and rounding eps |f| / h, "
+                   "relative to the jump", unit="relative")
 
 
 def _measured_jumps(ctx: RunContext, F: Any) -> tuple[SubCheck, list]:

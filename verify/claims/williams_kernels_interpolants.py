@@ -17,7 +17,6 @@ Figure 4 (W3f) in :mod:`verify.claims.williams_kernels_finite_width`.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -633,12 +632,12 @@ def _check_w3e(ctx: RunContext, exponent_shift: sp.Rational | int) -> Outcome:
             scale = float(np.max(np.abs(pred)))
             measured.append(f2 / scale)
             predicted.append(pred / scale)
-        return replace(compare("f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
-                               np.concatenate(measured), np.concatenate(predicted), rtol=0.0, atol=1e-4,
-                               reason="central differences h = 1e-3 at points >= 0.01 from every "
-                               "kink (the data; |x| = 1 for the uniform init, where omega' jumps): "
-                               "truncation h^2 |f''''| / 12 plus rounding 4 eps |f| / h^2, relative to "
-                               "max |f''|"), unit="relative")
+        return compare("f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
+                       np.concatenate(measured), np.concatenate(predicted), rtol=0.0, atol=1e-4,
+                       reason="central differences h = 1e-3 at points >= 0.01 from every "
+                       "kink (the data; |x| = 1 for the uniform init, where omega' jumps): "
+                       "truncation h^2 |f''''| / 12 plus rounding 4 eps |f| / h^2, relative to "
+                       "max |f''|", unit="relative")
     subs.append(for_all_instances(ctx, "f'' of interpolants = omega/2 sum alpha_j |x - x_j|",
                                   datasets(min_points=2, max_points=6, min_gap=0.3, x_range=(-2.0, 2.0)),
                                   second_derivative, count=ctx.size("datasets"), pinned=[(FIG4_X, FIG4_Y)]))

@@ -10,14 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from verify._units import UNITS, is_unit
 from verify.kit import control_margin, fmt
 
 __all__ = ["Worst", "worst_subcheck", "unit_of", "UNITS", "is_unit"]
-
-#: the units a sub-check's error is measured in (``SubCheck.unit``; defined next to it in
-#: :mod:`verify._subchecks`), besides ``"mixed (...)"`` naming each component's unit
-UNITS = ("relative", "absolute", "ulps", "radians", "SE", "tolerances", "ratio",
-         "|slope - predicted|", "slope", "order", "count", "flag")
 
 _RATE = re.compile(r"% interval .*predicted", re.S)
 # "sigma" alone names units and activations (sigma(x, z)); only "k sigma" counts
@@ -38,14 +34,6 @@ class Worst:
     def cell(self) -> str:
         """``1.0e-03 / 1e-08 (relative, at most)``."""
         return f"{fmt(self.error)} / {fmt(self.tolerance)} ({self.unit}, {self.kind})"
-
-
-def is_unit(text: str) -> bool:
-    """Whether ``text`` is a unit of the vocabulary: one of :data:`UNITS`, or
-    ``"mixed (...)"`` naming the units of its components."""
-    if not isinstance(text, str):
-        return False
-    return text in UNITS or (text.startswith("mixed (") and text.endswith(")") and len(text) > 8)
 
 
 def unit_of(reason: str, name: str = "", stated: str = "") -> str:
