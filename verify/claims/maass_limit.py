@@ -153,11 +153,11 @@ def _linear_engine_check(ctx: RunContext, sz: dict) -> SubCheck:
                        ctx.rng("linear engine", "noise"), xi=xi)
     scale = float(np.abs(ref).max())
     return compare(f"the beta > 0 study's engine (mean recursion composed as affine maps, "
-           f"deviations a^K delta_0 + sqrt(2 beta s) (W - Wbar)) = numerics.equivariant."
-           f"train pathwise, N = {N}, {K} steps", out / scale, ref / scale, rtol=0.0,
-           atol=1e-12,
-           reason="the same sums in another order: K = 600 steps of contractions "
-                  "(|A| < 1) each rounding at ~1e-16 of the particles' scale, <= ~1e-13", unit="relative")
+                   f"deviations a^K delta_0 + sqrt(2 beta s) (W - Wbar)) = numerics.equivariant."
+                   f"train pathwise, N = {N}, {K} steps", out / scale, ref / scale, rtol=0.0,
+                   atol=1e-12,
+                   reason="the same sums in another order: K = 600 steps of contractions "
+                          "(|A| < 1) each rounding at ~1e-16 of the particles' scale, <= ~1e-13", unit="relative")
 
 
 def _gaussian_limit(t: float, x_std: float, tau: float, beta: float) -> tuple[np.ndarray, float]:
@@ -222,11 +222,11 @@ def _closure_check(sz: dict) -> SubCheck:
         vals += [u[:D] / s_m, u[D:] / c_d]
         refs += [m_d / s_m, np.eye(D).ravel()]
     return compare("derived Gaussian law (f(t) M*, c(t) I) vs the Ito moment ODEs of the numerics' "
-           "drift (population velocity and its Jacobian), integrated by DOP853, t = T/4, "
-           "T/2, T", np.concatenate(vals), np.concatenate(refs), rtol=0.0, atol=1e-10,
-           reason="DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 "
-                  "relative; the 4-node Gauss-Hermite rule is exact for the quadratic data "
-                  "moments", unit="relative")
+                   "drift (population velocity and its Jacobian), integrated by DOP853, t = T/4, "
+                   "T/2, T", np.concatenate(vals), np.concatenate(refs), rtol=0.0, atol=1e-10,
+                   reason="DOP853 at rtol 1e-12 over a smooth linear ODE: global error <= ~1e-11 "
+                          "relative; the 4-node Gauss-Hermite rule is exact for the quadratic data "
+                          "moments", unit="relative")
 
 
 def _stationary(name: str, sz: dict, s: float = 0.0, N: float = float("inf")) -> float:
@@ -275,14 +275,14 @@ def _limit_in_time_check(sz: dict) -> SubCheck:
         vals += [d_end[:D] / float(np.max(np.abs(target[:D]))), d_end[D:] / c_inf]
         refs += [np.zeros(D), np.zeros(D * D)]
     return compare(f"t -> infinity: the moment ODEs from two non-Gaussian starts relax at the derived "
-           f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
-           f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
-           f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", np.concatenate(vals),
-           np.concatenate(refs), rtol=0.0, atol=1e-9,
-           reason="DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios "
-                  "are read where the transients are >= exp(-4) ~ 2e-2 of their start, so "
-                  "rounding and the integrator error stay below ~1e-10 of them; at 40 "
-                  "relaxation times the transient is exp(-40) ~ 4e-18", unit="relative")
+                   f"rates (r_m = {fmt(r_m)}, r_C = {fmt(r_c)}) to the derived stationary law = the "
+                   f"Gibbs fixed point (f_inf = {fmt(f_inf)}, c_inf = {fmt(c_inf)}; tau = "
+                   f"{sz['stat_tau']:g}, beta = {sz['stat_beta']:g})", np.concatenate(vals),
+                   np.concatenate(refs), rtol=0.0, atol=1e-9,
+                   reason="DOP853 at rtol 1e-12, atol 1e-14 on a linear ODE: the relaxation ratios "
+                          "are read where the transients are >= exp(-4) ~ 2e-2 of their start, so "
+                          "rounding and the integrator error stay below ~1e-10 of them; at 40 "
+                          "relaxation times the transient is exp(-40) ~ 4e-18", unit="relative")
 
 
 @lru_cache(maxsize=2)
