@@ -57,13 +57,19 @@ def wants_long_run(long_run: Any = None) -> bool:
 
 
 def require_work(work: Any, name: str, *, long_run: Any = None, what: str = "elementary updates",
-                 hint: str = "use fewer steps or smaller sizes") -> bool:
+                 hint: str = "use fewer steps or smaller sizes",
+                 remedy: str = "pass long_run=True to run it anyway") -> bool:
     """Whether a run of ``work`` elementary updates is a long run (above
     :data:`QUICK_WORK`, allowed only when ``long_run`` is True or inside
-    :func:`long_runs`); otherwise a ValueError naming ``name`` raised before any work.
-    A long run should show its progress (:class:`RunProgress`).  Work above
-    :data:`MAX_LONG_WORK` is refused in any case."""
+    :func:`long_runs`); otherwise a ValueError naming ``name`` raised before any work, which
+    offers ``hint`` and then ``remedy`` (how the caller asks for a long run: a function
+    without a ``long_run`` argument names :func:`long_runs`).  A long run should show its
+    progress (:class:`RunProgress`).  Work above :data:`MAX_LONG_WORK` is refused in any
+    case."""
     name = _label(name)
+    if not isinstance(remedy, str) or not remedy.strip():
+        raise TypeError(f"remedy must be a non-empty string (how to ask for a long run); got "
+                        f"{type(remedy).__name__} {remedy!r:.60}")
     long_run = wants_long_run(long_run)
     work = require_size(work, name, limit=10 ** 4000, what=what, hint=hint)
     secs = work // 10 ** 9
@@ -73,8 +79,7 @@ def require_work(work: Any, name: str, *, long_run: Any = None, what: str = "ele
     if work > QUICK_WORK and not long_run:
         raise ValueError(f"{name} is too large for a quick call: it needs {_count_text(work)} "
                          f"{what} ({seconds}), above {_count_text(QUICK_WORK)}; {hint}, or "
-                         "pass long_run=True to run it anyway (it then shows its progress on "
-                         "stderr and stops at Ctrl-C)")
+                         f"{remedy} (it then shows its progress on stderr and stops at Ctrl-C)")
     return work > QUICK_WORK
 
 

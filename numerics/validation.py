@@ -312,11 +312,8 @@ def require_broadcast_work(per_entry: int, name: str, what: str, *arrays: Any,
                                                   else () for a in arrays)))
     except ValueError:
         return 0
-    try:
-        require_work(entries * per_entry, name, what=f"work units ({what})", hint=hint)
-    except ValueError as exc:  # no long_run argument here: name the context manager
-        raise ValueError(str(exc).replace("pass long_run=True to run it anyway", "run it inside "
-                                          "numerics.validation.long_runs()")) from None
+    require_work(entries * per_entry, name, what=f"work units ({what})", hint=hint,
+                 remedy="run it inside numerics.validation.long_runs()")
     return entries
 
 
