@@ -37,7 +37,7 @@ import numpy as np
 __all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
            "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
            "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball", "phi_tilde_ball",
-           "inner_expectation_ball",
+           "inner_expectation_ball", "flint_module",
            "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
 
 INITS = ("uniform", "gaussian")
@@ -58,7 +58,9 @@ class UncertifiedError(ValueError):
     within the work limits at this precision)."""
 
 
-def _flint() -> Any:
+def flint_module() -> Any:
+    """The python-flint module (Arb), imported on first use: importing ``numerics`` or
+    ``verify`` does not load it.  The one place the suite imports it."""
     import flint
     return flint
 
@@ -69,7 +71,7 @@ def working_precision(prec: int) -> Iterator[int]:
     if isinstance(prec, bool) or not isinstance(prec, (int, np.integer)) or not 16 <= prec <= MAX_PREC:
         raise ValueError(f"prec (Arb working precision in bits) must be an integer in "
                          f"16..{MAX_PREC}; got {prec!r}")
-    ctx = _flint().ctx
+    ctx = flint_module().ctx
     old = ctx.prec
     ctx.prec = int(prec)
     try:
@@ -81,7 +83,7 @@ def working_precision(prec: int) -> Iterator[int]:
 def exact_ball(v: Any, name: str = "value") -> Any:
     """The exact ``arb`` of a finite float / int / Fraction (a Fraction p/q is exact only
     when q is a power of 2; otherwise a ball of the working precision)."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(v, flint.arb):
         return v
     if isinstance(v, bool):
@@ -164,7 +166,7 @@ def certified_integral(pieces: Sequence[tuple[Any, Any, Callable[[Any, bool], An
     endpoints may be balls.  Returns the real ``arb`` ball; raises :class:`UncertifiedError`
     if it is not finite, has a non-zero imaginary part, or is wider than
     ``max_rel_radius`` (relative)."""
-    flint = _flint()
+    flint = flint_module()
     pieces = _pieces(pieces)
     if not isinstance(what, str):
         raise TypeError(f"what must be a string (the integral's name); got {type(what).__name__}")
@@ -232,7 +234,7 @@ def _uniform_expectation(xs: tuple[float, ...], g: Callable, what: str) -> Any:
     """E g(a, b, activity) over (a, b) ~ U([-1, 1]^2): outer integral over a cut at 0 and at
     a = +-1/x_i (where the kink b = a x_i leaves [-1, 1]), inner over b cut at b = a x_i.
     The cut structure on an a-piece is decided exactly at its rational midpoint."""
-    flint = _flint()
+    flint = flint_module()
     Xq = [Fraction(v) for v in xs]
     cuts = {Fraction(-1), Fraction(0), Fraction(1)}
     for v in Xq:
@@ -246,14 +248,14 @@ def _uniform_expectation(xs: tuple[float, ...], g: Callable, what: str) -> Any:
 
 
 def _frac_ball(q: Fraction) -> Any:
-    return _flint().arb(q.numerator) / q.denominator
+    return flint_module().arb(q.numerator) / q.denominator
 
 
 def _uniform_inner(Xq: list[Fraction], g: Callable, a_mid: Fraction) -> Callable:
     """F(a) = int_{-1}^{1} g db on an a-piece whose interior point is ``a_mid``: b cut at
     the kinks a x_i inside (-1, 1); each b-piece's activity pattern decided at its
     (exact) midpoint."""
-    flint = _flint()
+    flint = flint_module()
     # b-breakpoints as (value at a_mid, function of a)
     bps = [(Fraction(-1), lambda a: -1), (Fraction(1), lambda a: 1)]
     for i, v in enumerate(Xq):
@@ -283,7 +285,7 @@ def _radial_moments(prec: int, degree: int) -> tuple[Any, ...]:
     """M_k = int_0^oo r^(k+1) e^(-r^2/2) dr, k = 0..degree: acb.integral on [0, 24] plus
     the tail as a ball [0, 2 e^(-144)] (for r >= 24 and k <= 8, r^k <= e^(r^2/4), so the
     tail is <= int_24^oo r e^(-r^2/4) dr = 2 e^(-144))."""
-    flint = _flint()
+    flint = flint_module()
     if degree > 8:
         raise ValueError("radial degree must be <= 8 (the tail bound assumes it)")
     tail = flint.arb(0, 2 * flint.arb(-144).exp().upper())  # [-t, t] contains [0, t]
@@ -295,7 +297,7 @@ def _radial_rule(prec: int, degree: int) -> tuple[list[int], list[Any]]:
     """Nodes r_j = 1..degree+1 and weights w_j with sum_j w_j h(r_j) = int_0^oo h(r) r
     e^(-r^2/2) dr / (2 pi) EXACTLY for every polynomial h of degree <= ``degree`` (Lagrange
     interpolation against the certified moments)."""
-    flint = _flint()
+    flint = flint_module()
     M = _radial_moments(prec, degree)
     nodes = list(range(1, degree + 2))
     weights = []
@@ -322,7 +324,7 @@ def _gaussian_expectation(xs: tuple[float, ...], g: Callable, degree: int, what:
     one period (-3 pi/2, pi/2), where the unit at x is active exactly on the arc
     (atan x - pi, atan x).  The cuts are ordered exactly (all arc starts precede all arc
     ends; both follow the order of the x), so each piece's activity is known exactly."""
-    flint = _flint()
+    flint = flint_module()
     pi = flint.arb.pi()
     xs_u = sorted(set(xs))
     atans = [flint.arb(v).atan() for v in xs_u]
@@ -400,7 +402,7 @@ def rkhs_weight_ball(x: float, init: str = "uniform", exponent: int = 3, prec: i
     |a| = min(1, 1/|x|); gaussian: |a| <= 24 and the tail as a ball (|a|^k e^(-a^2 (1+x^2)/2)
     <= |a| e^(-a^2/4) for |a| >= 24, k <= 8: tail <= 2 e^(-144) / (2 pi) per side)."""
     max_rel_radius = _rel_radius(max_rel_radius)
-    flint = _flint()
+    flint = flint_module()
     xv = _finite_input(x, "x")
     init = _init(init)
     if isinstance(exponent, bool) or not isinstance(exponent, (int, np.integer)) or not 0 <= exponent <= 8:
@@ -425,7 +427,7 @@ def rkhs_weight_ball(x: float, init: str = "uniform", exponent: int = 3, prec: i
 def second_moment_ball(init: str = "uniform", prec: int = 128) -> Any:
     """Certified E a^2 of the init (W3e): int a^2 p(a) da, p the marginal density of a
     (uniform 1/2 on [-1, 1]; gaussian e^(-a^2/2)/sqrt(2 pi), |a| <= 24 plus the tail ball)."""
-    flint = _flint()
+    flint = flint_module()
     init = _init(init)
     with working_precision(prec):
         if init == "uniform":
@@ -442,7 +444,7 @@ def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | Non
     from e has density proportional to sin^(k-2) theta on [0, pi] (the Jacobian of
     spherical coordinates), and (u . e)_+ = cos(theta)_+, cut at its kink pi/2:
     int_0^(pi/2) cos sin^(k-2) / int_0^pi sin^(k-2)."""
-    flint = _flint()
+    flint = flint_module()
     max_rel_radius = _rel_radius(max_rel_radius)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SPHERE_DIM:
         raise ValueError(f"k (the sphere dimension d_H) must be an integer in 1..{MAX_SPHERE_DIM}; "
@@ -473,7 +475,7 @@ def _sin_power_polynomial(n: int, prec: int) -> tuple[Any, Any]:
     P_n(sin^2 T), J_0 = T, J_1 = 1 - cos T: the recurrence J_j = -sin^(j-1) T cos T / j
     + (j-1)/j J_(j-2) (integration by parts) unrolled, its coefficients as balls at ``prec``
     bits, so one value is one polynomial evaluation in C, not n/2 Python steps."""
-    flint = _flint()
+    flint = flint_module()
     par = n % 2
     coef = [flint.arb(0)] * ((n - par) // 2 + par)
     prod = flint.arb(1)   # prod_{i = j+2, j+4, .., n} (i - 1)/i
@@ -487,7 +489,7 @@ def _sin_power_integral(n: int, z: Any, sigma: Any, T: Any) -> Any:
     """J_n(T) = int_0^T sin^n, for cos T = z, sin T = sigma (:func:`_sin_power_polynomial`)."""
     if n < 2:
         return T if n == 0 else 1 - z
-    R, P = _sin_power_polynomial(n, _flint().ctx.prec)
+    R, P = _sin_power_polynomial(n, flint_module().ctx.prec)
     head = R * (T if n % 2 == 0 else 1 - z)
     return head - z * (sigma if n % 2 == 0 else 1) * P(sigma * sigma)
 
@@ -499,7 +501,7 @@ def _phi_inner(k: int, c: Any, dc: Any, z: Any, dv: Any, w_k: Any, derivative: b
     density sin^(k-2) t / W_k and the kink is at cos t* = z, so the expectation is
     int_0^t* (c cos t + v) sin^(k-2) t dt / W_k = (c sin^(k-1) t* / (k-1) + v J_(k-2)(t*)) / W_k.
     With ``T`` (= t*, z = cos T) no acos / square root is taken: the value is entire in T."""
-    flint = _flint()
+    flint = flint_module()
     v = -c * z
     if k == 1:  # R = +-1
         return ((dc + dv) if derivative else (c + v)) / 2
@@ -519,7 +521,7 @@ def inner_expectation_ball(k: int, c: float, y: float, prec: int = 128) -> tuple
     coordinate of Unif(S^(k-1)), c > 0, |y| < c: the inner expectation of phi~ (H1e) and
     its partial derivatives d/dc, d/dy, from R's polar-angle law cut at the kink
     (:func:`_phi_inner`); ``arb`` balls at ``prec`` bits (floats taken exactly)."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_PHI_DIM:
         raise ValueError(f"k (the sphere dimension) must be an integer in 1..{MAX_PHI_DIM}; got {k!r}")
     cf, yf = _finite_input(c, "c"), _finite_input(y, "y")
@@ -539,12 +541,12 @@ def inner_expectation_ball(k: int, c: float, y: float, prec: int = 128) -> tuple
 
 def _sphere_normalizer(k: int) -> Any:
     """W_k = int_0^pi sin^(k-2) = sqrt(pi) Gamma((k-1)/2) / Gamma(k/2), k >= 2."""
-    flint = _flint()
+    flint = flint_module()
     return flint.arb.pi().sqrt() * (flint.arb(k - 1) / 2).gamma() / (flint.arb(k) / 2).gamma()
 
 
 def _phi_ball(th: Any, ph: Any, kH: int, kP: int, derivative: bool) -> Any:
-    flint = _flint()
+    flint = flint_module()
     c, y = th.cos() * ph.cos(), th.sin() * ph.sin()
     dc, dy = -th.sin() * ph.cos(), th.cos() * ph.sin()
     # the integrals' absolute tolerance is 2^-(2 prec): integrate the problem normalized to
@@ -560,7 +562,7 @@ def _phi_ball(th: Any, ph: Any, kH: int, kP: int, derivative: bool) -> Any:
 
 
 def _phi_normalized(c: Any, y: Any, dc: Any, dy: Any, kH: int, kP: int, derivative: bool) -> Any:
-    flint = _flint()
+    flint = flint_module()
     w_k = _sphere_normalizer(kH) if kH >= 2 else None
 
     def inner(z, dv, analytic=False, T=None):  # z = -v / c, v = y S
@@ -627,7 +629,7 @@ def phi_tilde_ball(theta: float, phi: float, d: int, d_H: int, derivative: bool 
     t, p = _finite_input(theta, "theta"), _finite_input(phi, "phi")
     if not (0 <= t <= np.pi / 2 and 0 <= p <= np.pi / 2):
         raise ValueError(f"theta and phi must lie in [0, pi/2]; got {t!r}, {p!r}")
-    flint = _flint()
+    flint = flint_module()
     # cos th cos ph near th or ph = pi/2 cancels, and so does the sin-power polynomial for
     # large d_H: start 32 bits above prec and double until the radius is <= 2^(8 - prec) of
     # max(|value|, 1e-6 |scale|) (the derivative can be exactly 0)

@@ -17,7 +17,8 @@ arithmetic; none reads a derived expression.
   ``Phi_{mu^G}(x)``, :func:`projected_model` ``Phi_{mu^{E^G}}(x)`` and
   :func:`fixed_space_projection` ``P_{E^G} z``, for a finite group given by its matrices
   (``rho``, ``rho_hat``, ``M``) with integer entries (permutation and sign actions: exact
-  in ball arithmetic; other entries are refused);
+  in ball arithmetic; other entries are refused), and :func:`integer_matvec`, such a
+  matrix times a vector of balls;
 - for SO(2) acting by rotations on X = Y = R^2 and by M_g z = R z R^T on Z = R^{2x2}:
   :func:`so2_feature_average`, :func:`so2_symmetrized_model` and
   :func:`so2_fixed_space_projection`, the Haar integrals (1/2 pi) int_0^{2 pi} d phi as
@@ -35,14 +36,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from numerics.arb_quadrature import UndecidableCondition, exact_ball
+from numerics.arb_quadrature import UndecidableCondition, exact_ball, flint_module
 from numerics.validation import ArgumentTypeError, require_size
 
 __all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "logistic",
            "UNITS", "unit_output", "feature_average", "symmetrized_model", "projected_model",
-           "fixed_space_projection", "MAX_TAYLOR_ORDER", "NORM_GATES", "so2_feature_average",
-           "so2_symmetrized_model", "so2_fixed_space_projection", "norm_gated_output",
-           "rotation_action"]
+           "fixed_space_projection", "integer_matvec", "MAX_TAYLOR_ORDER", "NORM_GATES",
+           "so2_feature_average", "so2_symmetrized_model", "so2_fixed_space_projection",
+           "norm_gated_output", "rotation_action"]
 
 #: highest Taylor order :func:`taylor_coefficients` computes
 MAX_TAYLOR_ORDER = 32
@@ -53,13 +54,8 @@ UNITS = ("logistic", "linear")
 MAX_ENTRIES = 10 ** 5
 
 
-def _flint() -> Any:
-    import flint
-    return flint
-
-
 def _ball(v: Any, name: str) -> Any:
-    flint = _flint()
+    flint = flint_module()
     if isinstance(v, (flint.arb, flint.arb_series)):
         return v
     return exact_ball(v, name)
@@ -67,7 +63,7 @@ def _ball(v: Any, name: str) -> Any:
 
 def relu(u: Any) -> Any:
     """``max(u, 0)`` of an ``arb`` or an ``arb_series`` (see the module docstring)."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(u, flint.arb_series):
         coeffs = u.coeffs()
         c0 = coeffs[0] if coeffs else flint.arb(0)
@@ -101,7 +97,7 @@ def canonical_neuron(r: Any, theta: Any, x: Any) -> Any:
 def taylor_coefficients(f: Callable[[Any], Any], x0: Any, order: int) -> list[Any]:
     """The Taylor coefficients ``f^(k)(x0) / k!``, k = 0..order, of ``f`` (which maps an
     ``arb_series`` to an ``arb_series``) at the ball ``x0``: rigorous enclosures."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or not 0 <= order <= MAX_TAYLOR_ORDER:
         raise ValueError(f"order must be an integer in 0..{MAX_TAYLOR_ORDER}; got {order!r}")
     x0 = _ball(x0, "x0")
@@ -129,32 +125,43 @@ def _sequence(v: Any, name: str) -> list:
     return list(v)
 
 
-def _integer_matrices(mats: Any, name: str) -> np.ndarray:
+def _integer_matrices(mats: Any, name: str, ndim: int = 3) -> np.ndarray:
+    """``mats`` as int64: a stack of square integer matrices (|G|, d, d) (``ndim`` 3) or one
+    integer matrix (``ndim`` 2), or a named error."""
+    what, shape = (("a stack of square integer matrices (|G|, d, d)",
+                    "a stack of square matrices (|G|, d, d)") if ndim == 3
+                   else ("an integer matrix (rows, columns)", "a matrix (rows, columns)"))
     if isinstance(mats, np.ndarray):
         require_size(mats.size, name, limit=MAX_ENTRIES)
     elif isinstance(mats, (str, bytes)) or not isinstance(mats, (list, tuple)):
-        raise ArgumentTypeError(f"{name} must be a stack of square integer matrices (|G|, d, d); "
-                                f"got {type(mats).__name__} {mats!r:.40}")
+        raise ArgumentTypeError(f"{name} must be {what}; got {type(mats).__name__} {mats!r:.40}")
     try:
         A = np.asarray(mats, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{name} must be a stack of square integer matrices (|G|, d, d) "
-                                f"of numbers; got {mats!r:.60}") from None
+        raise ArgumentTypeError(f"{name} must be {what} of numbers; got {mats!r:.60}") from None
     require_size(A.size, name, limit=MAX_ENTRIES)
-    if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[0] < 1:
-        raise ValueError(f"{name} must be a stack of square matrices (|G|, d, d); got shape {A.shape}")
-    if not np.all(np.isfinite(A)) or np.any(A != np.round(A)):
+    if A.ndim != ndim or (ndim == 3 and A.shape[1] != A.shape[2]) or A.shape[0] < 1:
+        raise ValueError(f"{name} must be {shape}; got shape {A.shape}")
+    if not np.all(np.isfinite(A)) or np.any(A != np.round(A)) or np.any(np.abs(A) > 2 ** 53):
         raise ValueError(f"{name} must have integer entries (a permutation or sign action) to be "
                          "exact in ball arithmetic; other representations are not supported")
     return A.astype(np.int64)
 
 
-def _matvec(A: np.ndarray, v: Sequence[Any]) -> list[Any]:
-    flint = _flint()
+def integer_matvec(A: Any, v: Sequence[Any]) -> list[Any]:
+    """``A v`` in ball arithmetic for an integer matrix ``A`` (rows x ``len(v)``: the
+    permutation and sign actions ``rho_g``, ``rho^_g``, ``M_g`` of a finite group, Maass
+    Martinez & Fontbona 2024, Sec. 3) and ``v`` a list of balls or numbers (floats entered
+    exactly): integer-times-ball products and sums, so the result encloses ``A`` times every
+    point of the balls.  ``A`` is a nested list or array of integer-valued numbers
+    (|entries| <= 2^53); anything else is refused by name."""
+    M = _integer_matrices(A, "A", ndim=2)
+    vb = _vector(v, M.shape[1], "v")
+    flint = flint_module()
     out = []
-    for row in A:
+    for row in M:
         acc = flint.arb(0)
-        for aij, vj in zip(row, v):
+        for aij, vj in zip(row, vb):
             if aij:
                 acc = acc + int(aij) * vj
         out.append(acc)
@@ -200,7 +207,7 @@ def _weighted(particles: Sequence[Sequence[Any]], weights: Sequence[Any] | None)
 
 
 def _model(unit: Any, x: list, particles: list, weights: list, dim_y: int) -> list[Any]:
-    flint = _flint()
+    flint = flint_module()
     out = [flint.arb(0)] * dim_y
     for z, w in zip(particles, weights):
         out = [o + w * s for o, s in zip(out, unit_output(unit, x, z, dim_y))]
@@ -215,10 +222,10 @@ def feature_average(rho: Any, rho_hat: Any, unit: Any, particles: Sequence[Seque
     ps, ws = _weighted(particles, weights)
     xv = _vector(x, R.shape[1], "x")
     dy = RH.shape[1]
-    total = [_flint().arb(0)] * dy
+    total = [flint_module().arb(0)] * dy
     for g, gh in zip(R, RH):
-        phi = _model(unit, _matvec(g, xv), ps, ws, dy)
-        total = [t + s for t, s in zip(total, _matvec(gh.T, phi))]
+        phi = _model(unit, integer_matvec(g, xv), ps, ws, dy)
+        total = [t + s for t, s in zip(total, integer_matvec(gh.T, phi))]
     return [t / len(R) for t in total]
 
 
@@ -232,7 +239,7 @@ def symmetrized_model(M: Any, unit: Any, particles: Sequence[Sequence[Any]],
     if any(len(z) != D for z in ps):
         raise ValueError(f"particles must have D = {D} entries each (M acts on R^{D}); got "
                          f"{sorted({len(z) for z in ps})}")
-    orbit = [(_matvec(Mg, _vector(z, D, "particles entry")), w / len(Ms))
+    orbit = [(integer_matvec(Mg, _vector(z, D, "particles entry")), w / len(Ms))
              for z, w in zip(ps, ws) for Mg in Ms]
     return _model(unit, xv, [p for p, _ in orbit], [w for _, w in orbit], dim_y)
 
@@ -241,9 +248,9 @@ def fixed_space_projection(M: Any, z: Sequence[Any]) -> list[Any]:
     """``P_{E^G} z = (1/|G|) sum_g M_g z``."""
     Ms = _integer_matrices(M, "M")
     zv = _vector(z, Ms.shape[1], "z")
-    total = [_flint().arb(0)] * Ms.shape[1]
+    total = [flint_module().arb(0)] * Ms.shape[1]
     for Mg in Ms:
-        total = [t + s for t, s in zip(total, _matvec(Mg, zv))]
+        total = [t + s for t, s in zip(total, integer_matvec(Mg, zv))]
     return [t / len(Ms) for t in total]
 
 
@@ -295,7 +302,7 @@ def rotation_action(angle: Any, x: Sequence[Any], z: Sequence[Any]) -> tuple[lis
 def _so2_integral(entry: Callable[[Any, Any, int], Any], n: int, what: str) -> list[Any]:
     """(1/2 pi) int_0^{2 pi} entry(cos phi, sin phi, k) d phi for k < n, certified."""
     from numerics.arb_quadrature import certified_integral
-    flint = _flint()
+    flint = flint_module()
     two_pi = 2 * flint.arb.pi()
     out = []
     for k in range(n):

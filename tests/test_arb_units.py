@@ -119,3 +119,41 @@ def test_integer_powers_of_a_ball_around_zero_are_finite() -> None:
         assert v.is_finite() and v.contains(1)
         assert arb_function(x ** 3, (x,))(-2.0) == arb(-8)
         assert arb_function(x ** -2, (x,))(4.0) == arb(1) / 16
+
+
+def test_integer_matvec_is_exact_and_validated() -> None:
+    """numerics.arb_units.integer_matvec: an integer matrix times balls (floats entered
+    exactly) encloses the exact product; shapes, non-integer entries and huge zero-copy
+    views are refused by name before any ball is made."""
+    import time
+    from fractions import Fraction
+
+    import numpy as np
+    import pytest
+
+    import flint
+
+    from numerics.arb_quadrature import working_precision
+    from numerics.arb_units import integer_matvec
+    A = [[1, -1, 0], [0, 2, 3]]
+    exact = [Fraction(0.1) - Fraction(1e-300), 2 * Fraction(1e-300) + 1]
+    with working_precision(2048):  # 0.1 - 1e-300 needs ~1050 bits to be exact
+        out = integer_matvec(A, [0.1, 1e-300, Fraction(1, 3)])
+        for ball, ref in zip(out, exact):
+            assert (ball - flint.arb(ref.numerator) / ref.denominator).contains(0)
+            assert ball.rad() <= 2.0 ** -1000 * abs(float(ref))
+    assert integer_matvec(np.array([[0.0, -1.0]]), [2, 5])[0] == -5
+    with pytest.raises(ValueError, match="^A must be a matrix"):
+        integer_matvec([1, 2], [1.0, 2.0])
+    with pytest.raises(ValueError, match="^A must have integer entries"):
+        integer_matvec([[0.5, 1]], [1.0, 2.0])
+    with pytest.raises(ValueError, match="^v must have 2 entries; got 3"):
+        integer_matvec([[1, 1]], [1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="^A must be an integer matrix"):
+        integer_matvec("ab", [1.0])
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match="^A .*too large"):
+        integer_matvec(np.broadcast_to(np.int64(1), (10 ** 5, 10 ** 5)), [1.0])
+    with pytest.raises(ValueError, match="^v .*too large"):
+        integer_matvec([[1]], np.broadcast_to(np.float64(0.5), (10 ** 9,)))
+    assert time.process_time() - t0 < 0.5

@@ -35,7 +35,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import log1p as _log1p
 
 from numerics.arb_quadrature import (UncertifiedError, UndecidableCondition, active_probability_ball,
-                                     certified_integral, exact_ball, ntk_kernel_ball,
+                                     certified_integral, exact_ball, flint_module, ntk_kernel_ball,
                                      positive_part_mean_ball, rf_kernel_ball, rkhs_weight_ball,
                                      second_moment_ball, working_precision)
 from verify._subchecks import SubCheck
@@ -50,15 +50,10 @@ __all__ = ["UndecidableCondition", "UncertifiedError", "arb_function", "enclose"
 MAX_REL_RADIUS = 1e-30
 
 
-def _flint() -> Any:
-    import flint
-    return flint
-
-
 def ball(v: Any) -> Any:
     """An ``arb`` of a Python/NumPy number (floats exactly), a Fraction, a SymPy number,
     an mpmath ``mpf`` (exactly) or an ``arb`` (unchanged)."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(v, (flint.arb, flint.acb)):
         return v
     if isinstance(v, sp.Basic):
@@ -73,7 +68,7 @@ def ball(v: Any) -> Any:
 
 def _from_mpf(m: tuple) -> Any:
     """The exact arb of an mpmath/SymPy binary float (sign, mantissa, exponent, bits)."""
-    flint = _flint()
+    flint = flint_module()
     sign, man, exp, _ = m
     if man == 0 and exp != 0:
         raise ValueError("ball: infinite or NaN mpf")
@@ -100,7 +95,7 @@ def _decide(cond: Any, what: sp.Basic) -> bool:
 
 
 def _compare(op: type, lhs: Any, rhs: Any, node: sp.Basic) -> bool:
-    flint = _flint()
+    flint = flint_module()
     lhs, rhs = flint.arb(lhs) if isinstance(lhs, int) else lhs, rhs
     if op is sp.StrictLessThan:
         yes, no = lhs < rhs, lhs >= rhs
@@ -130,7 +125,7 @@ _UNARY = {sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "t
 
 def _compile_atom(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any] | None:
     """Symbols, numbers and constants (None for anything else)."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(e, sp.Symbol):
         if e not in index:
             raise ValueError(f"arb_function: free symbol {e} is not among the arguments "
@@ -160,7 +155,7 @@ def _compile_atom(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequ
 
 def _compile(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any]:
     """A closure evaluating ``e`` on a tuple of balls (the values of ``index``'s symbols)."""
-    flint = _flint()
+    flint = flint_module()
     atom = _compile_atom(e, index)
     if atom is not None:
         return atom
@@ -238,7 +233,7 @@ def _compile_logic(e: sp.Basic, index: Mapping[sp.Symbol, int]) -> Callable[[Seq
 
 
 def _compile_pow(e: sp.Pow, index: Mapping[sp.Symbol, int]) -> Callable[[Sequence[Any]], Any]:
-    flint = _flint()
+    flint = flint_module()
     base = _compile(e.base, index)
     ex = e.exp
     if isinstance(ex, sp.Integer):
@@ -278,7 +273,7 @@ def _integer_power(b: Any, n: int) -> Any:
     contains 0 (where ``b * b`` is a valid ball)."""
     if n < 0:
         return 1 / _integer_power(b, -n)
-    out, sq = _flint().arb(1) if not isinstance(b, _flint().acb) else _flint().acb(1), b
+    out, sq = flint_module().arb(1) if not isinstance(b, flint_module().acb) else flint_module().acb(1), b
     while n:
         if n & 1:
             out = out * sq
@@ -289,7 +284,7 @@ def _integer_power(b: Any, n: int) -> Any:
 
 
 def _real(b: Any, node: sp.Basic) -> Any:
-    flint = _flint()
+    flint = flint_module()
     if isinstance(b, int):
         return flint.arb(b)
     if isinstance(b, flint.acb):
@@ -299,7 +294,7 @@ def _real(b: Any, node: sp.Basic) -> Any:
 
 
 def _sign(b: Any, node: sp.Basic) -> Any:
-    flint = _flint()
+    flint = flint_module()
     if b > 0:
         return flint.arb(1)
     if b < 0:
@@ -332,7 +327,7 @@ def arb_function(expr: sp.Basic, symbols: Sequence[sp.Symbol]) -> Callable[..., 
             raise TypeError(f"expected {len(syms)} values ({', '.join(map(str, syms))}); "
                             f"got {len(values)}")
         out = body(tuple(ball(v) for v in values))
-        return _flint().arb(out) if isinstance(out, int) else out
+        return flint_module().arb(out) if isinstance(out, int) else out
     return f
 
 

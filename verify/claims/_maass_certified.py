@@ -8,17 +8,13 @@ from typing import Any
 import numpy as np
 
 from derivations import maass as dm
+from numerics.arb_units import integer_matvec
 from verify.kit import RunContext, SubCheck
 from verify.studies.maass import group_action
 
 _WHY = ("Arb balls at 128 bits (floats enter exactly; the group matrices are integer "
         "permutations, hence exact): the closed form by the Arb translation of the derived "
         "expression (verify.certify.arb_function), the reference from the definition")
-
-
-def _matvec(A: np.ndarray, v: list) -> list:
-    """``A v`` for an integer matrix ``A`` and a list of balls (exact)."""
-    return [sum((int(a) * e for a, e in zip(row, v) if a), 0 * v[0]) for row in A]
 
 
 def _half_sq(v: list) -> Any:
@@ -45,9 +41,11 @@ def certified_risk_gap(ctx: RunContext) -> list[SubCheck]:
                 y = rng.standard_normal(RH.shape[1]).tolist()
                 ab = [[certify.ball(e) for e in row] for row in a]
                 yb = [certify.ball(e) for e in y]
-                da = sum(_half_sq([ai - yi for ai, yi in zip(ab[g], _matvec(RH[g], yb))])
+                da = sum(_half_sq([ai - yi for ai, yi in
+                                   zip(ab[g], integer_matvec(RH[g], yb))])
                          for g in range(order)) / order
-                q = [sum(col) / order for col in zip(*(_matvec(RH[g].T, ab[g]) for g in range(order)))]
+                q = [sum(col) / order
+                     for col in zip(*(integer_matvec(RH[g].T, ab[g]) for g in range(order)))]
                 fa = _half_sq([qi - yi for qi, yi in zip(q, yb)])
                 flat_a = [e for row in a for e in row]
                 lab = f"{key}: a = {a}, y = {y}"
@@ -98,7 +96,8 @@ def certified_projected_drift(ctx: RunContext) -> list[SubCheck]:
             x, r = (4 * rng.standard_normal(2)).tolist(), rng.standard_normal(2).tolist()
             xb, rb = [certify.ball(e) for e in x], [certify.ball(e) for e in r]
             zb = [certify.ball(e) for e in (p, q, q, p)]
-            terms = [_pullback(_matvec(R[h], xb), zb, _matvec(RH[h], rb)) for h in range(len(R))]
+            terms = [_pullback(integer_matvec(R[h], xb), zb, integer_matvec(RH[h], rb))
+                     for h in range(len(R))]
             V = [sum(col) / len(R) for col in zip(*terms)]
             PV = AU.fixed_space_projection(G.M, V)
             Pvan = AU.fixed_space_projection(G.M, _pullback(xb, zb, rb))

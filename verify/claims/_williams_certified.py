@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import sympy as sp
 
-from numerics.arb_quadrature import UndecidableCondition
+from numerics.arb_quadrature import UndecidableCondition, flint_module
 from verify import certify
 
 __all__ = ["one_sided_taylor", "one_sided_derivative_jump"]
@@ -35,11 +35,6 @@ class _Germ:
 
     def __init__(self, series: Any, varies: bool):
         self.series, self.varies = series, varies
-
-
-def _flint() -> Any:
-    import flint
-    return flint
 
 
 def _germ_sign(g: _Germ, node: sp.Basic) -> int:
@@ -71,7 +66,7 @@ _RELATIONS = {sp.StrictLessThan: lambda s: s < 0, sp.LessThan: lambda s: s <= 0,
 def _atan2(y: _Germ, x: _Germ, node: sp.Basic) -> Any:
     """atan2 on the germ: atan(y/x) plus the quadrant's multiple of pi, or pi/2 sign(y) -
     atan(x/y) where x vanishes at the point."""
-    flint = _flint()
+    flint = flint_module()
     sx = _germ_sign(x, node)
     if sx > 0:
         return (y.series / x.series).atan()
@@ -100,7 +95,7 @@ def _condition(e: sp.Basic, env: Mapping[sp.Symbol, _Germ], length: int) -> bool
 
 def _evaluate(e: sp.Basic, env: Mapping[sp.Symbol, _Germ], length: int) -> _Germ:
     """``e`` on the germ (its series in t, and whether the selected branch depends on t)."""
-    flint = _flint()
+    flint = flint_module()
     if isinstance(e, sp.Symbol):
         if e not in env:
             raise ValueError(f"one_sided_taylor: the symbol {e} has no value")
@@ -161,7 +156,7 @@ def one_sided_taylor(expr: sp.Expr, values: Mapping[sp.Symbol, Any], variable: s
         raise ValueError(f"one_sided_taylor: order must be an integer in 0..20; got {order!r}")
     if variable not in values:
         raise ValueError(f"one_sided_taylor: values must give the point x0 of {variable}")
-    flint = _flint()
+    flint = flint_module()
     length = order + 1 + _GUARD_TERMS
     with certify.working_precision(prec):
         env = {s: _Germ(flint.arb_series([certify.ball(v)] + ([side] if s == variable else []), prec=length),
