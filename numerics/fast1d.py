@@ -49,12 +49,13 @@ import math
 import numpy as np
 
 from numerics.validation import (ArgumentTypeError, as_float_array, as_float_scalar,
-                                 require_same_shape, require_size)
+                                 require_positive_int, require_same_shape, require_size)
 
 __all__ = [
     "forward_sorted",
     "loss_and_grad_sorted",
     "preactivation",
+    "require_sorted_size",
 ]
 
 _U = 2.0 ** -53
@@ -73,7 +74,10 @@ MAX_PREACTIVATION_ENTRIES = 2 ** 24
 
 def require_sorted_size(m: int, s: int) -> None:
     """A ValueError naming m + s, before any work, when one sorted-engine call on m neurons
-    and s samples exceeds :data:`MAX_SORTED_ENTRIES`."""
+    and s samples exceeds :data:`MAX_SORTED_ENTRIES` (``m`` and ``s`` are counts: an array
+    or a negative number is refused by name)."""
+    m = require_positive_int(m, "m (neurons)", minimum=0)
+    s = require_positive_int(s, "s (samples)", minimum=0)
     require_size(m + s, "m + s (neurons plus samples)", limit=MAX_SORTED_ENTRIES,
                  hint="evaluate x in chunks of fewer samples")
 

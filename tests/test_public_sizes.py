@@ -195,3 +195,54 @@ def test_reduced_predictor_and_unit_output_refuse_huge_views_fast() -> None:
                   r"^m \* n \(particles x inputs\) is too large")
     _refused_fast(lambda: arb_units.unit_output(np.broadcast_to(0.5, (10 ** 8, 4)), [0.3], [0.2], 1),
                   "^unit must be one of")
+
+
+def test_sorted_size_check_refuses_arrays_before_adding_them() -> None:
+    """fast1d.require_sorted_size(8, view) added the 2e8-entry view to 8 (1.2 s, a copy)
+    before refusing it as 'not a count'; the counts are checked first, by name."""
+    view2 = np.broadcast_to(np.float64(0.5), (10 ** 8, 2))
+    t0 = time.process_time()
+    with pytest.raises(TypeError, match=r"^s \(samples\) must be an integer"):
+        fast1d.require_sorted_size(8, view2)
+    with pytest.raises(ValueError, match=r"^m \(neurons\) must be an integer >= 0"):
+        fast1d.require_sorted_size(-1, 3)
+    _refused_fast(lambda: fast1d.require_sorted_size(10 ** 12, 10 ** 12),
+                  r"^m \+ s \(neurons plus samples\) is too large")
+    assert time.process_time() - t0 < 0.5
+    fast1d.require_sorted_size(8, 1000)
+
+
+def _high_precision_calls():
+    from verify import formulas as F
+    few = np.linspace(0.1, 1.2, 3)
+    return [
+        ("velocity_jump.mpmath", lambda: F.velocity_jump.mpmath(VIEW_SQUARE, 0.1, 0.5)),
+        ("velocity_jump.enclose", lambda: F.velocity_jump.enclose(VIEW_SQUARE, 0.1, 0.5)),
+        ("phi_tilde.enclose", lambda: F.phi_tilde.enclose(0.4, VIEW_SQUARE, 5, 2)),
+        ("phi_tilde_dtheta.enclose", lambda: F.phi_tilde_dtheta.enclose(VIEW, 0.3, 5, 2)),
+        ("alpha_constant.mpmath", lambda: F.alpha_constant.mpmath(VIEW_SQUARE)),
+        ("alpha_constant.enclose", lambda: F.alpha_constant.enclose(VIEW)),
+        ("rf_kernel.enclose 3000", lambda: F.rf_kernel.enclose(np.linspace(0, 1, 3000), 0.2)),
+        ("phi_tilde.mpmath 3 points", lambda: F.phi_tilde.mpmath(few, 0.3, 5, 2)),
+    ]
+
+
+@pytest.mark.parametrize("case", _high_precision_calls(), ids=lambda c: c[0])
+def test_high_precision_paths_are_priced_from_shapes(case) -> None:
+    """The outside fuzz: velocity_jump.mpmath ran > 5 s on a (10^4)^2 view, phi_tilde.enclose
+    raised SystemError out of acb.integral after seconds, alpha_constant.mpmath took 1.2 s
+    to refuse a view it had copied.  .mpmath / .enclose are priced per entry from the shapes
+    (HIGH_PRECISION_ENTRY_NS; phi~'s quadratures at their own measured cost) and refused
+    before any work, naming long_runs() when the count is allowed but slow."""
+    _refused_fast(case[1], r"(more than 16777216 entries|too large for a quick call.*long_runs)")
+
+
+def test_high_precision_paths_stay_quick_at_small_sizes() -> None:
+    from verify import formulas as F
+    assert F.phi_tilde.enclose(np.array([0.2, 0.9]), 0.3, 5, 2).shape == (2,)
+    assert len(F.rf_kernel.mpmath(np.linspace(0, 1, 20), 0.2, dps=20)) == 20
+    x = np.linspace(0, 1, 2500)  # priced above the quick budget, ~0.2 s in fact
+    with pytest.raises(ValueError, match="too large for a quick call"):
+        F.rf_kernel.enclose(x, 0.2)
+    with long_runs():  # asked for: it runs
+        assert F.rf_kernel.enclose(x, 0.2).shape == (2500,)

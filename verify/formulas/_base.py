@@ -15,6 +15,7 @@ built from one SymPy expression raise :class:`NotEnclosable` from ``.enclose``."
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from typing import Any, Callable, Iterator, Sequence
 
@@ -25,13 +26,17 @@ import sympy as sp
 from verify import derived
 
 __all__ = ["DerivedFunction", "VerifiedFormula", "perturbed_output", "MAX_DPS", "NotEnclosable",
-           "MAX_FORMULA_ENTRIES",
+           "MAX_FORMULA_ENTRIES", "HIGH_PRECISION_ENTRY_NS",
            "enclose_grid",
            "UlpBound"]
 
 MAX_DPS = 2000  # mpmath precision cap: beyond it a single special-function call takes minutes
 #: largest broadcast input of a float64 formula call (128 MiB per float64 temporary)
 MAX_FORMULA_ENTRIES = 2 ** 24
+#: priced cost (ns) of one entry of ``.mpmath`` / ``.enclose`` at the default precision
+#: (measured 20-300 us for the closed forms, one loaded core; a margin of 3 or more): an
+#: array call above the quick budget is refused from the shapes (``long_runs()`` allows it)
+HIGH_PRECISION_ENTRY_NS = 1_000_000
 
 _OUTPUT_FACTORS: dict[str, float] = {}
 
@@ -215,18 +220,30 @@ class DerivedFunction(_Derived):
     def __init__(self, name: str, claim: str, doc: str, expr_fn: Callable[[], Any],
                  impl: Callable[..., Any], mpmath: Callable[..., Any] | None = None,
                  enclose: Callable[..., Any] | None = None,
-                 ulp_bound: dict[str, UlpBound] | UlpBound | None = None, entry_ns: int = 32):
+                 ulp_bound: dict[str, UlpBound] | UlpBound | None = None, entry_ns: int = 32,
+                 mpmath_entry_ns: int = HIGH_PRECISION_ENTRY_NS,
+                 enclose_entry_ns: int = HIGH_PRECISION_ENTRY_NS):
         super().__init__(name, claim, doc, expr_fn, signature_of=impl)
         self.entry_ns = entry_ns
+        self.enclose_entry_ns = enclose_entry_ns
         self._impl = impl
         self._enclose = enclose
         self.ulp_bound = ulp_bound
         if mpmath is not None:
-            self.mpmath = mpmath
+            self.mpmath = self._priced(mpmath, "mpmath", mpmath_entry_ns)
+
+    def _priced(self, fn: Callable[..., Any], path: str, entry_ns: int) -> Callable[..., Any]:
+        """``fn`` behind :func:`check_entries` at ``entry_ns`` per broadcast entry."""
+        @functools.wraps(fn)
+        def priced(*args: Any, **kwargs: Any) -> Any:
+            check_entries(f"{self.name}.{path}", self._impl, args, kwargs, entry_ns)
+            return fn(*args, **kwargs)
+        return priced
 
     def enclose(self, *args: Any, prec: int = 128, **kwargs: Any) -> Any:
         if self._enclose is None:
             return super().enclose(*args, prec=prec, **kwargs)
+        check_entries(f"{self.name}.enclose", self._impl, args, kwargs, self.enclose_entry_ns)
         return self._finish(self._enclose(*args, prec=check_prec(prec), **kwargs))
 
     enclose.__doc__ = _Derived.enclose.__doc__
@@ -300,6 +317,7 @@ class VerifiedFormula(_Derived):
         """High-precision value(s) at ``dps`` decimal digits (scalars give an ``mpf``,
         arrays an object array of ``mpf``); the arguments are taken exactly as given."""
         dps = check_dps(dps)
+        check_entries(f"{self.name}.mpmath", self._validate, args, {}, HIGH_PRECISION_ENTRY_NS)
         vals = self._mpmath_validate(*args)
         with mpmath.workdps(dps):
             if all(np.ndim(v) == 0 for v in vals):
@@ -313,6 +331,7 @@ class VerifiedFormula(_Derived):
 
     def enclose(self, *args: Any, prec: int = 128) -> Any:
         prec = check_prec(prec)
+        check_entries(f"{self.name}.enclose", self._validate, args, {}, HIGH_PRECISION_ENTRY_NS)
         vals = self._mpmath_validate(*args)
         from verify import certify
         fn = self._cached("arb", lambda: certify.arb_function(self.expr, self.symbols))

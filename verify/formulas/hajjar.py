@@ -165,9 +165,14 @@ PHI_TILDE_DTHETA_ULPS = UlpBound(
     32, "scale |sin th cos ph| E|R| + |cos th sin ph| E|S| (>= the absolute integral of "
     "E[(c' R + y' S) 1{c R + y S > 0}]; E|R| = 2 / alpha(d_H))", _PHI_WHY)
 
+#: priced cost (ns) of one point of phi~'s high-precision paths (measured ~0.4 s for the
+#: mpmath double quadrature and ~9 ms for the Arb integral at d = 5, one loaded core)
+PHI_MPMATH_ENTRY_NS, PHI_ENCLOSE_ENTRY_NS = 1_000_000_000, 20_000_000
+
 phi_tilde = DerivedFunction(
     name="phi_tilde", claim="H1e", impl=_phi_tilde, mpmath=_phi_tilde_mp, ulp_bound=PHI_TILDE_ULPS,
-    enclose=_phi_enclose(False),
+    enclose=_phi_enclose(False), mpmath_entry_ns=PHI_MPMATH_ENTRY_NS,
+    enclose_entry_ns=PHI_ENCLOSE_ENTRY_NS,
     expr_fn=_phi_expr,
     doc="""phi~(theta; phi) = E[relu(cos th cos ph R + sin th sin ph S)] (Hajjar & Chizat 2023,
 Thm 4.3 / App. E.2.3; claim H1e), R, S independent first coordinates of Unif(S^{d_H-1})
@@ -193,6 +198,7 @@ complete Piecewise forms for (d, d_H) in {(2,1), (3,1), (3,2), (4,1), (4,3)}.
 phi_tilde_dtheta = DerivedFunction(
     name="phi_tilde_dtheta", claim="H1e", impl=_phi_tilde_dtheta, expr_fn=_phi_expr,
     ulp_bound=PHI_TILDE_DTHETA_ULPS, enclose=_phi_enclose(True),
+    enclose_entry_ns=PHI_ENCLOSE_ENTRY_NS,
     doc="""d phi~(theta; phi) / d theta (claim H1e): the expectation over S of the derived
 partial derivatives of the inner expectation, d/dc c_theta + d/dy y_theta (c = cos th cos
 ph, y = sin th sin ph S).  Same parameters as ``phi_tilde``; it is the G'(theta) kernel of
