@@ -38,6 +38,7 @@ import math
 import os
 import re
 import signal
+import sys
 import traceback
 import warnings
 from collections import defaultdict
@@ -1454,6 +1455,9 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "verify.kit.jsonable": {"obj": lambda: {"a": [1.0, 2.0]}},
     "verify.kit.Margin": {"name": "n"},
     "verify.kit.Claim.run": {"negative_control": False},
+    "verify.kit.Claim.context": {"negative_control": False},
+    "verify.kit.RateStudy.bias_subcheck": {"how": "against a refined reference"},
+    "numerics.arb_units.integer_matvec": {"A": lambda: [[1, -1], [0, 2]], "v": [0.5, -1.5]},
     "verify.kit.Claim": {"kind": KEEP_DEFAULT},
 }
 
@@ -1639,13 +1643,30 @@ def surface_call(t: SurfaceTarget, k: int | None, label: str, value: Any) -> Out
     return Outcome("result")
 
 
+def _is_view(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.base is not None and 0 in v.strides
+
+
 def _surface_cases(t: SurfaceTarget) -> list[tuple[int, str, Any]]:
+    """The (parameter, label, value) cases of ``t``: all of them, or SURFACE_PER_TARGET
+    sampled (derandomized); a sample for a ``verify.kit`` name holds at least one zero-copy
+    huge view (the kit is what claims are written with: its size checks must read shapes)."""
     cases = [(k, label, v) for k in range(len(t.params)) for label, v in SURFACE_POOL]
     if len(cases) > SURFACE_PER_TARGET:
         rng = np.random.default_rng(zlib_crc(t.name))
         idx = rng.choice(len(cases), SURFACE_PER_TARGET, replace=False)
-        cases = [cases[i] for i in sorted(idx)]
+        picked = [cases[i] for i in sorted(idx)]
+        views = [c for c in cases if _is_view(c[2])]
+        if t.module == "verify.kit" and views and not any(_is_view(c[2]) for c in picked):
+            picked[0] = views[int(rng.integers(len(views)))]
+        cases = picked
     return cases
+
+
+def _close_figures() -> None:
+    """Close the matplotlib figures a call made (the kit's new_figure hands them back)."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
 
 
 def zlib_crc(text: str) -> int:
@@ -1678,12 +1699,14 @@ def test_surface(target: SurfaceTarget, tmp_path, monkeypatch):
                 target.fn(*args, **kwargs)
         except Exception:  # noqa: BLE001 - judged below
             pass
+        _close_figures()
     # a target without a base call (plumbing constructors) is listed, not fuzzed: every
     # mutated call would be refused for the missing base arguments, which tests nothing
     cases = [] if target.name in SURFACE_NO_BASE else [(None, "base", None)] + _surface_cases(target)
     tgt = dataclasses.replace(CLI_TARGET, name=f"surface:{target.name}", timeout=SURFACE_TIMEOUT)
     for k, label, value in cases:
         out = surface_call(target, k, label, value)
+        _close_figures()
         pname = "base" if k is None else target.params[k].name
         desc = f"{pname}={_desc((value,), {})[1:-1] if k is not None else ''} [{label}]"
         c = COUNTS[tgt.name]
@@ -1696,6 +1719,30 @@ def test_surface(target: SurfaceTarget, tmp_path, monkeypatch):
     _write_counts()
     if failures and not CENSUS:
         raise AssertionError(f"{target.name}: {len(failures)} finding(s):\n  " + "\n  ".join(failures[:6]))
+
+
+def test_surface_reaches_every_kit_name(tmp_path, monkeypatch):
+    """Every public name of ``verify.kit`` (and every public method of its classes) is
+    reached: its base call returns a result, so the mutated calls of ``test_surface`` fuzz
+    the name itself, not a refusal of its base arguments; its sample holds a zero-copy huge
+    view; no figure is left open."""
+    import matplotlib.pyplot as plt
+    monkeypatch.chdir(tmp_path)
+    from verify import kit
+    kit_targets = [t for t in SURFACE_TARGETS if t.module == "verify.kit"]
+    callables = {f"verify.kit.{n}" for n in kit.__all__
+                 if callable(getattr(kit, n)) and not _is_exception_type(getattr(kit, n))}
+    assert callables <= {t.name for t in kit_targets}, sorted(callables - {t.name for t in kit_targets})
+    refused = []
+    for t in kit_targets:
+        out = surface_call(t, None, "base", None)
+        _close_figures()
+        if out.category != "result":
+            refused.append(f"{t.name}: {out.category} {out.detail[:120]}")
+        cases = _surface_cases(t)
+        assert not t.params or any(_is_view(v) for _, _, v in cases), t.name
+    assert not refused, refused
+    assert plt.get_fignums() == []
 
 
 def test_surface_enumerates_every_public_callable():
