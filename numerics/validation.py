@@ -129,13 +129,20 @@ def _require_entries(raw: Any, name: str, limit: int | None) -> None:
 def _real_array(x: Any, name: str) -> np.ndarray:
     """``x`` as a float64 array (NaN allowed: it compares outside every range); text,
     None, complex or ragged input is an ArgumentTypeError naming ``name``."""
-    _reject_non_numeric(x, name, "a real number or an array of real numbers")
+    what = "a real number or an array of real numbers"
+    _reject_non_numeric(x, name, what)
     _require_entries(x, name, None)
     try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        raise ArgumentTypeError(f"{name} must be a real number or an array of real numbers; "
-                                f"got {_kind(x)}") from None
+        raw = np.asarray(x)
+        if raw.dtype.kind in "bc":  # a cast would drop the imaginary part or read 0/1
+            raise ArgumentTypeError(f"{name} must be {what}; got "
+                                    f"{'complex values' if raw.dtype.kind == 'c' else 'booleans'}"
+                                    " (convert them to real numbers first)")
+        arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, ArgumentTypeError):
+            raise
+        raise ArgumentTypeError(f"{name} must be {what}; got {_kind(x)}") from None
     return arr
 
 

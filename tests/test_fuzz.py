@@ -109,6 +109,9 @@ def nonfinite_in(value: Any, depth: int = 0) -> str | None:
     if isinstance(value, (int, np.integer)):
         return None
     if isinstance(value, np.ndarray):
+        if value.size and 0 in value.strides:  # a zero-copy view (an input echoed back):
+            value = value[tuple(0 if s == 0 else slice(None)  # its distinct entries only
+                                for s in value.strides)]
         if value.dtype.kind in "fc":
             return None if np.all(np.isfinite(value)) else f"array with {int(np.sum(~np.isfinite(value)))} non-finite entries"
         if value.dtype.kind == "O":

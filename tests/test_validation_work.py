@@ -37,3 +37,15 @@ def test_require_broadcast_work_names_long_runs_from_shapes_alone() -> None:
     assert V.require_broadcast_work(8, "x", "8 per point", np.ones(3), 0.3) == 3
     with V.long_runs():
         assert V.require_broadcast_work(8, "x", "8 per point", view) == 10 ** 9
+
+
+@pytest.mark.parametrize("bad", [np.array([0.5 + 1j]), np.array([True, False])],
+                         ids=["complex", "boolean"])
+def test_range_and_distinct_checks_refuse_complex_and_boolean_arrays(bad) -> None:
+    """require_in_range / require_distinct cast a complex array to its real part (a
+    ComplexWarning, then 'in range') and booleans to 0/1; both are refused by name now."""
+    with pytest.raises(TypeError, match="^arg_x must be a real number or an array of real"):
+        V.require_in_range(bad, "arg_x", 0.0, 1.0)
+    with pytest.raises(TypeError, match="^arg_x must be a real number or an array of real"):
+        V.require_distinct(bad, "arg_x")
+    V.require_in_range(np.array([0.5]), "arg_x", 0.0, 1.0)
