@@ -38,13 +38,14 @@ from numerics.arb_quadrature import (UncertifiedError, UndecidableCondition, act
                                      certified_integral, exact_ball, flint_module, ntk_kernel_ball,
                                      positive_part_mean_ball, rf_kernel_ball, rkhs_weight_ball,
                                      second_moment_ball, working_precision)
+from numerics.validation import as_float_scalar
 from verify._subchecks import SubCheck
 
 __all__ = ["UndecidableCondition", "UncertifiedError", "arb_function", "enclose", "enclose_to",
            "ball", "relative_radius", "working_precision", "certified_integral",
            "certified_compare", "certified_details", "CertifiedInstance",
            "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball", "rkhs_weight_ball",
-           "second_moment_ball", "positive_part_mean_ball", "MAX_REL_RADIUS"]
+           "second_moment_ball", "positive_part_mean_ball", "MAX_REL_RADIUS", "exact_fraction"]
 
 #: the relative radius below which an overlap is called a proof at an instance
 MAX_REL_RADIUS = 1e-30
@@ -78,7 +79,13 @@ def _from_mpf(m: tuple) -> Any:
 
 
 def relative_radius(b: Any) -> float:
-    """rad / |mid| of a ball (inf for a ball around 0 that is not exactly 0)."""
+    """rad / |mid| of a ball (inf for a ball around 0 that is not exactly 0); ``b`` is a
+    ``flint.arb`` or ``flint.acb`` (anything else is a TypeError: make a ball with
+    :func:`ball` first)."""
+    flint = flint_module()
+    if not isinstance(b, (flint.arb, flint.acb)):
+        raise TypeError(f"relative_radius: b must be an Arb ball (flint.arb or flint.acb; "
+                        f"make one with verify.certify.ball); got {type(b).__name__} {b!r:.40}")
     rad = float(b.rad())
     mid = abs(float(b.mid()))
     if rad == 0:
@@ -483,5 +490,5 @@ def certified_details(subchecks: Sequence[SubCheck]) -> dict[str, Any]:
 
 
 def exact_fraction(v: float) -> Fraction:
-    """The exact rational value of a float (convenience for exact pieces)."""
-    return Fraction(float(v))
+    """The exact rational value of a finite float (convenience for exact pieces)."""
+    return Fraction(as_float_scalar(v, "exact_fraction: v"))
