@@ -626,6 +626,10 @@ def phi_tilde_ball(theta: float, phi: float, d: int, d_H: int, derivative: bool 
         raise ValueError(f"d must be an integer in 2..{MAX_PHI_DIM}; got {d!r}")
     if isinstance(d_H, bool) or not isinstance(d_H, (int, np.integer)) or not 1 <= d_H < d:
         raise ValueError(f"d_H must be an integer in 1..d-1; got {d_H!r}")
+    if (isinstance(prec, bool) or not isinstance(prec, (int, np.integer))
+            or not 16 <= prec <= MAX_PREC - 32):
+        raise ValueError(f"prec (Arb working precision in bits) must be an integer in "
+                         f"16..{MAX_PREC - 32}; got {prec!r}")
     t, p = _finite_input(theta, "theta"), _finite_input(phi, "phi")
     if not (0 <= t <= np.pi / 2 and 0 <= p <= np.pi / 2):
         raise ValueError(f"theta and phi must lie in [0, pi/2]; got {t!r}, {p!r}")

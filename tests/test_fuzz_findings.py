@@ -29,3 +29,26 @@ def test_exact_fraction_refuses_non_finite_and_non_numbers(v) -> None:
     with pytest.raises((ValueError, TypeError), match=r"^exact_fraction: v must be"):
         certify.exact_fraction(v)
     assert certify.exact_fraction(0.1) == Fraction(0.1)
+
+
+@pytest.mark.parametrize("prec", [float("inf"), 8, 10 ** 6, True, "96"])
+def test_phi_tilde_ball_refuses_a_bad_precision(prec) -> None:
+    """numerics.arb_quadrature.phi_tilde_ball(..., prec=inf) raised OverflowError."""
+    from numerics import arb_quadrature as aq
+    with pytest.raises(ValueError, match=r"^prec \(Arb working precision in bits\)"):
+        aq.phi_tilde_ball(0.4, 0.3, 5, 2, prec=prec)
+
+
+def test_certify_enclose_refuses_a_non_mapping_before_iterating_it() -> None:
+    """verify.certify.enclose(array, 10^8 view) iterated the view as symbols (> 5 s)."""
+    import sympy as sp
+
+    from verify import certify
+    t0 = time.process_time()
+    with pytest.raises(TypeError, match="^enclose: expr must be a SymPy expression"):
+        certify.enclose(np.ones((4, 3)), VIEW)
+    with pytest.raises(TypeError, match="^enclose: values must be a mapping"):
+        certify.enclose(sp.Symbol("x") + 1, VIEW)
+    assert time.process_time() - t0 < 0.5
+    x = sp.Symbol("x")
+    assert certify.enclose(x / 3, {x: 1}).overlaps(certify.ball(1) / 3)

@@ -340,6 +340,11 @@ def arb_function(expr: sp.Basic, symbols: Sequence[sp.Symbol]) -> Callable[..., 
 
 def enclose(expr: sp.Basic, values: Mapping[sp.Symbol, Any], prec: int = 128) -> Any:
     """The ball of ``expr`` at ``values`` (a mapping symbol -> number) at ``prec`` bits."""
+    if not isinstance(expr, sp.Basic):
+        raise TypeError(f"enclose: expr must be a SymPy expression; got {type(expr).__name__}")
+    if not isinstance(values, Mapping):
+        raise TypeError(f"enclose: values must be a mapping symbol -> number (a dict); got "
+                        f"{type(values).__name__}")
     syms = tuple(values)
     with working_precision(prec):
         return arb_function(expr, syms)(*(values[s_] for s_ in syms))
