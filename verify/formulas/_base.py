@@ -34,9 +34,10 @@ MAX_DPS = 2000  # mpmath precision cap: beyond it a single special-function call
 #: largest broadcast input of a float64 formula call (128 MiB per float64 temporary)
 MAX_FORMULA_ENTRIES = 2 ** 24
 #: priced cost (ns) of one entry of ``.mpmath`` / ``.enclose`` at the default precision
-#: (measured 20-300 us for the closed forms, one loaded core; a margin of 3 or more): an
-#: array call above the quick budget is refused from the shapes (``long_runs()`` allows it)
-HIGH_PRECISION_ENTRY_NS = 1_000_000
+#: (measured 20-80 us for the Arb balls, up to 300 us for rf_kernel.mpmath on a loaded
+#: core; tests/test_certify.py encloses 10^4 entries in one call): an array call above the
+#: quick budget is refused from the shapes (``long_runs()`` allows it)
+HIGH_PRECISION_ENTRY_NS = 200_000
 
 _OUTPUT_FACTORS: dict[str, float] = {}
 
