@@ -1358,6 +1358,7 @@ MODULE_BASE["verify.kit"] = {
     "x": lambda: np.array([1.0, 2.0, 4.0, 8.0]), "y": lambda: np.array([1.0, 0.5, 0.25, 0.125]),
     "obj": lambda: {"a": [1.0, 2.0]}, "sense": "below", "evidence": lambda: _kit_evidence(),
     "fig": lambda: _kit().new_figure()[0], "path": "fig.png",
+    "unit": "relative",
     "ax": lambda: _kit().new_figure()[1], "ylabel": "y", "xlabel": "x",
     "study": lambda: _kit().rate_study("s", np.array([10.0, 40.0, 160.0, 640.0]), np.array(
         [10.0, 40.0, 160.0, 640.0])[:, None] ** -0.5
