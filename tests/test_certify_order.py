@@ -134,7 +134,7 @@ def test_a_certified_claim_has_the_same_bits_after_wider_computations(claim_id: 
 @pytest.mark.slow
 def test_two_certified_claims_in_both_orders() -> None:
     """H1e then H1f and H1f then H1e in one process: each claim's sub-check errors are the
-    same floats (H1f after H1e differed in the 9th digit before the reset; ~40 s)."""
+    same floats (H1f after H1e differed in the 9th digit before the reset; ~30 s)."""
     h1f_first = _errors("H1f")
     h1e_second = _errors("H1e")
     h1e_first = _errors("H1e")
