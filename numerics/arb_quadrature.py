@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from fractions import Fraction
+import functools
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Sequence
 
@@ -37,8 +38,8 @@ import numpy as np
 __all__ = ["UndecidableCondition", "UncertifiedError", "working_precision", "exact_ball",
            "certified_integral", "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball",
            "rkhs_weight_ball", "second_moment_ball", "positive_part_mean_ball", "phi_tilde_ball",
-           "inner_expectation_ball", "flint_module",
-           "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
+           "inner_expectation_ball", "flint_module", "ball_cache",
+           "clear_ball_caches", "INITS", "MAX_PREC", "MAX_SPHERE_DIM"]
 
 INITS = ("uniform", "gaussian")
 MAX_PREC = 8192            # bits; beyond, one special-function call takes seconds
@@ -67,17 +68,64 @@ def flint_module() -> Any:
 
 @contextlib.contextmanager
 def working_precision(prec: int) -> Iterator[int]:
-    """Set Arb's working precision (bits) within the block, restoring it after."""
+    """Set Arb's working precision (bits) within the block, restoring it after; the block
+    starts and ends with FLINT's caches empty, so its balls' bits depend on its inputs only.
+
+    FLINT caches per thread the Gauss-Legendre nodes of ``acb.integral`` and constants
+    (pi, log 2, ...) at the highest precision asked so far (the nodes at max(prec, 2 old + 30)
+    bits) and rounds them to each later request: without the reset, a ball's midpoint and
+    radius differ in their last bits (~1e-35 relative at 128 bits) with the computations
+    that ran earlier in the process.  The reset costs the recomputation of those caches
+    (measured: no change in H1e's CPU time); see docs/certification.md."""
     if isinstance(prec, bool) or not isinstance(prec, (int, np.integer)) or not 16 <= prec <= MAX_PREC:
         raise ValueError(f"prec (Arb working precision in bits) must be an integer in "
                          f"16..{MAX_PREC}; got {prec!r}")
     ctx = flint_module().ctx
     old = ctx.prec
+    ctx.cleanup()
     ctx.prec = int(prec)
     try:
         yield int(prec)
     finally:
+        ctx.cleanup()
         ctx.prec = old
+
+
+def ball_cache(maxsize: int | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``functools.lru_cache(maxsize)`` for a function of hashable arguments returning
+    Arb balls, with FLINT's caches emptied before and after every call, hit or miss: a
+    miss computes from empty caches (the value depends on the arguments only) and a hit
+    leaves the caller in the same state as a miss (see :func:`working_precision`).  Not
+    for functions called inside an integrand (the reset would drop the integral's nodes)."""
+    if maxsize is not None and (isinstance(maxsize, bool) or not isinstance(maxsize, int)
+                                or maxsize < 1):
+        raise ValueError(f"ball_cache: maxsize must be None or a positive integer; got {maxsize!r}")
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        cached = lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            ctx = flint_module().ctx
+            ctx.cleanup()
+            try:
+                return cached(*args, **kwargs)
+            finally:
+                ctx.cleanup()
+        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        _BALL_CACHES.append(cached)
+        return call
+    return decorate
+
+
+_BALL_CACHES: list[Any] = []
+
+
+def clear_ball_caches() -> None:
+    """Empty every :func:`ball_cache` (a later call recomputes from empty FLINT caches)."""
+    for cached in _BALL_CACHES:
+        cached.cache_clear()
 
 
 def exact_ball(v: Any, name: str = "value") -> Any:
@@ -280,7 +328,7 @@ def _uniform_inner(Xq: list[Fraction], g: Callable, a_mid: Fraction) -> Callable
 
 
 # ---------------------------------------------------------- (a, b) ~ N(0, I_2), polar
-@lru_cache(maxsize=16)
+@ball_cache(maxsize=16)
 def _radial_moments(prec: int, degree: int) -> tuple[Any, ...]:
     """M_k = int_0^oo r^(k+1) e^(-r^2/2) dr, k = 0..degree: acb.integral on [0, 24] plus
     the tail as a ball [0, 2 e^(-144)] (for r >= 24 and k <= 8, r^k <= e^(r^2/4), so the
@@ -469,7 +517,9 @@ def positive_part_mean_ball(k: int, prec: int = 128, max_rel_radius: float | Non
 MAX_PHI_DIM = 100_000
 
 
-@lru_cache(maxsize=16)  # up to d_H/2 balls each (a few MB at d_H = 10^5)
+# up to d_H/2 balls each (a few MB at d_H = 10^5); a plain lru_cache, not ball_cache: rational
+# arithmetic at the block's precision reads none of FLINT's caches, and it runs inside integrands
+@lru_cache(maxsize=16)
 def _sin_power_polynomial(n: int, prec: int) -> tuple[Any, Any]:
     """(R_n, P_n) with int_0^T sin^n = R_n J_(n mod 2)(T) - cos T sin^(1 - n mod 2) T
     P_n(sin^2 T), J_0 = T, J_1 = 1 - cos T: the recurrence J_j = -sin^(j-1) T cos T / j

@@ -35,15 +35,16 @@ import sympy as sp
 from sympy.codegen.cfunctions import log1p as _log1p
 
 from numerics.arb_quadrature import (UncertifiedError, UndecidableCondition, active_probability_ball,
-                                     certified_integral, exact_ball, flint_module, ntk_kernel_ball,
-                                     positive_part_mean_ball, rf_kernel_ball, rkhs_weight_ball,
-                                     second_moment_ball, working_precision)
+                                     ball_cache, certified_integral, clear_ball_caches, exact_ball,
+                                     flint_module, ntk_kernel_ball, positive_part_mean_ball,
+                                     rf_kernel_ball, rkhs_weight_ball, second_moment_ball,
+                                     working_precision)
 from numerics.validation import as_float_scalar
 from verify._subchecks import SubCheck
 
 __all__ = ["UndecidableCondition", "UncertifiedError", "arb_function", "enclose", "enclose_to",
-           "ball", "relative_radius", "working_precision", "certified_integral",
-           "certified_compare", "certified_details", "CertifiedInstance",
+           "ball", "relative_radius", "working_precision", "ball_cache", "clear_ball_caches",
+           "certified_integral", "certified_compare", "certified_details", "CertifiedInstance",
            "rf_kernel_ball", "active_probability_ball", "ntk_kernel_ball", "rkhs_weight_ball",
            "second_moment_ball", "positive_part_mean_ball", "MAX_REL_RADIUS", "exact_fraction"]
 

@@ -21,18 +21,18 @@ from verify.kit import CertifiedInstance, RunContext, SubCheck, certified_compar
 __all__ = ["h1e_certified", "h1d_certified", "h1a_certified", "limit_mass_certified", "alpha_two_step_ratio", "alpha_recursion_balls"]
 
 
-@lru_cache(maxsize=1024)
+@certify.ball_cache(maxsize=1024)
 def _phi_ball(th: float, ph: float, d: int, dH: int, derivative: bool = False):
     """The definition's ball (independent of the derivation: cached across mutants)."""
     return aq.phi_tilde_ball(th, ph, d, dH, derivative=derivative, prec=128)
 
 
-@lru_cache(maxsize=256)
+@certify.ball_cache(maxsize=256)
 def _inner_ball(k: int, c: float, y: float):
     return aq.inner_expectation_ball(k, c, y)
 
 
-@lru_cache(maxsize=256)
+@certify.ball_cache(maxsize=256)
 def _mean_ball(k: int):
     return aq.positive_part_mean_ball(k)
 

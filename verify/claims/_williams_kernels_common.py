@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from derivations import williams_kernels as dk
 from numerics import kernels as nk
+from numerics.arb_quadrature import ball_cache
 from verify.strategies import datasets_1d
 from verify.studies.williams import fig4_data
 
@@ -93,7 +94,7 @@ CERT_RADIUS = 1e-30
 SERIES_REMAINDER = 1e-32
 
 
-@lru_cache(maxsize=8192)
+@ball_cache(maxsize=8192)
 def definition_ball(kind: str, init: str, p: float, q: float, sigma_c: float = 0.0) -> Any:
     """The certified (Arb) value of the DEFINING expectation: K_RF ("rf"), P ("prob"),
     K_NTK ("ntk": E of the gradient inner product) at (p, q); cached (independent of the

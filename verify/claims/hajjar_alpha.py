@@ -59,7 +59,7 @@ _RECURSION_MAX = 10_000
 _EPS = 2.0 ** -52
 
 
-@lru_cache(maxsize=None)
+@certify.ball_cache(maxsize=None)
 def _mean_ball(kk: int, prec: int = 128):
     """Certified E[(u.e)_+] on Unif(S^{k-1}) (Arb quadrature of the polar-angle law;
     cached: independent of the derivation)."""

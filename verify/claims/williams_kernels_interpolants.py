@@ -527,7 +527,7 @@ def _figures_w3b(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
 _OMEGA_PINNED = [0.0, 0.3, -0.95, 1.0, -1.0, 1.7, -4.5, 12.0, 1e3, -2e-6]
 
 
-@lru_cache(maxsize=4096)
+@certify.ball_cache(maxsize=4096)
 def _omega_ball(xv: float, init: str) -> Any:
     """Certified int |a|^3 p_0(a, a x) da (Arb quadrature; independent of the derivation)."""
     return certify.rkhs_weight_ball(xv, init, 3)
