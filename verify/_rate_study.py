@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from verify._subchecks import SubCheck, _real, fmt
+from verify._claim import _real
+from verify._subchecks import SubCheck, fmt
 
 __all__ = ["LOGLOG_MAX_POINTS", "RateStudy", "loglog_slope", "rate_study"]
 

@@ -12,7 +12,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from verify._claim import Outcome, RunContext, Table, jsonable
+from numerics.validation import require_choice
+from verify._claim import (Outcome, RunContext, Table, _flag, _instance, _real, _text, _whole,
+                           jsonable)
 
 from verify._units import UNITS, is_unit
 
@@ -73,6 +75,21 @@ class SubCheck:
     unit: str = ""
 
     def __post_init__(self) -> None:
+        o = "SubCheck"
+        # an empty name is a measurement of one instance, named by for_all_instances
+        _text(o, "name", self.name, "the sub-check's name", empty_ok=True)
+        _real(o, "error", self.error, " (the measured error; nan or inf for a failed "
+              "measurement)")
+        _real(o, "tolerance", self.tolerance, " (the bound the error is compared with)",
+              finite=True)
+        _text(o, "reason", self.reason, "why the tolerance is what it is")
+        _flag(o, "passed", self.passed, "the verdict; None: error <= tolerance", none_ok=True)
+        _whole(o, "instances", self.instances, 0, none_ok=True)
+        _instance(o, "counterexample", self.counterexample, dict, "a dict or None",
+                  none_ok=True)
+        if not (self.unit == "" or is_unit(self.unit)):
+            raise ValueError(f"{o}: unit must be one of {UNITS}, 'mixed (...)' naming the "
+                             f"components' units, or '' (unstated); got {type(self.unit).__name__} {self.unit!r:.40}")
         if _STOP_AT_FIRST_FAILURE.get() and self.passed is not True \
                 and fails_by_measurement(self.error, self.tolerance):
             raise FirstFailure(self)
@@ -99,6 +116,10 @@ def combine(compared: str, subchecks: list[SubCheck], *, headline: int = 0,
     bad = [type(x).__name__ for x in subchecks if not isinstance(x, SubCheck)]
     if bad:
         raise TypeError(f"combine: subchecks must be SubCheck objects; got {', '.join(bad)}")
+    unnamed = [i for i, x in enumerate(subchecks) if not x.name.strip()]
+    if unnamed:
+        raise ValueError(f"combine: subchecks {unnamed} have an empty name; name each sub-check "
+                         "(its name is its row of the report)")
     for label, v, kinds, what in (("tables", tables, (list, tuple), "a list of Table"),
                                   ("notes", notes, (list, tuple), "a list of strings"),
                                   ("details", details, (dict,), "a dict"),
@@ -154,6 +175,10 @@ def fmt(x: Any, digits: int = 3) -> str:
     return f"{f:.{digits - 1}e}"
 
 
+#: the senses of a :class:`Margin`: the bound its verdict implies
+MARGIN_SENSES = ("at most", "at least", "condition")
+
+
 @dataclass(frozen=True)
 class Margin:
     """Where a measured ``error`` lies against its ``tolerance``, in one direction for every
@@ -172,6 +197,27 @@ class Margin:
     sense: str
     factor: float | None = None
     excess: float | None = None
+
+    def __post_init__(self) -> None:
+        o = "Margin"
+        _instance(o, "name", self.name, str, "the sub-check's name (text) or None",
+                  none_ok=True)
+        _real(o, "error", self.error, " (the measured error)")
+        _real(o, "tolerance", self.tolerance, " (the bound)", nan_ok=False)
+        _flag(o, "passed", self.passed, "the verdict")
+        require_choice(self.sense, f"{o}: sense", MARGIN_SENSES)
+        if self.factor is not None and _real(o, "factor", self.factor, " (error/tolerance "
+                                             "or its inverse) or None") < 0:
+            raise ValueError(f"{o}: factor must be >= 0 (a ratio of a non-negative error and "
+                             f"bound) or None; got {self.factor!r}")
+        if self.excess is not None:
+            _real(o, "excess", self.excess, " (error - tolerance or its negative) or None")
+        if self.factor is not None and self.excess is not None:
+            raise ValueError(f"{o}: give factor (a positive bound) or excess (a signed one), "
+                             "not both")
+        if self.sense == "condition" and (self.factor, self.excess) != (None, None):
+            raise ValueError(f"{o}: a 'condition' margin has neither factor nor excess (no "
+                             "reading of the bound explains the verdict)")
 
     def severity(self) -> float:
         """A number above 1 exactly when the bound is broken (comparable across kinds)."""
@@ -200,13 +246,6 @@ class Margin:
             return (f"measured {fmt(self.error)} (tolerance {fmt(self.tolerance)}), "
                     f"condition {'met' if self.passed else 'not met'}")
         return f"measured {fmt(self.error)}, required {self.sense} {fmt(self.tolerance)}"
-
-
-def _real(fn: str, label: str, x: Any) -> float:
-    """``x`` as a float, refusing what is not a real number (strings, None, complex)."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{fn}: {label} must be a real number; got {type(x).__name__}")
-    return float(x)
 
 
 def margin(error: Any, tolerance: Any, passed: Any, name: str | None = None) -> Margin:
