@@ -303,7 +303,7 @@ _KIT_REFUSALS = [
     ("SubCheck", "instances", 1.5, TypeError),
     ("SubCheck", "counterexample", [1.0], TypeError),
     ("SubCheck", "unit", "meters", ValueError),
-    ("SubCheck", "unit", 3, ValueError),
+    ("SubCheck", "unit", 3, TypeError),
     ("Outcome", "compared", "", ValueError),
     ("Outcome", "compared", None, TypeError),
     ("Outcome", "error", None, TypeError),
@@ -366,11 +366,13 @@ def _kit_base(cls: str) -> dict:
                          ids=[f"{c}.{f}={b!r:.12}" for c, f, b, _ in _KIT_REFUSALS])
 def test_kit_classes_refuse_bad_fields_by_name(cls, field, bad, error) -> None:
     """A kit class refuses a bad field at construction, naming the class and the field
-    (they constructed and failed much later, or never)."""
+    (they constructed and failed much later, or never): a wrong kind of value is a
+    TypeError, a wrong value of the right kind a ValueError only."""
     from verify import kit
     getattr(kit, cls)(**_kit_base(cls))
-    with pytest.raises(error, match=rf"^{cls}: .*{field}"):
+    with pytest.raises(error, match=rf"^{cls}: .*{field}") as refused:
         getattr(kit, cls)(**{**_kit_base(cls), field: bad})
+    assert isinstance(refused.value, TypeError) == (error is TypeError)
 
 
 def test_kit_classes_accept_failed_measurements_and_numpy_values() -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from derivations.base import Derivation, Step
-from numerics.validation import long_runs, require_choice, wants_long_run
+from numerics.validation import ArgumentTypeError, long_runs, require_choice, wants_long_run
 from numerics.rng import make_rng
 from verify import derived
 
@@ -34,9 +34,11 @@ def _kind(x: Any) -> str:
 def _real(owner: str, label: str, x: Any, what: str = "", *, finite: bool = False,
           nan_ok: bool = True) -> float:
     """``x`` as a float, refusing what is not a real number (text, None, booleans, complex,
-    arrays); ``finite`` refuses nan and inf, ``nan_ok=False`` nan."""
+    arrays); ``finite`` refuses nan and inf, ``nan_ok=False`` nan.  A wrong kind of value
+    (here and in the checks below) is an :class:`ArgumentTypeError`, a TypeError that
+    callers catching ValueError catch too."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{owner}: {label} must be a real number{what}; got {_kind(x)}")
+        raise ArgumentTypeError(f"{owner}: {label} must be a real number{what}; got {_kind(x)}")
     try:
         v = float(x)
     except OverflowError:   # an integer beyond float64
@@ -50,7 +52,7 @@ def _real(owner: str, label: str, x: Any, what: str = "", *, finite: bool = Fals
 def _text(owner: str, label: str, x: Any, what: str, *, empty_ok: bool = False) -> None:
     """``x`` is a string, non-blank unless ``empty_ok``; ``what`` says what it must say."""
     if not isinstance(x, str):
-        raise TypeError(f"{owner}: {label} must be text ({what}); got {_kind(x)}")
+        raise ArgumentTypeError(f"{owner}: {label} must be text ({what}); got {_kind(x)}")
     if not empty_ok and not x.strip():
         raise ValueError(f"{owner}: {label} must not be empty; give {what}")
 
@@ -59,7 +61,8 @@ def _flag(owner: str, label: str, x: Any, what: str, *, none_ok: bool = False) -
     """``x`` is True or False (a numpy boolean too), or None when ``none_ok``."""
     if not (isinstance(x, (bool, np.bool_)) or (none_ok and x is None)):
         alt = ", or None" if none_ok else ""
-        raise TypeError(f"{owner}: {label} must be True or False{alt} ({what}); got {_kind(x)}")
+        raise ArgumentTypeError(f"{owner}: {label} must be True or False{alt} ({what}); "
+                                f"got {_kind(x)}")
 
 
 def _whole(owner: str, label: str, x: Any, lo: int, hi: int | None = None, *,
@@ -71,7 +74,7 @@ def _whole(owner: str, label: str, x: Any, lo: int, hi: int | None = None, *,
     span = f">= {lo}" if hi is None else f"in {lo}..{hi}"
     alt = " or None" if none_ok else ""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{owner}: {label} must be an integer {span}{alt}; got {_kind(x)}")
+        raise ArgumentTypeError(f"{owner}: {label} must be an integer {span}{alt}; got {_kind(x)}")
     if x < lo or (hi is not None and x > hi):
         raise ValueError(f"{owner}: {label} must be an integer {span}{alt}; got {int(x)}")
 
@@ -80,7 +83,7 @@ def _instance(owner: str, label: str, x: Any, kinds: type | tuple[type, ...], wh
               none_ok: bool = False) -> None:
     """``x`` is of one of ``kinds`` (``what`` names them), or None when ``none_ok``."""
     if not (isinstance(x, kinds) or (none_ok and x is None)):
-        raise TypeError(f"{owner}: {label} must be {what}; got {type(x).__name__}")
+        raise ArgumentTypeError(f"{owner}: {label} must be {what}; got {type(x).__name__}")
 
 
 @dataclass
@@ -277,8 +280,9 @@ def _size_items(items: Any) -> None:
         try:
             hash(pair[1])
         except TypeError:
-            raise TypeError(f"RunContext: size_items[{i}][1] (size {pair[0]!r}) must be a "
-                            f"number, a string or a tuple; got {type(pair[1]).__name__}") from None
+            raise ArgumentTypeError(f"RunContext: size_items[{i}][1] (size {pair[0]!r}) must "
+                                    "be a number, a string or a tuple; got "
+                                    f"{type(pair[1]).__name__}") from None
 
 
 FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]

@@ -87,9 +87,10 @@ class SubCheck:
         _whole(o, "instances", self.instances, 0, none_ok=True)
         _instance(o, "counterexample", self.counterexample, dict, "a dict or None",
                   none_ok=True)
+        _text(o, "unit", self.unit, "a unit name", empty_ok=True)
         if not (self.unit == "" or is_unit(self.unit)):
             raise ValueError(f"{o}: unit must be one of {UNITS}, 'mixed (...)' naming the "
-                             f"components' units, or '' (unstated); got {type(self.unit).__name__} {self.unit!r:.40}")
+                             f"components' units, or '' (unstated); got {self.unit!r:.40}")
         if _STOP_AT_FIRST_FAILURE.get() and self.passed is not True \
                 and fails_by_measurement(self.error, self.tolerance):
             raise FirstFailure(self)
