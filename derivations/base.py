@@ -28,6 +28,16 @@ class Step:
     expr: Any = None
     lhs: str | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise _refusal("Step", "text", self.text, "text (the step's prose)")
+        if not self.text.strip() and self.expr is None:
+            raise _refusal("Step", "text", self.text, "non-empty text (the step's prose) when "
+                           "the step shows no expr", text=True)
+        if self.lhs is not None and (not isinstance(self.lhs, str) or not self.lhs.strip()):
+            raise _refusal("Step", "lhs", self.lhs, "non-empty LaTeX (the left-hand side) "
+                           "or None", text=True)
+
 
 @dataclass
 class Derivation:
@@ -38,3 +48,23 @@ class Derivation:
     it must hold only what the check actually evaluates."""
     steps: list[Step]
     results: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, list):
+            raise _refusal("Derivation", "steps", self.steps, "a list of Step (possibly empty)")
+        for i, step in enumerate(self.steps):
+            if not isinstance(step, Step):
+                raise _refusal("Derivation", f"steps[{i}]", step, "a Step")
+        what = "a dict of closed forms keyed by non-empty names (text)"
+        if not isinstance(self.results, dict):
+            raise _refusal("Derivation", "results", self.results, what)
+        for key in self.results:
+            if not isinstance(key, str) or not key:
+                raise _refusal("Derivation", "results", key, what, text=True)
+
+
+def _refusal(owner: str, label: str, x: Any, what: str, *, text: bool = False) -> Exception:
+    """The error refusing ``x`` as ``owner.label`` (``what`` says what to give): a
+    ValueError for empty text where ``text`` is wanted, else a TypeError."""
+    kind = ValueError if text and isinstance(x, str) else TypeError
+    return kind(f"{owner}: {label} must be {what}; got {type(x).__name__} {x!r:.60}")

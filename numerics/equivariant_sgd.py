@@ -34,6 +34,10 @@ from numerics.validation import (MAX_ELEMENTS, ArgumentTypeError, DivergenceErro
                                  require_finite_result, require_generator, require_positive_int,
                                  require_size)
 
+__all__ = ["SCHEMES", "PRECISIONS", "NOISE_MODES", "TEACHERS", "X_STD", "STUDENT_STD",
+           "SGDConfig", "make_teacher", "init_particles", "scheme_gradient", "train",
+           "train_schemes", "HeuristicIterate", "discover_fixed_space"]
+
 SCHEMES = ("vanilla", "da_random", "da_orbit", "fa", "ea")
 PRECISIONS = ("float64", "float32")
 NOISE_MODES = ("iid", "orbit", "projected")

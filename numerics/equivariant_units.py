@@ -22,6 +22,9 @@ from numerics.validation import (ArgumentTypeError, as_float_array, as_float_sca
                                  require_choice, require_finite_result, require_positive_int,
                                  require_size)
 
+__all__ = ["Unit", "LogisticUnit", "TanhUnit", "LinearUnit", "HiddenLayerUnit", "UVUnit",
+           "NormGatedUnit", "UV_ACTIVATIONS", "NORM_GATES", "model_output", "symmetrized_output"]
+
 #: largest dimension of X, Y (matrix units) or hidden width (HiddenLayerUnit)
 _MAX_DIM = 4096
 

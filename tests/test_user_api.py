@@ -281,3 +281,114 @@ def test_lambdified_and_datasets_refuse_bad_names_by_name() -> None:
         derived.lambdified("M1f", "time_per_step", (n_width, alpha_sgd), modules="text")
     with pytest.raises(ValueError, match="y_range must be a pair"):
         strategies.datasets_1d(y_range={})
+
+
+_NAN = float("nan")
+#: (class, field, bad value, error type): one refusal per kind of bad value of each field
+_KIT_REFUSALS = [
+    ("SubCheck", "name", 3, TypeError),
+    ("SubCheck", "error", "abc", TypeError),
+    ("SubCheck", "error", None, TypeError),
+    ("SubCheck", "error", 1j, TypeError),
+    ("SubCheck", "error", True, TypeError),
+    ("SubCheck", "error", np.array([0.1]), TypeError),
+    ("SubCheck", "tolerance", "1", TypeError),
+    ("SubCheck", "tolerance", _NAN, ValueError),
+    ("SubCheck", "tolerance", float("inf"), ValueError),
+    ("SubCheck", "reason", 3, TypeError),
+    ("SubCheck", "reason", " ", ValueError),
+    ("SubCheck", "passed", "yes", TypeError),
+    ("SubCheck", "passed", 1, TypeError),
+    ("SubCheck", "instances", -1, ValueError),
+    ("SubCheck", "instances", 1.5, TypeError),
+    ("SubCheck", "counterexample", [1.0], TypeError),
+    ("SubCheck", "unit", "meters", ValueError),
+    ("SubCheck", "unit", 3, TypeError),
+    ("Outcome", "compared", "", ValueError),
+    ("Outcome", "compared", None, TypeError),
+    ("Outcome", "error", None, TypeError),
+    ("Outcome", "tolerance", _NAN, ValueError),
+    ("Outcome", "tolerance_reason", 3, TypeError),
+    ("Outcome", "details", [], TypeError),
+    ("Outcome", "tables", [1], TypeError),
+    ("Outcome", "notes", "a note", TypeError),
+    ("Outcome", "notes", [3], TypeError),
+    ("Outcome", "passed", "no", TypeError),
+    ("Outcome", "artifacts", None, TypeError),
+    ("RunContext", "claim_id", "", ValueError),
+    ("RunContext", "profile", "slow", ValueError),
+    ("RunContext", "profile", 1, ValueError),
+    ("RunContext", "seed", -1, ValueError),
+    ("RunContext", "seed", 1.0, TypeError),
+    ("RunContext", "seed", True, TypeError),
+    ("RunContext", "negative_control", 1, TypeError),
+    ("RunContext", "examples", 0, ValueError),
+    ("RunContext", "examples", 2.0, TypeError),
+    ("RunContext", "size_items", [("n", 3)], TypeError),
+    ("RunContext", "size_items", (("n",),), ValueError),
+    ("RunContext", "size_items", (("", 3),), ValueError),
+    ("RunContext", "size_items", (("n", [1]),), TypeError),
+    ("RunContext", "size_items", (("n", 1), ("n", 2)), ValueError),
+    ("Margin", "name", 3, TypeError),
+    ("Margin", "error", "x", TypeError),
+    ("Margin", "tolerance", _NAN, ValueError),
+    ("Margin", "passed", None, TypeError),
+    ("Margin", "sense", "below", ValueError),
+    ("Margin", "factor", -1.0, ValueError),
+    ("Margin", "factor", "x", TypeError),
+    ("Margin", "excess", 0.5, ValueError),   # beside a factor: one reading of the bound
+    ("Margin", "excess", 1j, TypeError),
+    ("Derivation", "steps", "x", TypeError),
+    ("Derivation", "steps", [1], TypeError),
+    ("Derivation", "results", [], TypeError),
+    ("Derivation", "results", {1: 2}, TypeError),
+    ("Derivation", "results", {"": 2}, ValueError),
+    ("Step", "text", 3, TypeError),
+    ("Step", "text", "", ValueError),
+    ("Step", "lhs", "", ValueError),
+    ("Step", "lhs", 3, TypeError),
+]
+
+
+def _kit_base(cls: str) -> dict:
+    """Valid keyword arguments of one of the kit's classes."""
+    from verify import kit
+    return {"SubCheck": dict(name="n", error=0.1, tolerance=1.0, reason="r"),
+            "Outcome": dict(compared="c", error=0.1, tolerance=1.0, tolerance_reason="r"),
+            "RunContext": dict(claim_id="H1a", profile="quick", seed=0),
+            "Margin": dict(name="n", error=0.1, tolerance=1.0, passed=True, sense="at most",
+                           factor=0.1),
+            "Derivation": dict(steps=[kit.Step("s")], results={"I": 1}),
+            "Step": dict(text="s")}[cls]
+
+
+@pytest.mark.parametrize("cls, field, bad, error", _KIT_REFUSALS,
+                         ids=[f"{c}.{f}={b!r:.12}" for c, f, b, _ in _KIT_REFUSALS])
+def test_kit_classes_refuse_bad_fields_by_name(cls, field, bad, error) -> None:
+    """A kit class refuses a bad field at construction, naming the class and the field
+    (they constructed and failed much later, or never): a wrong kind of value is a
+    TypeError, a wrong value of the right kind a ValueError only."""
+    from verify import kit
+    getattr(kit, cls)(**_kit_base(cls))
+    with pytest.raises(error, match=rf"^{cls}: .*{field}") as refused:
+        getattr(kit, cls)(**{**_kit_base(cls), field: bad})
+    assert isinstance(refused.value, TypeError) == (error is TypeError)
+
+
+def test_kit_classes_accept_failed_measurements_and_numpy_values() -> None:
+    """A nan or inf error is a failed measurement (kept, fails); a signed tolerance is a
+    bound on a rate; numpy scalars are numbers and verdicts; an unnamed SubCheck is one
+    instance's measurement (for_all_instances names it), which combine refuses."""
+    from verify import kit
+    assert not kit.SubCheck("n", _NAN, 1.0, "r").ok()
+    assert not kit.Outcome("c", float("inf"), 1.0, "r").verdict()
+    assert kit.SubCheck("rate", np.float32(-0.5), -0.25, "must be <= -1/4", unit="slope").ok()
+    assert not kit.SubCheck("n", 0.0, 1, "r", passed=np.bool_(False), instances=np.int64(3)).ok()
+    ctx = kit.RunContext("H1a", "quick", np.int64(3), np.bool_(True), np.int32(5), (("n", 3),))
+    assert (ctx.seed, ctx.negative_control, ctx.examples) == (3, True, 5)
+    assert type(ctx.seed) is int and ctx.shared() == kit.RunContext("H1a", "quick", 3, False, 5,
+                                                                    (("n", 3),))
+    assert kit.margin(_NAN, 1.0, False).severity() == float("inf")
+    assert kit.Step("", expr=1, lhs="I").text == ""
+    with pytest.raises(ValueError, match=r"^combine: subchecks \[0\] have an empty name"):
+        kit.combine("c", [kit.SubCheck("", 0.0, 1.0, "r")])

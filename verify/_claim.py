@@ -17,13 +17,73 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from derivations.base import Derivation, Step
-from numerics.validation import long_runs, wants_long_run
+from numerics.validation import ArgumentTypeError, long_runs, require_choice, wants_long_run
 from numerics.rng import make_rng
 from verify import derived
 
 PROFILES = ("quick", "full")
 Profile = Literal["quick", "full"]
 Kind = Literal["theorem", "reconstructed", "numerical-evidence", "convention"]
+
+
+def _kind(x: Any) -> str:
+    """``str 'abc'``: a value's type and the start of its repr, for a refusal."""
+    return f"{type(x).__name__} {x!r:.40}"
+
+
+def _real(owner: str, label: str, x: Any, what: str = "", *, finite: bool = False,
+          nan_ok: bool = True) -> float:
+    """``x`` as a float, refusing what is not a real number (text, None, booleans, complex,
+    arrays); ``finite`` refuses nan and inf, ``nan_ok=False`` nan.  A wrong kind of value
+    (here and in the checks below) is an :class:`ArgumentTypeError`, a TypeError that
+    callers catching ValueError catch too."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ArgumentTypeError(f"{owner}: {label} must be a real number{what}; got {_kind(x)}")
+    try:
+        v = float(x)
+    except OverflowError:   # an integer beyond float64
+        v = math.inf if x > 0 else -math.inf
+    if (finite and not math.isfinite(v)) or (not nan_ok and v != v):
+        need = "finite" if finite else "a number, not nan"
+        raise ValueError(f"{owner}: {label} must be {need}{what}; got {v!r}")
+    return v
+
+
+def _text(owner: str, label: str, x: Any, what: str, *, empty_ok: bool = False) -> None:
+    """``x`` is a string, non-blank unless ``empty_ok``; ``what`` says what it must say."""
+    if not isinstance(x, str):
+        raise ArgumentTypeError(f"{owner}: {label} must be text ({what}); got {_kind(x)}")
+    if not empty_ok and not x.strip():
+        raise ValueError(f"{owner}: {label} must not be empty; give {what}")
+
+
+def _flag(owner: str, label: str, x: Any, what: str, *, none_ok: bool = False) -> None:
+    """``x`` is True or False (a numpy boolean too), or None when ``none_ok``."""
+    if not (isinstance(x, (bool, np.bool_)) or (none_ok and x is None)):
+        alt = ", or None" if none_ok else ""
+        raise ArgumentTypeError(f"{owner}: {label} must be True or False{alt} ({what}); "
+                                f"got {_kind(x)}")
+
+
+def _whole(owner: str, label: str, x: Any, lo: int, hi: int | None = None, *,
+           none_ok: bool = False) -> None:
+    """``x`` is an integer (Python or numpy, not a boolean) in [lo, hi], or None when
+    ``none_ok``."""
+    if none_ok and x is None:
+        return
+    span = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+    alt = " or None" if none_ok else ""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ArgumentTypeError(f"{owner}: {label} must be an integer {span}{alt}; got {_kind(x)}")
+    if x < lo or (hi is not None and x > hi):
+        raise ValueError(f"{owner}: {label} must be an integer {span}{alt}; got {int(x)}")
+
+
+def _instance(owner: str, label: str, x: Any, kinds: type | tuple[type, ...], what: str, *,
+              none_ok: bool = False) -> None:
+    """``x`` is of one of ``kinds`` (``what`` names them), or None when ``none_ok``."""
+    if not (isinstance(x, kinds) or (none_ok and x is None)):
+        raise ArgumentTypeError(f"{owner}: {label} must be {what}; got {type(x).__name__}")
 
 
 @dataclass
@@ -53,6 +113,24 @@ class Outcome:
     passed: bool | None = None
     # Data kept in memory for the figure functions (not written to JSON).
     artifacts: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        o = "Outcome"
+        _text(o, "compared", self.compared, "what was compared with what")
+        _real(o, "error", self.error, " (the headline measured error; nan or inf for a "
+              "failed measurement)")
+        _real(o, "tolerance", self.tolerance, " (the bound the error must stay under)",
+              finite=True)
+        _text(o, "tolerance_reason", self.tolerance_reason, "why the tolerance is what it is")
+        _flag(o, "passed", self.passed, "the verdict; None: error <= tolerance", none_ok=True)
+        _instance(o, "details", self.details, dict, "a dict")
+        _instance(o, "artifacts", self.artifacts, dict, "a dict")
+        _instance(o, "tables", self.tables, list, "a list of Table")
+        _instance(o, "notes", self.notes, list, "a list of strings")
+        for i, t in enumerate(self.tables):
+            _instance(o, f"tables[{i}]", t, Table, "a Table")
+        for i, n in enumerate(self.notes):
+            _text(o, f"notes[{i}]", n, "a note for the report")
 
     def verdict(self) -> bool:
         if self.passed is not None:
@@ -123,6 +201,20 @@ class RunContext:
     # The claim's declared sizes for this profile (``Claim.sizes[profile]``), as items.
     size_items: tuple[tuple[str, Any], ...] = ()
 
+    def __post_init__(self) -> None:
+        o = "RunContext"
+        _text(o, "claim_id", self.claim_id, "the id of the claim this run belongs to")
+        require_choice(self.profile, f"{o}: profile", PROFILES)
+        _whole(o, "seed", self.seed, 0)
+        _flag(o, "negative_control", self.negative_control, "whether this run is the "
+              "negative control")
+        _whole(o, "examples", self.examples, 1, 100_000, none_ok=True)
+        _size_items(self.size_items)
+        object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "negative_control", bool(self.negative_control))
+        if self.examples is not None:
+            object.__setattr__(self, "examples", int(self.examples))
+
     @property
     def quick(self) -> bool:
         return self.profile == "quick"
@@ -167,6 +259,30 @@ class RunContext:
         """The claim's derivation, read from the shared cache :mod:`verify.derived`
         (the object the formulas read too, and the one the mutation harness perturbs)."""
         return derived.derivation(self.claim_id)
+
+
+def _size_items(items: Any) -> None:
+    """``RunContext.size_items``: a tuple of (name, value) pairs, distinct non-empty names,
+    hashable values (the run is a cache key)."""
+    how = "a tuple of (name, value) pairs, e.g. tuple(claim.sizes[profile].items())"
+    _instance("RunContext", "size_items", items, tuple, how)
+    names: set[str] = set()
+    for i, pair in enumerate(items):
+        _instance("RunContext", f"size_items[{i}]", pair, tuple, "a (name, value) pair")
+        if len(pair) != 2:
+            raise ValueError(f"RunContext: size_items[{i}] must be a (name, value) pair; got "
+                             f"{len(pair)} entries")
+        _text("RunContext", f"size_items[{i}][0]", pair[0], "the size's name")
+        if pair[0] in names:
+            raise ValueError(f"RunContext: size_items names {pair[0]!r} twice; give each "
+                             "size once")
+        names.add(pair[0])
+        try:
+            hash(pair[1])
+        except TypeError:
+            raise ArgumentTypeError(f"RunContext: size_items[{i}][1] (size {pair[0]!r}) must "
+                                    "be a number, a string or a tuple; got "
+                                    f"{type(pair[1]).__name__}") from None
 
 
 FigureFn = Callable[[Evidence, Path], list[tuple[str, str]]]
@@ -282,21 +398,10 @@ class Claim:
 
     def context(self, profile: Profile = "quick", seed: int = 0, *,
                 negative_control: bool = False, examples: int | None = None) -> RunContext:
-        """The :class:`RunContext` of one run (validated), with the profile's sizes."""
-        if not isinstance(profile, str) or profile not in PROFILES:
-            raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
-        if examples is not None and (isinstance(examples, bool)
-                                     or not isinstance(examples, (int, np.integer))
-                                     or not 1 <= examples <= 100_000):
-            raise ValueError(f"examples must be an integer in 1..100000; got {examples!r}")
-        if not isinstance(negative_control, (bool, np.bool_)):
-            raise TypeError(f"negative_control must be True or False; got "
-                            f"{type(negative_control).__name__} {negative_control!r:.40}")
-        items = tuple(self.sizes.get(profile, {}).items())
-        return RunContext(self.id, profile, int(seed), bool(negative_control),
-                          None if examples is None else int(examples), items)
+        """The :class:`RunContext` of one run (validated there), with the profile's sizes."""
+        table = self.sizes.get(profile, {}) if isinstance(profile, str) else {}
+        return RunContext(self.id, profile, seed, negative_control, examples,
+                          tuple(table.items()))
 
     def outcome(self, ctx: RunContext) -> Outcome:
         """Run the check (or the negative control, per ``ctx.negative_control``)."""

@@ -2,7 +2,8 @@
 
 A claim pairs a SymPy derivation with an independent numeric check and a negative control
 (docs/adding-a-claim.md walks through one, in a package of your own).  Import from here,
-never from the private modules behind it (``verify._claim``, ``verify._subchecks``):
+never from the private modules behind it (``verify._claim``, ``verify._subchecks``,
+``verify._rate_study``):
 
 - declaration: :class:`Claim`, :class:`Derivation`, :class:`Step`;
 - the run: :class:`RunContext` (``ctx.profile``, ``ctx.seed``, ``ctx.rng(name)``,
@@ -41,9 +42,9 @@ from typing import Any
 from derivations.base import Derivation, Step
 from verify._claim import Claim, Evidence, Outcome, RunContext, Table
 from verify._claim import jsonable
-from verify._subchecks import (Margin, RateStudy, SubCheck, combine, compare,
-                               compare_derivative, control_margin, fmt, for_all_instances,
-                               loglog_slope, margin, no_shrinking, rate_study,
+from verify._rate_study import RateStudy, loglog_slope, rate_study
+from verify._subchecks import (Margin, SubCheck, combine, compare, compare_derivative,
+                               control_margin, fmt, for_all_instances, margin, no_shrinking,
                                without_local_constants)
 from verify.certify import (CertifiedInstance, UndecidableCondition, certified_compare,
                             certified_details)
