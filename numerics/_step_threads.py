@@ -27,7 +27,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["threads_in_force", "serial_blas", "ordered_block_sum", "run_blocks"]
+__all__ = ["threads_in_force", "serial_blas", "ordered_block_sum", "run_blocks",
+           "blas_architectures"]
 
 _CONTROL: list = []                  # [the BLAS thread controllers (threadpoolctl), or None]
 _CONTROL_LOCK = threading.Lock()
@@ -52,6 +53,13 @@ def _controllers():
                     libs = []
                 _CONTROL.append(libs or None)
     return _CONTROL[0]
+
+
+def blas_architectures() -> frozenset[str]:
+    """The kernel families of the loaded BLAS libraries (OpenBLAS's core name, e.g.
+    "Haswell" or "SkylakeX", as threadpoolctl reports it; empty if unknown)."""
+    libs = _controllers() or []
+    return frozenset(str(a) for a in (getattr(lc, "architecture", None) for lc in libs) if a)
 
 
 def _cpus() -> int:

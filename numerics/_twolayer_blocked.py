@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from numerics._relu_pass import fused_relu, relu_with_mask, residual_rows
-from numerics._step_threads import ordered_block_sum, run_blocks, serial_blas
+from numerics._step_threads import blas_architectures, ordered_block_sum, run_blocks, serial_blas
 
 __all__: list[str] = []
 
@@ -28,6 +28,18 @@ _COL_BLOCK = 512
 #: least work of a step (n m d multiply-adds per GEMM, about 1 ms on one core) that is
 #: split over threads: below it the helpers' start-up and hand-over cost more than they save
 _MIN_PARALLEL_WORK = 2 ** 21
+
+
+#: OpenBLAS kernel families whose gradient GEMM runs faster as (RX)^T M, d x m, than as
+#: M^T (RX), m x d (benchmarks/README.md, "Layout of the gradient GEMM"); elsewhere
+#: (Haswell, Zen kernels) M^T (RX) is the faster.  The two layouts may round differently.
+_TRANSPOSED_GRADIENT_ARCHS = frozenset({"SkylakeX", "Cooperlake", "SapphireRapids"})
+
+
+def _transposed_gradient() -> bool:
+    """True if the gradient GEMM of :func:`_block_sums` runs as (RX)^T M (d x m): fixed
+    by the BLAS kernels loaded, so the same bits on every call of a process."""
+    return bool(blas_architectures() & _TRANSPOSED_GRADIENT_ARCHS)
 
 
 def _threads_for(threads: int, n: int, m: int, d: int) -> int:
@@ -122,13 +134,16 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
 
 
 def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
-    """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i, filling m f into ``f`` and the
-    weighted residuals into ``r``; blocks of c samples, all m neurons at once, their
-    partial sums added in block order (on ``threads`` threads: the same bits,
-    :func:`numerics._step_threads.ordered_block_sum`).  Per block the passes beyond the
-    two GEMMs: the ReLU and its 0.0 / 1.0 mask M (:func:`numerics._relu_pass.relu_with_mask`,
-    M in a second float64 buffer: the gradient GEMM's operand), the GEMV and the residuals
-    with their rows times x (:func:`numerics._relu_pass.residual_rows`)."""
+    """G = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i (m x d, C-ordered), filling m f
+    into ``f`` and the weighted residuals into ``r``; blocks of c samples, all m neurons
+    at once, their partial sums added in block order (on ``threads`` threads: the same
+    bits, :func:`numerics._step_threads.ordered_block_sum`).  Per block the passes beyond
+    the two GEMMs: the ReLU and its 0.0 / 1.0 mask M
+    (:func:`numerics._relu_pass.relu_with_mask`, M in a second float64 buffer: the
+    gradient GEMM's operand), the GEMV and the residuals with their rows times x
+    (:func:`numerics._relu_pass.residual_rows`).  The gradient GEMM is M^T (RX), or its
+    transpose (RX)^T M accumulated as G^T where the BLAS kernels run that faster
+    (:func:`_transposed_gradient`)."""
     m, d = B.shape
     BT = B.T
     dot = np.dot
@@ -142,10 +157,16 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
         relu_with_mask(Z, mask, M)
         dot(Z, a, out=fs)                    # m f(x_i)
         residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)   # w_i (f(x_i) - y_i), times x_i
-        dot(M.T, RX, out=T)
+        if transposed:
+            dot(RX.T, M, out=T)
+        else:
+            dot(M.T, RX, out=T)
     n = X.shape[0]
-    return ordered_block_sum(block, n, c, (m, d), _threads_for(threads, n, m, d),
-                             lambda w: _buffer("T", (w, m, d)))
+    transposed = _transposed_gradient()
+    shape = (d, m) if transposed else (m, d)
+    G = ordered_block_sum(block, n, c, shape, _threads_for(threads, n, m, d),
+                          lambda w: _buffer("T", (w, *shape)))
+    return np.ascontiguousarray(G.T) if transposed else G
 
 
 def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarray:

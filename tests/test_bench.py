@@ -106,6 +106,8 @@ def test_floor_is_the_two_gemms():
     B, X = rng.normal(size=(9, 3)), rng.normal(size=(50, 3))
     calls = _dot_shapes(bench._floor_twolayer(B, X, rows=16))
     assert calls == [(16, 3), (9, 16)] * 3 + [(2, 3), (9, 2)]
+    calls = _dot_shapes(bench._floor_twolayer(B, X, rows=16, transposed=True))
+    assert calls == [(16, 3), (3, 16)] * 3 + [(2, 3), (3, 2)]
 
 
 def test_committed_results_are_current():

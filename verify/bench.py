@@ -13,7 +13,8 @@ Protocol (one run, same inputs for every engine of a case):
   ``twolayer.loss_and_grad_dense_reference``); for d-dim "floor" = the two GEMMs no
   d-dimensional step can avoid, Z = X B^T and Z^T X (the forward pre-activations and the
   backward product with an (n, m) matrix), blocked over samples at the fastest of several
-  block sizes (chosen on warm-up runs), nothing else; "torch" = the same float64 step
+  block sizes and of the two layouts of the second product (Z^T X_s or X_s^T Z; chosen on
+  warm-up runs), nothing else; "torch" = the same float64 step
   with PyTorch autograd on the CPU, if ``import torch`` works (optional, never a run-time
   dependency).  Dense and torch are chunked over samples (2^22 entries per m x chunk
   block; sums over samples split exactly), which only bounds their memory;
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
+import itertools
 import json
 import os
 import platform
@@ -278,14 +280,17 @@ def _torch_twolayer(torch, a, B, X, Y):
     return total, (a.grad, B.grad)
 
 
-def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int) -> Callable[[], None]:
+def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int, transposed: bool = False
+                    ) -> Callable[[], None]:
     """The two GEMMs of a d-dimensional step, blocked over ``rows`` samples: Z = X_s B^T
-    and Z^T X_s into preallocated buffers (their sum over blocks is not even formed)."""
+    and Z^T X_s (or, ``transposed``, its (d x m) transpose X_s^T Z: the faster layout of
+    OpenBLAS at d << m) into preallocated buffers (their sum over blocks is not even
+    formed)."""
     m, d = B.shape
     n = X.shape[0]
     rows = max(1, min(rows, n))
     Z = np.empty((rows, m))
-    T = np.empty((m, d))
+    T = np.empty((d, m) if transposed else (m, d))
 
     def step() -> None:
         Zk = Z
@@ -294,14 +299,18 @@ def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int) -> Callable[[], Non
             if e - s0 < rows:
                 Zk = Z[: e - s0]
             np.dot(X[s0:e], B.T, out=Zk)
-            np.dot(Zk.T, X[s0:e], out=T)
+            if transposed:
+                np.dot(X[s0:e].T, Zk, out=T)
+            else:
+                np.dot(Zk.T, X[s0:e], out=T)
     return step
 
 
 _FLOOR_POOL: dict[int, Any] = {}  # threads -> the helper threads of the split floor
 
 
-def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int) -> Callable[[], None]:
+def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int,
+                 transposed: bool = False) -> Callable[[], None]:
     """The floor with the samples split into ``threads`` contiguous parts, each on its own
     thread with one BLAS thread (the engine's own scheme)."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
@@ -309,7 +318,7 @@ def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int) -> Calla
 
     n = X.shape[0]
     cuts = [n * k // threads for k in range(threads + 1)]
-    parts = [_floor_twolayer(B, X[cuts[k]:cuts[k + 1]], rows)
+    parts = [_floor_twolayer(B, X[cuts[k]:cuts[k + 1]], rows, transposed)
              for k in range(threads) if cuts[k + 1] > cuts[k]]
     if _FLOOR_POOL.get(threads) is None:
         _FLOOR_POOL[threads] = ThreadPoolExecutor(max_workers=threads - 1)
@@ -327,19 +336,22 @@ def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int) -> Calla
 
 def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
                    ) -> tuple[str, Callable[[], None]]:
-    """The floor at the block size (among FLOOR_ROWS and n) with the least time over
+    """The floor at the block size (among FLOOR_ROWS and n) and layout of the second
+    GEMM (Z^T X_s or its transpose) with the least time over
     FLOOR_TRIALS untimed runs each (CPU time on one thread; wall time on several, where the
     candidates are also the samples split among threads with one BLAS thread each):
     ``(description, step)``."""
     n = X.shape[0]
     best = None
     clock = _cpu_call if threads == 1 else _wall_call
-    for rows in sorted({min(r, n) for r in FLOOR_ROWS}):
-        cands = [(f"blocks of {rows} samples", _floor_twolayer(B, X, rows))]
+    for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}),
+                                              (False, True)):
+        how = f"blocks of {rows} samples, {'X_s^T Z' if transposed else 'Z^T X_s'}"
+        cands = [(how, _floor_twolayer(B, X, rows, transposed))]
         if threads > 1:
-            cands[0] = (f"blocks of {rows} samples, {threads} BLAS threads", cands[0][1])
-            cands.append((f"blocks of {rows} samples, the samples split among {threads} "
-                          "threads with one BLAS thread each", _split_floor(B, X, rows, threads)))
+            cands[0] = (f"{how}, {threads} BLAS threads", cands[0][1])
+            cands.append((f"{how}, the samples split among {threads} threads with one BLAS "
+                          "thread each", _split_floor(B, X, rows, threads, transposed)))
         for desc, fn in cands:
             fn()
             cost = min(clock(fn) for _ in range(FLOOR_TRIALS if B.shape[0] * n <= 2 ** 24 else 1))
