@@ -540,17 +540,20 @@ def test_the_step_has_the_one_thread_bits_on_any_number_of_threads(seed, m, d, n
     assert _step_words(a, B, X, Y, threads, chunk, col) == one
 
 
-@pytest.mark.parametrize("seed,m,d,n", [(0, 1024, 30, 1000), (1, 37, 3, 130), (2, 300, 31, 257)])
-def test_both_layouts_of_the_gradient_gemm_give_the_step(monkeypatch, seed, m, d, n):
+@pytest.mark.parametrize("seed,m,d,n,col", [(0, 1024, 30, 1000, None), (1, 37, 3, 130, None),
+                                            (2, 300, 31, 257, None), (3, 300, 7, 257, 64),
+                                            (4, 2100, 3, 130, None)])
+def test_both_layouts_of_the_gradient_gemm_give_the_step(monkeypatch, seed, m, d, n, col):
     """The gradient GEMM as M^T (RX) or as (RX)^T M (the layout the loaded BLAS kernels run
     faster): the step to rounding either way, each layout the one-thread bits at 2
-    threads; which one runs is fixed by the kernels loaded (the same on every call)."""
+    threads, in both paths (all neurons at once; column blocks, the last one narrower);
+    which one runs is fixed by the kernels loaded (the same on every call)."""
     a, B, X, Y = _problem(seed, m, d, n)
     for transposed in (False, True):
         monkeypatch.setattr(blocked, "_transposed_gradient", lambda t=transposed: t)
-        assert _step_words(a, B, X, Y, 2, 128) == _step_words(a, B, X, Y, 1, 128)
+        assert _step_words(a, B, X, Y, 2, 128, col) == _step_words(a, B, X, Y, 1, 128, col)
         with step_threads.serial_blas():
-            L, ga, gB = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), 128, None, 2)
+            L, ga, gB = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), 128, col, 2)
         _, (ga_ref, gB_ref) = tl.loss_and_grad_dense_reference(a, B, X, Y)
         assert gB.flags.c_contiguous and gB.shape == (m, d)
         assert np.max(np.abs(gB - gB_ref)) <= 1e-13 * np.max(np.abs(gB_ref))
