@@ -283,9 +283,8 @@ def _torch_twolayer(torch, a, B, X, Y):
 def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int, transposed: bool = False
                     ) -> Callable[[], None]:
     """The two GEMMs of a d-dimensional step, blocked over ``rows`` samples: Z = X_s B^T
-    and Z^T X_s (or, ``transposed``, its (d x m) transpose X_s^T Z: the faster layout of
-    OpenBLAS at d << m) into preallocated buffers (their sum over blocks is not even
-    formed)."""
+    and Z^T X_s (``transposed``: X_s^T Z, d x m) into preallocated buffers (their sum over
+    blocks is not even formed)."""
     m, d = B.shape
     n = X.shape[0]
     rows = max(1, min(rows, n))
@@ -299,10 +298,7 @@ def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int, transposed: bool = 
             if e - s0 < rows:
                 Zk = Z[: e - s0]
             np.dot(X[s0:e], B.T, out=Zk)
-            if transposed:
-                np.dot(X[s0:e].T, Zk, out=T)
-            else:
-                np.dot(Zk.T, X[s0:e], out=T)
+            np.dot(*((X[s0:e].T, Zk) if transposed else (Zk.T, X[s0:e])), out=T)
     return step
 
 
@@ -344,8 +340,7 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
     n = X.shape[0]
     best = None
     clock = _cpu_call if threads == 1 else _wall_call
-    for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}),
-                                              (False, True)):
+    for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}), (False, True)):
         how = f"blocks of {rows} samples, {'X_s^T Z' if transposed else 'Z^T X_s'}"
         cands = [(how, _floor_twolayer(B, X, rows, transposed))]
         if threads > 1:
