@@ -86,6 +86,16 @@ def _instance(owner: str, label: str, x: Any, kinds: type | tuple[type, ...], wh
         raise ArgumentTypeError(f"{owner}: {label} must be {what}; got {type(x).__name__}")
 
 
+def _verdict_fields(owner: str, error: Any, error_what: str, tolerance: Any, reason_label: str,
+                    reason: Any, passed: Any) -> None:
+    """The fields a verdict is made of (Outcome, SubCheck): a real error (nan or inf for a
+    failed measurement), a finite real tolerance, the reason for it, passed None or a flag."""
+    _real(owner, "error", error, f" ({error_what}; nan or inf for a failed measurement)")
+    _real(owner, "tolerance", tolerance, " (the bound the error is compared with)", finite=True)
+    _text(owner, reason_label, reason, "why the tolerance is what it is")
+    _flag(owner, "passed", passed, "the verdict; None: error <= tolerance", none_ok=True)
+
+
 @dataclass
 class Table:
     """A small table for the report and the JSON evidence."""
@@ -117,12 +127,8 @@ class Outcome:
     def __post_init__(self) -> None:
         o = "Outcome"
         _text(o, "compared", self.compared, "what was compared with what")
-        _real(o, "error", self.error, " (the headline measured error; nan or inf for a "
-              "failed measurement)")
-        _real(o, "tolerance", self.tolerance, " (the bound the error must stay under)",
-              finite=True)
-        _text(o, "tolerance_reason", self.tolerance_reason, "why the tolerance is what it is")
-        _flag(o, "passed", self.passed, "the verdict; None: error <= tolerance", none_ok=True)
+        _verdict_fields(o, self.error, "the headline measured error", self.tolerance,
+                        "tolerance_reason", self.tolerance_reason, self.passed)
         _instance(o, "details", self.details, dict, "a dict")
         _instance(o, "artifacts", self.artifacts, dict, "a dict")
         _instance(o, "tables", self.tables, list, "a list of Table")

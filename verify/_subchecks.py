@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from numerics.validation import require_choice
-from verify._claim import (Outcome, RunContext, Table, _flag, _instance, _real, _text, _whole,
-                           jsonable)
+from verify._claim import (Outcome, RunContext, Table, _flag, _instance, _real, _text,
+                           _verdict_fields, _whole, jsonable)
 
 from verify._units import UNITS, is_unit
 
@@ -78,12 +78,8 @@ class SubCheck:
         o = "SubCheck"
         # an empty name is a measurement of one instance, named by for_all_instances
         _text(o, "name", self.name, "the sub-check's name", empty_ok=True)
-        _real(o, "error", self.error, " (the measured error; nan or inf for a failed "
-              "measurement)")
-        _real(o, "tolerance", self.tolerance, " (the bound the error is compared with)",
-              finite=True)
-        _text(o, "reason", self.reason, "why the tolerance is what it is")
-        _flag(o, "passed", self.passed, "the verdict; None: error <= tolerance", none_ok=True)
+        _verdict_fields(o, self.error, "the measured error", self.tolerance, "reason",
+                        self.reason, self.passed)
         _whole(o, "instances", self.instances, 0, none_ok=True)
         _instance(o, "counterexample", self.counterexample, dict, "a dict or None",
                   none_ok=True)
