@@ -157,16 +157,9 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
         relu_with_mask(Z, mask, M)
         dot(Z, a, out=fs)                    # m f(x_i)
         residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)   # w_i (f(x_i) - y_i), times x_i
-        if transposed:
-            dot(RX.T, M, out=T)
-        else:
-            dot(M.T, RX, out=T)
-    n = X.shape[0]
+        _gradient_gemm(M, RX, T, 0, m, transposed)
     transposed = _transposed_gradient()
-    shape = (d, m) if transposed else (m, d)
-    G = ordered_block_sum(block, n, c, shape, _threads_for(threads, n, m, d),
-                          lambda w: _buffer("T", (w, *shape)))
-    return np.ascontiguousarray(G.T) if transposed else G
+    return _gradient_sum(block, X.shape[0], c, m, d, [(0, m)], threads, transposed)
 
 
 def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarray:
@@ -208,12 +201,29 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarra
         for j0, j1 in cols:
             M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
             copyto(M, bits[:, j0:j1])
-            if transposed:                   # column block j as its (d x mb) transpose
-                dot(RX.T, M, out=T[d * j0:d * j1].reshape(d, j1 - j0))
-            else:
-                dot(M.T, RX, out=T[j0:j1])
-    n = X.shape[0]
+            _gradient_gemm(M, RX, T, j0, j1, transposed)
     transposed = _transposed_gradient()
+    return _gradient_sum(block, X.shape[0], c, m, d, cols, threads, transposed)
+
+
+def _gradient_gemm(M: np.ndarray, RX: np.ndarray, T: np.ndarray, j0: int, j1: int,
+                   transposed: bool) -> None:
+    """Neurons j0..j1 of a block's gradient product M^T (RX) into the accumulator T: its
+    rows j0..j1 of (m, d), or (``transposed``, :func:`_transposed_gradient`) the
+    (d x (j1 - j0)) transpose (RX)^T M into the flat entries d j0 .. d j1 of T."""
+    if transposed:
+        d = RX.shape[1]
+        np.dot(RX.T, M, out=T[d * j0:d * j1].reshape(d, j1 - j0))
+    else:
+        np.dot(M.T, RX, out=T[j0:j1])
+
+
+def _gradient_sum(block: Callable[[int, int, np.ndarray], None], n: int, c: int, m: int,
+                  d: int, cols: list[tuple[int, int]], threads: int, transposed: bool
+                  ) -> np.ndarray:
+    """The blocks' gradient products (written by :func:`_gradient_gemm` for the neuron
+    ranges ``cols``) summed in block order (:func:`numerics._step_threads.ordered_block_sum`),
+    as the (m, d) C-ordered G."""
     shape = (m * d,) if transposed else (m, d)
     G = ordered_block_sum(block, n, c, shape, _threads_for(threads, n, m, d),
                           lambda w: _buffer("T", (w, *shape)))
