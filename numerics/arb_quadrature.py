@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from fractions import Fraction
-import functools
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -104,7 +103,7 @@ def ball_cache(maxsize: int | None) -> Callable[[Callable[..., Any]], Callable[.
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         cached = lru_cache(maxsize=maxsize)(fn)
 
-        @functools.wraps(fn)
+        @wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             ctx = flint_module().ctx
             ctx.cleanup()

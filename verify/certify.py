@@ -281,7 +281,8 @@ def _integer_power(b: Any, n: int) -> Any:
     contains 0 (where ``b * b`` is a valid ball)."""
     if n < 0:
         return 1 / _integer_power(b, -n)
-    out, sq = flint_module().arb(1) if not isinstance(b, flint_module().acb) else flint_module().acb(1), b
+    flint = flint_module()
+    out, sq = flint.acb(1) if isinstance(b, flint.acb) else flint.arb(1), b
     while n:
         if n & 1:
             out = out * sq
