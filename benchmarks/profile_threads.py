@@ -1,4 +1,4 @@
-"""Where the d-dimensional step spends its wall time at 1 and 2 threads (issue 34, item 4).
+"""Where the d-dimensional step spends its wall time at 1 and 2 threads.
 
     PYTHONPATH=$PWD python benchmarks/profile_threads.py [--repeats 100] [--sizes paper mid]
 

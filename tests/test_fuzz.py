@@ -9,7 +9,7 @@ entries (``np.broadcast_to``, the base array's row repeated), and base values sc
 1e12 and 1e-12 (stiff or huge fields).  A run longer than about two seconds must be asked
 for (``long_run=True``, ``numerics.validation.require_work``): unasked, it is refused within
 SIZE_LIMIT of CPU time naming the argument.  The inputs of the two outside fuzzes of
-issue 34 are replayed deterministically (``test_issue34_*``).
+the public surface are replayed deterministically (``test_outside_fuzz_*``).
 
 Invariant for every call: a finite (and, where a high-precision path exists, accurate)
 result, or a ``ValueError``/``TypeError`` whose message names an argument.  Never another
@@ -1833,7 +1833,7 @@ def test_pow2_helpers_are_exact_and_name_overflow():
         ldexp_clipped(m2, t2 + 30, "the total")
 
 
-# ----------------------------------------------------------------------------- issue 34, item 6
+# ------------------------------------------------------------- the outside fuzzes' inputs
 #
 # Every input of the two outside fuzzes, replayed deterministically (the sampled surface
 # cases above may miss any one of them): each must be refused by a ValueError/TypeError
@@ -1851,7 +1851,7 @@ def _fz_tl():
             np.array([[1.0, 0.5], [-0.3, 0.8], [0.2, -1.1]]), np.array([0.3, -0.1, 0.7]))
 
 
-def _issue34_refusals() -> list:
+def _outside_fuzz_refusals() -> list:
     from numerics import (chi_square, groups, kernels, reduced, reduced_mc, relu1d, sphere,
                           splines, twolayer, validation)
     from verify.formulas import maass
@@ -1905,8 +1905,9 @@ def _issue34_refusals() -> list:
     ]
 
 
-@pytest.mark.parametrize("case", _issue34_refusals(), ids=lambda c: c[0] if isinstance(c, tuple) else "")
-def test_issue34_sizes_and_bad_inputs_are_refused_fast(case):
+@pytest.mark.parametrize("case", _outside_fuzz_refusals(),
+                         ids=lambda c: c[0] if isinstance(c, tuple) else "")
+def test_outside_fuzz_sizes_and_bad_inputs_are_refused_fast(case):
     desc, name, call = case
     if "reduced" in desc.lower():   # first use derives the field and builds the table
         _table(), _velocity(), _reduced_state()
@@ -1919,7 +1920,7 @@ def test_issue34_sizes_and_bad_inputs_are_refused_fast(case):
     assert took < SIZE_LIMIT, f"{desc}: refused after {took:.2f} s of CPU"
 
 
-def _issue34_stops() -> list:
+def _outside_fuzz_stops() -> list:
     from numerics import kernels, reduced, relu1d, twolayer
     n = _fz_net()
     kx = np.array([-0.5, 0.3, 0.9])
@@ -1938,8 +1939,9 @@ def _issue34_stops() -> list:
     ]
 
 
-@pytest.mark.parametrize("case", _issue34_stops(), ids=lambda c: c[0] if isinstance(c, tuple) else "")
-def test_issue34_diverging_and_stiff_runs_stop_with_named_errors(case):
+@pytest.mark.parametrize("case", _outside_fuzz_stops(),
+                         ids=lambda c: c[0] if isinstance(c, tuple) else "")
+def test_outside_fuzz_diverging_and_stiff_runs_stop_with_named_errors(case):
     """Never a plain RuntimeError/FloatingPointError, never a run beyond SURFACE_TIMEOUT."""
     from numerics.validation import DivergenceError
     desc, call = case
@@ -1950,7 +1952,7 @@ def test_issue34_diverging_and_stiff_runs_stop_with_named_errors(case):
     assert any(w in str(err.value).lower() for w in _STOP_WORDS), str(err.value)
 
 
-def test_issue34_wrong_answers_are_fixed():
+def test_outside_fuzz_wrong_answers_are_fixed():
     """gaussian_relu_kernel near opposite vectors (0.0 against 5.3051647697298e-26 and
     3.03e-30), reduced_coordinates at both ends (theta = 1e-200, c = 1e-300), and
     mean_square_ratio_test's distance at scale = 1e-308 (inf)."""

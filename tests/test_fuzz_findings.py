@@ -1,4 +1,4 @@
-"""Findings of the outside fuzz of every public name (issue 34) that are not sizes: each
+"""Findings of the outside fuzz of every public name that are not sizes: each
 is refused by name now (a ValueError/TypeError saying what to change), quickly."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """numerics.gaussian_relu.gaussian_relu_kernel at nearly opposite rows whose components mix
-magnitudes (issue 34's outside fuzz), against the closed form at 50 digits.
+magnitudes (found by an outside fuzz), against the closed form at 50 digits.
 
 Rows such as u = (0.38, 1.3e-60, 6.3e-61) and v = -0.116 u + (0, 1e-64, ...) hold an angle
 pi - g ~ 1e-64 exactly in float64; two re-orthogonalization passes left ~2^-159 |v| of v

@@ -1,6 +1,7 @@
-"""Sizes the public numerics accepted and then ran for many seconds (issue 34's outside fuzz,
-replayed with zero-copy views): each is now refused before any work, naming the argument,
-within a fraction of a second of CPU; the largest accepted size stays a quick call."""
+"""Sizes the public numerics accepted and then ran for many seconds (found by an outside
+fuzz of the public surface, replayed with zero-copy views): each is now refused before
+any work, naming the argument, within a fraction of a second of CPU; the largest accepted
+size stays a quick call."""
 from __future__ import annotations
 
 import time
@@ -124,7 +125,7 @@ def _formula_calls():
 
 @pytest.mark.parametrize("case", _formula_calls(), ids=lambda c: c[0])
 def test_formulas_refuse_huge_views_from_their_shapes(case) -> None:
-    """Issue 34: phi_tilde hung on a 10^8 view, odd_target_rate / velocity_jump ran 6-7 s
+    """phi_tilde hung on a 10^8 view, odd_target_rate / velocity_jump ran 6-7 s
     on (10^4)^2 views, rf_kernel(init='gaussian') ran out of memory."""
     _refused_fast(case[1], "more than 16777216 entries")
 

@@ -141,7 +141,7 @@ def test_summary_columns_margin_sensitivity_and_seed_rate(monkeypatch) -> None:
 
 
 def test_summary_row_shows_the_failing_subcheck_with_unit_and_bound() -> None:
-    """Issue 34: a mutated H1g showed its headline 1.62e-32 / 1e-9; the row must show the
+    """A mutated H1g showed its headline 1.62e-32 / 1e-9; the row must show the
     failing sub-check's own numbers, its unit and its bound."""
     sec = _section()
     sec.evidence = SimpleNamespace(passed=False, error=1.62e-32, tolerance=1e-9, seed=0,

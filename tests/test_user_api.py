@@ -176,7 +176,7 @@ def test_formula_signatures_name_their_parameters(name: str) -> None:
 
 def test_kit_compare_refuses_a_huge_broadcast_view_at_once() -> None:
     """A 10^8-row zero-copy view made kit.compare build 1.6 GB temporaries and run > 5 s of
-    CPU (issue 34's outside fuzz); above COMPARE_MAX_ENTRIES it is refused before any work,
+    CPU (found by an outside fuzz); above COMPARE_MAX_ENTRIES it is refused before any work,
     naming value and reference."""
     import time
 
