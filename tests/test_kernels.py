@@ -767,8 +767,11 @@ def test_chi_square_refuses_bad_input_by_name(call, match):
 # --------------------------------------------------------------------------- the public surface
 def _arccos_reference(u, v) -> mpmath.mpf:
     """s2 = 1 arc-cosine kernel of the float inputs at 50 digits, from the definition's
-    angle g = atan2(|u x v| (Lagrange identity, exact), u . v); the primary form cancels
-    near g = pi, so it is evaluated with 3 x 50 guard digits."""
+    angle g: delta = pi - g = atan2(|u x v| (Lagrange identity, exact), -u . v), relatively
+    exact at any size, and sin g + (pi - g) cos g = sin delta - delta cos delta, whose two
+    terms cancel to delta^3 / 3 near g = pi: evaluated with 60 + 2 log10(1 / delta) digits
+    (a fixed 200 digits left an error of 1e-200 in delta, i.e. a reference of 5.6e-203
+    where the kernel is 1e-678)."""
     with mpmath.workdps(200):
         U, V = [mpmath.mpf(float(t)) for t in u], [mpmath.mpf(float(t)) for t in v]
         nu, nv = mpmath.sqrt(sum(t * t for t in U)), mpmath.sqrt(sum(t * t for t in V))
@@ -777,8 +780,11 @@ def _arccos_reference(u, v) -> mpmath.mpf:
         dot = sum(p * q for p, q in zip(U, V))
         if cross2 == 0:   # exactly (anti)parallel: g = 0 or pi exactly
             return nu * nv / 2 if dot > 0 else mpmath.mpf(0)
-        g = mpmath.atan2(mpmath.sqrt(cross2), dot)
-        return nu * nv * (mpmath.sin(g) + (mpmath.pi - g) * mpmath.cos(g)) / (2 * mpmath.pi)
+        delta = mpmath.atan2(mpmath.sqrt(cross2), -dot)
+        digits = 60 + 2 * max(0, int(-mpmath.log10(delta)) + 1)
+    with mpmath.workdps(digits):
+        return (nu * nv * (mpmath.sin(delta) - delta * mpmath.cos(delta))
+                / (2 * mpmath.pi))
 
 
 @pytest.mark.parametrize("u, v", [
@@ -804,9 +810,12 @@ def test_gaussian_relu_kernel_is_relatively_accurate_near_opposite_and_parallel(
 
 @given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=6), st.integers(4, 40),
        st.floats(0.25, 4.0))
+@example([8.368656586551495e-222, -0.5], 4, 1.0)   # kernel 7.8e-678: rounds to 0.0
 def test_gaussian_relu_kernel_at_random_near_opposite_pairs(u, k, scale):
     """v = -scale u + 10^-k w, w a fixed direction: the kernel ~ (pi - g)^3 / 3 stays
-    accurate to a few ulps down to pi - g ~ 1e-40."""
+    accurate to a few ulps down to pi - g ~ 1e-40; a kernel below the normal float64
+    range is held to its rounding instead (one subnormal ulp, 2^-1074; 0.0 where the
+    value is below half of it, e.g. 7.8e-678 at u = (8.4e-222, -0.5), k = 4)."""
     from numerics.gaussian_relu import gaussian_relu_kernel
     u = np.array(u)
     if not np.linalg.norm(u) > 1e-3:
@@ -817,7 +826,10 @@ def test_gaussian_relu_kernel_at_random_near_opposite_pairs(u, k, scale):
     if ref == 0 or not np.all(np.isfinite(v)):
         return
     got = float(gaussian_relu_kernel([u], [v], 1.0)[0, 0])
-    assert abs(got / float(ref) - 1) < 1e-13, (u, v, got, mpmath.nstr(ref, 17))
+    if abs(float(ref)) < np.finfo(float).tiny:
+        assert abs(got - float(ref)) <= 2.0 ** -1074, (u, v, got, mpmath.nstr(ref, 17))
+    else:
+        assert abs(got / float(ref) - 1) < 1e-13, (u, v, got, mpmath.nstr(ref, 17))
 
 
 def test_gaussian_relu_stable_series_is_the_derived_one():
