@@ -1,8 +1,10 @@
 """The elementwise passes of the blocked d-dimensional step (:mod:`numerics.twolayer`,
 claims H1a-H1e, H1h): Z <- relu(Z) and M <- 1{Z > 0} over one block of pre-activations
-(:func:`relu_with_mask`), and the block's weighted residuals with their rows times x
-(:func:`residual_rows`), each as ONE compiled pass when numba is installed and as NumPy
-passes otherwise, with the same bits (:func:`relu_pass_backend` names the one that runs).
+(:func:`relu_with_mask`), the block's weighted residuals with their rows times x
+(:func:`residual_rows`), the gradient's rows after the blocks (:func:`gradient_rows`) and
+the scan of the inputs' exponents before them (:func:`exponent_range`), each as ONE
+compiled pass when numba is installed and as NumPy passes otherwise, with the same bits
+(:func:`relu_pass_backend` names the one that runs).
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["fused_relu", "relu_pass_backend", "relu_with_mask", "residual_rows"]
+__all__ = ["exponent_range", "fused_relu", "gradient_rows", "relu_pass_backend",
+           "relu_with_mask", "residual_rows"]
 
 _FUSED: list = []                 # [the compiled kernels, or None], once decided
 _FUSED_LOCK = threading.Lock()
@@ -18,11 +21,14 @@ _FUSED_LOCK = threading.Lock()
 
 def _compile_fused_relu():
     """The compiled kernels of the step (numba, an optional dependency:
-    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual)``.
+    ``pip install '.[fast]'``), or None without numba: ``(relu_and_mask, residual,
+    untranspose, exponents)``.
     ``relu_and_mask``: the ReLU and its mask in ONE pass, the mask as 0.0 / 1.0 into a
     float64 block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
     column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).  ``residual``:
-    the weighted residuals and their rows times x (:func:`residual_rows`).  Elementwise
+    the weighted residuals and their rows times x (:func:`residual_rows`).
+    ``untranspose``: the transposed gradient product back in rows (:func:`gradient_rows`).
+    ``exponents``: the scan of an input (:func:`exponent_range`).  Elementwise
     the same operations as the NumPy passes (z > 0, then z * 1.0 or z * 0.0; f w - wy,
     then x r; no reassociation, no fused multiply-add): the same bits, -0.0, inf and nan
     included (except the sign of a product of two NaNs).  Compiled eagerly for C-contiguous float64 blocks, not cached on disk
@@ -68,7 +74,36 @@ def _compile_kernels(numba) -> tuple:
             for j in range(cols):
                 RX[i, j] = Xs[i, j] * q
 
-    return relu_and_mask, residual
+    # the (d x width) transpose of each neuron range [bounds[q], bounds[q + 1]) of the
+    # flat G back into rows of out (m, d), in tiles of 32 neurons x 8 coordinates (the
+    # tile's lines of out stay in L1): a copy, so the bits are G's
+    @numba.njit("void(float64[::1], int64[::1], float64[:, ::1])", nogil=True, cache=False)
+    def untranspose(G, bounds, out):
+        d = out.shape[1]
+        for q in range(bounds.size - 1):
+            j0, j1 = bounds[q], bounds[q + 1]
+            for k0 in range(0, d, 8):
+                k1 = min(d, k0 + 8)
+                for t0 in range(j0, j1, 32):
+                    t1 = min(j1, t0 + 32)
+                    for k in range(k0, k1):
+                        base = d * j0 + k * (j1 - j0) - j0
+                        for j in range(t0, t1):
+                            out[j, k] = G[base + j]
+
+    # the largest biased exponent and the smallest one of a non-zero entry (2047 if
+    # none), over the words of a float64 array: integer reductions, which vectorise
+    @numba.njit("UniTuple(int64, 2)(uint64[::1])", nogil=True, cache=False)
+    def exponents(u):
+        hi, lo = np.int64(0), np.int64(2047)
+        for i in range(u.size):
+            v = u[i] & np.uint64(0x7FFFFFFFFFFFFFFF)
+            e = np.int64(v >> np.uint64(52))
+            hi = max(hi, e)
+            lo = min(lo, e if v != 0 else np.int64(2047))
+        return hi, lo
+
+    return relu_and_mask, residual, untranspose, exponents
 
 
 def _kernels():
@@ -135,3 +170,40 @@ def residual_rows(fs: np.ndarray, w_m: np.ndarray, wy: np.ndarray, Xs: np.ndarra
     np.subtract(rs, wy, out=rs)
     np.multiply(Xs, rs[:, None], out=RX)
 
+
+def gradient_rows(G: np.ndarray, bounds: np.ndarray, transposed: bool, B: np.ndarray,
+                  a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(dL/da, dL/dB)`` from the summed gradient product G_j = sum_i 1{b_j . x_i > 0}
+    w_i (f(x_i) - y_i) x_i: dL/dB_j = (a_j / m) G_j and, by the positive homogeneity of
+    the ReLU, dL/da_j = (1/m) G_j . b_j.  ``G`` is flat: (m, d) C-ordered, or
+    (``transposed``) for each neuron range [bounds[q], bounds[q + 1]) the (d x width)
+    transpose of its rows (``numerics._twolayer_blocked._gradient_gemm``), put back in
+    rows by one compiled copy with numba (a NumPy transposing copy otherwise: the same
+    bits)."""
+    m, d = B.shape
+    if transposed:
+        Gm = np.empty((m, d))
+        kernels = _kernels()
+        if kernels is not None:
+            kernels[2](G, bounds, Gm)
+        else:
+            for j0, j1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+                Gm[j0:j1] = G[d * j0:d * j1].reshape(d, j1 - j0).T
+    else:
+        Gm = G.reshape(m, d)
+    ga = np.einsum("ij,ij->i", Gm, B)
+    ga /= m
+    Gm *= (a / m)[:, None]
+    return ga, Gm
+
+
+def exponent_range(x: np.ndarray) -> tuple[int, int] | None:
+    """``(the largest biased exponent of x's entries, the smallest of a non-zero one)``
+    (2047 = inf or NaN; a second value 2047 if every entry is 0) in one compiled pass
+    over the float64 words, or None without numba or for a non-contiguous x (then the
+    caller's NumPy checks decide)."""
+    kernels = _kernels()
+    if kernels is None or x.dtype != np.float64 or not x.flags.c_contiguous:
+        return None
+    hi, lo = kernels[3](x.reshape(-1).view(np.uint64))
+    return int(hi), int(lo)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from numerics._relu_pass import fused_relu, relu_with_mask, residual_rows
+from numerics._relu_pass import fused_relu, gradient_rows, relu_with_mask, residual_rows
 from numerics._step_threads import blas_architectures, ordered_block_sum, run_blocks, serial_blas
 
 __all__: list[str] = []
@@ -121,16 +121,15 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     w_m = w / m
     wy = w * Y
     if col_block >= m:
-        G = _block_sums(a, B, X, w_m, wy, c, f, r, threads)
+        G, bounds, transposed = _block_sums(a, B, X, w_m, wy, c, f, r, threads)
     else:
-        G = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r, threads)
+        G, bounds, transposed = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r,
+                                               threads)
     f /= m
     f -= Y                                   # residuals f - y
     loss = 0.5 * float(np.dot(w * f, f))
-    ga = np.einsum("ij,ij->i", G, B)
-    ga /= m
-    G *= (a / m)[:, None]
-    return loss, ga, G
+    ga, gB = gradient_rows(G, bounds, transposed, B, a)
+    return loss, ga, gB
 
 
 def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
@@ -209,30 +208,26 @@ def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarra
 def _gradient_gemm(M: np.ndarray, RX: np.ndarray, T: np.ndarray, j0: int, j1: int,
                    transposed: bool) -> None:
     """Neurons j0..j1 of a block's gradient product M^T (RX) into the accumulator T: its
-    rows j0..j1 of (m, d), or (``transposed``, :func:`_transposed_gradient`) the
-    (d x (j1 - j0)) transpose (RX)^T M into the flat entries d j0 .. d j1 of T."""
+    flat entries d j0 .. d j1: rows j0..j1 of (m, d), or (``transposed``,
+    :func:`_transposed_gradient`) the (d x (j1 - j0)) transpose (RX)^T M."""
+    d = RX.shape[1]
     if transposed:
-        d = RX.shape[1]
         np.dot(RX.T, M, out=T[d * j0:d * j1].reshape(d, j1 - j0))
     else:
-        np.dot(M.T, RX, out=T[j0:j1])
+        np.dot(M.T, RX, out=T[d * j0:d * j1].reshape(j1 - j0, d))
 
 
 def _gradient_sum(block: Callable[[int, int, np.ndarray], None], n: int, c: int, m: int,
                   d: int, cols: list[tuple[int, int]], threads: int, transposed: bool
-                  ) -> np.ndarray:
+                  ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The blocks' gradient products (written by :func:`_gradient_gemm` for the neuron
-    ranges ``cols``) summed in block order (:func:`numerics._step_threads.ordered_block_sum`),
-    as the (m, d) C-ordered G."""
-    shape = (m * d,) if transposed else (m, d)
-    G = ordered_block_sum(block, n, c, shape, _threads_for(threads, n, m, d),
-                          lambda w: _buffer("T", (w, *shape)))
-    if not transposed:
-        return G
-    out = np.empty((m, d))
-    for j0, j1 in cols:
-        out[j0:j1] = G[d * j0:d * j1].reshape(d, j1 - j0).T
-    return out
+    ranges ``cols``) summed in block order (:func:`numerics._step_threads.ordered_block_sum`):
+    ``(G flat, the ranges' bounds, transposed)``, as :func:`numerics._relu_pass.gradient_rows`
+    reads them."""
+    G = ordered_block_sum(block, n, c, (m * d,), _threads_for(threads, n, m, d),
+                          lambda w: _buffer("T", (w, m * d)))
+    bounds = np.array([j0 for j0, _ in cols] + [cols[-1][1]], dtype=np.int64)
+    return G, bounds, transposed
 
 
 def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:

@@ -32,18 +32,18 @@ from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
 
 from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, FlowResult,
                                GDResult)
-from numerics._relu_pass import relu_pass_backend
+from numerics._relu_pass import exponent_range, relu_pass_backend
 from numerics._step_threads import serial_blas, threads_in_force
 from numerics._twolayer_blocked import (_all_finite, _forward_fast, _loss_and_grad_fast)
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
-from numerics.validation import (POW2_ZERO_EXPONENT, ArgumentTypeError, DivergenceError,
-                                 IntegratorError, RunProgress, as_float_array, as_float_scalar,
-                                 flow_budget, ldexp_clipped, merge_pow2, require_choice,
-                                 require_finite_result, require_positive_int, require_size,
-                                 require_time_grid, require_tolerance, require_work,
-                                 row_pow2_scale, sum_pow2, wants_long_run)
+from numerics.validation import (MAX_ELEMENTS, POW2_ZERO_EXPONENT, ArgumentTypeError,
+                                 DivergenceError, IntegratorError, RunProgress, as_float_array,
+                                 as_float_scalar, flow_budget, ldexp_clipped, merge_pow2,
+                                 require_choice, require_finite_result, require_positive_int,
+                                 require_size, require_time_grid, require_tolerance,
+                                 require_work, row_pow2_scale, sum_pow2, wants_long_run)
 
 __all__ = ["forward", "loss_and_grad", "gradient_descent", "gradient_flow", "GDResult",
            "FlowResult", "DivergenceError", "balance_gap", "cyclic_group", "orbit_particles",
@@ -149,10 +149,10 @@ def forward(a, B, X, *, chunk: int | None = None) -> np.ndarray:
     Weights or inputs so large or small that a product could leave the float64 range
     (an overflow, or an underflow to 0) are handled in the power-of-two rescaled form
     (exact, :func:`_loss_and_grad_scaled`); a result beyond float64 raises a ValueError."""
-    a, B, X = _validate(a, B, X)
+    (a, B, X), tiny = _checked_inputs(a, B, X)
     _require_work(*X.shape[:1], *B.shape)
     c = _chunk_rows(a.shape[0], X.shape[0], chunk)
-    if _tiny_factors(a, B, X):
+    if tiny:
         return _forward_scaled(a, B, X, c)
     with np.errstate(over="ignore", invalid="ignore"):
         out = _forward_fast(a, B, X, c)
@@ -179,6 +179,36 @@ def _tiny_factors(*parts: np.ndarray) -> bool:
     return False
 
 
+#: the biased float64 exponent of _TINY (a power of two): a non-zero x has |x| < _TINY
+#: iff its biased exponent is below this
+_TINY_EXPONENT = 1022 + int(np.frexp(_TINY)[1])
+
+
+def _plain(x, ndim: int) -> bool:
+    return (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == ndim
+            and x.flags.c_contiguous and 0 < x.size <= MAX_ELEMENTS)
+
+
+def _checked_inputs(a, B, X, Y=None, *, need_y: bool = False
+                    ) -> tuple[list[np.ndarray], bool]:
+    """``([a, B, X(, Y)] validated, whether a factor is tiny (:func:`_tiny_factors`))``.
+    C-ordered float64 arrays of matching shapes take one compiled exponent scan each
+    (:func:`numerics._relu_pass.exponent_range`: finite iff every exponent is below
+    2047, no tiny factor if no non-zero exponent is below _TINY's) instead of the
+    passes of :func:`_validate` and :func:`_tiny_factors`; anything else, or a
+    non-finite entry, goes through :func:`_validate`, which names the problem."""
+    arrays = (a, B, X) if Y is None and not need_y else (a, B, X, Y)
+    if (all(_plain(x, k) for x, k in zip(arrays, (1, 2, 2, 1)))
+            and B.shape[0] == a.shape[0] and X.shape[1] == B.shape[1]
+            and (Y is None or Y.shape[0] == X.shape[0])):
+        ranges = [exponent_range(x) for x in arrays]
+        if all(r is not None and r[0] < 2047 for r in ranges):
+            small = any(r[1] < _TINY_EXPONENT for r in ranges)
+            return list(arrays), small and _tiny_factors(*arrays)
+    vals = _validate(a, B, X, Y, need_y=need_y)
+    return vals, _tiny_factors(*vals)
+
+
 def _loss_and_grad_checked(a, B, X, Y, w, c) -> tuple[float, np.ndarray, np.ndarray]:
     """The fast step; on a non-finite value the exactly rescaled recomputation (which
     raises a ValueError naming the overflow if the result is not representable), on the
@@ -202,14 +232,18 @@ def loss_and_grad(a, B, X, Y, *, weights=None, chunk: int | None = None
     by powers of two; a loss or gradient beyond 1.8e308 raises a ValueError naming it.
     (:func:`gradient_descent` and :func:`gradient_flow` use the fast step and rescale
     only on an overflow.)"""
-    vals = _validate(a, B, X, Y, weights, need_y=True)
+    if weights is None:
+        # the default weights 1/n are never below _TINY (that would take n > 2^140 samples)
+        vals, tiny = _checked_inputs(a, B, X, Y, need_y=True)
+    else:
+        vals = _validate(a, B, X, Y, weights, need_y=True)
+        tiny = _tiny_factors(*vals)
     a, B, X, Y = vals[:4]
     n = X.shape[0]
     _require_work(n, *B.shape)
     w = vals[4] if weights is not None else np.full(n, 1.0 / n)
     c = _chunk_rows(a.shape[0], n, chunk)
-    # the default weights 1/n are never below _TINY (that would take n > 2^140 samples)
-    if _tiny_factors(a, B, X, Y, *vals[4:]):
+    if tiny:
         loss, ga, gB = _loss_and_grad_scaled(a, B, X, Y, w, c)
     else:
         loss, ga, gB = _loss_and_grad_checked(a, B, X, Y, w, c)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 
 import numpy as np
 import pytest
@@ -384,6 +385,46 @@ def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
     assert L1 == L2 and np.array_equal(ga1, ga2) and np.array_equal(gB1, gB2)
     assert np.array_equal(f1, f2)
     assert tl.relu_pass_backend() in ("numpy",) or tl.relu_pass_backend().startswith("numba ")
+
+
+@given(st.integers(0, 2 ** 31), st.integers(1, 5), st.integers(1, 4), st.integers(1, 6),
+       st.sampled_from(["a", "B", "X", "Y"]), st.sampled_from(list(_SPECIAL) + [2.0 ** -141,
+                                                                        -(2.0 ** -140), 3e-300]),
+       st.booleans())
+@example(0, 3, 2, 4, "B", 2.0 ** -141, True).via("a row of B with only tiny entries")
+def test_the_exponent_scan_decides_as_the_numpy_checks(seed, m, d, n, which, value, whole_row):
+    """The compiled exponent scan of the step's inputs (numerics._relu_pass.exponent_range)
+    accepts, refuses and sends to the rescaled path exactly as _validate and _tiny_factors:
+    one special entry (or a whole row of it) in a, B, X or Y."""
+    a, B, X, Y = _problem(seed, m, d, n)
+    arrays = dict(zip("a B X Y".split(), (a, B, X, Y)))
+    target = arrays[which]
+    if whole_row and target.ndim == 2:
+        target[0] = value
+    else:
+        target.ravel()[0] = value
+    try:
+        expected = tl._tiny_factors(*tl._validate(a, B, X, Y, need_y=True))
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc))):
+            tl._checked_inputs(a, B, X, Y)
+        return
+    vals, tiny = tl._checked_inputs(a, B, X, Y)
+    assert tiny == expected and all(v is arrays[k] for v, k in zip(vals, "a B X Y".split()))
+    with _numpy_passes():
+        assert tl._checked_inputs(a, B, X, Y)[1] == expected
+    # not C-ordered, not float64, a list: _validate's own passes, the same decision
+    assert tl._checked_inputs(a, np.asfortranarray(B), X.astype(np.float32).astype(float)
+                              if which != "X" else X, Y.tolist())[1] == expected
+
+
+def test_the_exponent_scan_reads_the_exponents():
+    words = np.array([0.0, -0.0, 1.0, -2.0 ** -1074, 2.0 ** -1022, np.inf])
+    assert relu_pass.exponent_range(words) in (None, (2047, 0))
+    assert relu_pass.exponent_range(np.array([0.0, -0.0])) in (None, (0, 2047))
+    assert relu_pass.exponent_range(np.array([1.5, -0.75])) in (None, (1023, 1022))
+    assert relu_pass.exponent_range(np.ones((3, 2))[:, :1]) is None   # not contiguous
+    assert tl._TINY_EXPONENT == 1023 - 140
 
 
 def test_public_surface_validates():
