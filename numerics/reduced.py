@@ -139,8 +139,7 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool, kernel: Any):
     relu(y) where |y| >= c; S by the closed tail mean where s S >= c and tanh-sinh between."""
     th, ph = np.broadcast_arrays(np.asarray(theta, dtype=np.float64),
                                  np.asarray(phi, dtype=np.float64))
-    shape = th.shape
-    th, ph = th.ravel(), ph.ravel()
+    shape, th, ph = th.shape, th.ravel(), ph.ravel()
     kH, kP = d_H, d - d_H
     c = np.cos(th) * np.cos(ph)
     s = np.sin(th) * np.sin(ph)
@@ -191,11 +190,12 @@ def _phi_parts(theta, phi, d: int, d_H: int, derivative: bool, kernel: Any):
 
 
 def _middle_pieces(half, c, s, kH: int, kP: int) -> list:
-    """Pieces (lo, hi, rule) of [-half, half]: one (rule for max(kP, kH)) when kH <= 60; else
-    cut at +-arcsin(10 (c/s)/sqrt(kH)), beyond which E_R[(cR + y)_+] = relu(y) to e^-50."""
+    """Pieces (lo, hi, rule) of [-half, half]: one rule for kH <= 60, else cut at
+    +-arcsin(10 (c/s)/sqrt(kH)), beyond which E_R[(cR + y)_+] = relu(y) to e^-50."""
     if kH <= 60:
         return [(-half, half, _rule_for(max(kP, kH)))]
-    ratio = np.divide(c, s, out=np.full_like(c, np.inf), where=s > 0)
+    with np.errstate(over="ignore"):       # c / s beyond 1.8e308: inf, as for s = 0
+        ratio = np.divide(c, s, out=np.full_like(c, np.inf), where=s > 0)
     wx = np.minimum(half, np.arcsin(np.minimum(1.0, _PEAK_SD * ratio / np.sqrt(kH))))
     return [(-half, -wx, _TS[1 / 64]), (-wx, wx, _TS[1 / 64]), (wx, half, _TS[1 / 64])]
 
