@@ -44,7 +44,8 @@ __all__ = ["alpha_by_quadrature", "target_rule", "init_particles", "limit_initia
            "limit_predictor", "width_predictor", "l2_distance", "parameter_step",
            "full_reduced_velocity", "derived_reduced_velocity", "phi_table",
            "derived_velocity", "h1c_target", "h1c_population", "derived_s_of_t",
-           "h1c_particles_and_sample"]
+           "h1c_particles_and_sample", "odd_subspace_target", "symmetric_sample",
+           "sample_width_predictor", "moment_field", "moment_limit"]
 
 
 @lru_cache(maxsize=None)
@@ -309,3 +310,95 @@ def h1c_particles_and_sample(rng_particles: np.random.Generator, rng_data: np.ra
     L = np.linalg.cholesky(X.T @ X / X.shape[0])
     X = np.linalg.solve(L, X.T).T / np.sqrt(d)
     return a, B, X, h1c_target(X)
+
+
+# ------------------------------------------- H1m (odd target, i.i.d. product law, sample)
+def odd_subspace_target(X, d_H: int) -> np.ndarray:
+    """The odd target of claim H1m, f*(x) = x_1 |x_H| / sqrt(d_H), x_H the first d_H
+    coordinates, on the rows of X (n, d): odd under x -> -x and a function of x_H only."""
+    X = as_float_array(X, "X (inputs, shape (n, d))", ndim=2)
+    d_H = require_positive_int(d_H, "d_H (dimension of H)", maximum=X.shape[1])
+    return X[:, 0] * np.linalg.norm(X[:, :d_H], axis=1) / np.sqrt(d_H)
+
+
+def symmetric_sample(rng: np.random.Generator, d: int, n0: int, kappa: float) -> np.ndarray:
+    """2 n0 points closed under x -> -x: n0 draws of N(0, Q diag(lambda) Q^T), Q a random
+    rotation and lambda log-uniform in [1/kappa, 1] (an anisotropic second moment), and
+    their negatives (claim H1m)."""
+    rng = require_generator(rng, "rng")
+    d = require_positive_int(d, "d (input dimension)", minimum=2, maximum=4096)
+    n0 = require_positive_int(n0, "n0 (points before the mirror x -> -x; at least d for an "
+                                  "invertible Sigma)", minimum=d, maximum=10 ** 7)
+    kappa = as_float_scalar(kappa, "kappa (spread of the eigenvalues of Sigma)", lo=1.0)
+    require_size(2 * n0 * d, "n0 (the 2 n0 points in R^d)")
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    lam = kappa ** -rng.uniform(0.0, 1.0, d)
+    X0 = rng.standard_normal((n0, d)) @ (Q * np.sqrt(lam)).T
+    return np.concatenate([X0, -X0])
+
+
+def sample_width_predictor(rng: np.random.Generator, X, Y, m: int, *, eta: float,
+                           steps: int) -> np.ndarray:
+    """f_m on the rows of X after ``steps`` classical Runge-Kutta steps of size ``eta`` (in
+    parameter time) of the gradient flow d(a, B)/ds = -grad L of the sample loss
+    L = 1/2 E_n[(f - y)^2] (numerics.twolayer.loss_and_grad), from :func:`init_particles`
+    drawn from ``rng`` (claim H1m; i.i.d. particles, no mirror images)."""
+    from numerics.twolayer import loss_and_grad
+    X = as_float_array(X, "X (sample inputs, shape (n, d))", ndim=2, allow_empty=False)
+    Y = as_float_array(Y, "Y (sample targets, shape (n,))", ndim=1)
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"Y must have one value per row of X; got {Y.shape[0]} for {X.shape[0]}")
+    eta = as_float_scalar(eta, "eta (Runge-Kutta step in parameter time)", lo=0.0, lo_open=True)
+    steps = require_positive_int(steps, "steps", minimum=0, maximum=10 ** 6)
+    a, B = init_particles(rng, m, X.shape[1])
+
+    def field(a_, B_):
+        _, (ga, gB) = loss_and_grad(a_, B_, X, Y)
+        return -ga, -gB
+    for _ in range(steps):
+        k1 = field(a, B)
+        k2 = field(a + eta / 2 * k1[0], B + eta / 2 * k1[1])
+        k3 = field(a + eta / 2 * k2[0], B + eta / 2 * k2[1])
+        k4 = field(a + eta * k3[0], B + eta * k3[1])
+        a = a + eta / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+        B = B + eta / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+    return forward(a, B, X)
+
+
+def moment_field(k: dict, c: np.ndarray, Sigma: np.ndarray) -> Callable:
+    """z' = F(z) of the moment ODE of claims H1j, H1m for z = (w, vec M, A):
+    w' = (k_wA A I + k_wM M) g, M' = k_M (g w^T + w g^T), A' = k_A w.g, g = c - Sigma w."""
+    d = c.size
+
+    def F(_t: float, z: np.ndarray) -> np.ndarray:
+        w, M, A = z[:d], z[d:d + d * d].reshape(d, d), z[-1]
+        g = c - Sigma @ w
+        return np.concatenate([k["k_wA"] * A * g + k["k_wM"] * M @ g,
+                               (k["k_M"] * (np.outer(g, w) + np.outer(w, g))).ravel(),
+                               [k["k_A"] * (w @ g)]])
+    return F
+
+
+def moment_limit(X, Y, T: float, k: dict, z0, *, rtol: float = 1e-12) -> np.ndarray:
+    """w_T of the moment ODE (:func:`moment_field`, c = E_n[y x], Sigma = E_n[x x^T] of the
+    sample) from z0 = (w_0, vec M_0, A_0), by DOP853 at ``rtol`` (claim H1m's limit)."""
+    from scipy.integrate import solve_ivp
+    X = as_float_array(X, "X (sample inputs, shape (n, d))", ndim=2, allow_empty=False)
+    Y = as_float_array(Y, "Y (sample targets, shape (n,))", ndim=1)
+    n, d = X.shape
+    z0 = as_float_array(z0, "z0 (w_0, vec M_0, A_0)", ndim=1)
+    if Y.shape[0] != n or z0.size != d + d * d + 1:
+        raise ValueError(f"need Y of length {n} and z0 of length d + d^2 + 1 = "
+                         f"{d + d * d + 1}; got {Y.shape[0]}, {z0.size}")
+    missing = {"k_wA", "k_wM", "k_M", "k_A"} - set(k)
+    if missing:
+        raise ValueError(f"k must give the moment ODE's coefficients; missing {sorted(missing)}")
+    T = as_float_scalar(T, "T (flow time)", lo=0.0)
+    rtol = as_float_scalar(rtol, "rtol", lo=1e-14, hi=1e-3)
+    if T == 0:
+        return z0[:d].copy()
+    sol = solve_ivp(moment_field(k, X.T @ Y / n, X.T @ X / n), (0.0, T), z0, method="DOP853",
+                    rtol=rtol, atol=rtol * 1e-3 * float(np.abs(z0).max()))
+    if not sol.success:
+        raise FloatingPointError(f"moment_limit: DOP853 failed: {sol.message}")
+    return sol.y[:d, -1]
