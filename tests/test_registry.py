@@ -29,7 +29,7 @@ SEEDS = _seeds(os.environ.get("VERIFY_TEST_SEEDS", "0-2"))
 #: finite-width training of Fig. 4, H1d's flows, M1a's Arb Haar integrals, the figures' studies
 #: of W2k, H1g, H1l, W3b's Theorem-5 families): the default run
 #: checks them at the first seed, the slow profile at every seed
-LONG_QUICK = {"W2i", "W2j", "W2k", "H1g", "H1i", "H1k", "H1l", "W3f", "M1f", "H1d", "M1a",
+LONG_QUICK = {"W2i", "W2j", "W2k", "H1g", "H1i", "H1k", "H1l", "H1m", "W3f", "M1f", "H1d", "M1a",
               "W3b"}
 
 

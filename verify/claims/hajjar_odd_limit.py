@@ -19,6 +19,7 @@ from derivations.hajjar_odd_general import COEFFICIENTS, d_dim
 from derivations.hajjar_reduced import eta, m_width
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         compare, derived_results, fmt, lambdified, rate_study)
+from numerics.twolayer import forward
 from verify.studies import hajjar as sh
 
 #: the near miss: the limit read at time 1.1 T (the time change eta/m off by 10%)
@@ -100,6 +101,55 @@ def _time_change_check(ctx: RunContext, X, Y) -> SubCheck:
                           "float64 evaluations of the same O(n m d) sums, ~1e-14 relative")
 
 
+#: product-law draws (each with its mirror image) of the exactly invariant system that
+#: checks the derived moment ODE, and its Runge-Kutta steps per step of the study
+_MIRRORED, _REFINE = 64, 4
+#: z-score bound of the initial-moment check: the largest of <= d^2 + d + 1 normal scores
+#: exceeds 5 with probability <= 1e3 * 5.7e-7
+_Z_BOUND = 5.0
+
+
+def _ode_check(ctx: RunContext, X, Y, T: float, steps: int, k: dict, dt_of) -> SubCheck:
+    """The derived moment ODE against a width-2m0 system that is invariant at finite width
+    (m0 product-law draws and their mirror images): its predictor is w_t . x and its moments
+    follow the ODE from its own moments exactly, so f(T) - X w_T is the integrators' error."""
+    a0, B0 = sh.init_particles(ctx.rng("mirrored"), _MIRRORED, X.shape[1])
+    a, B = np.concatenate([a0, -a0]), np.concatenate([B0, -B0])
+    m = a.size
+    z0 = np.concatenate([0.5 * a @ B / m, (B.T @ B / m).ravel(), [a @ a / m]])
+    w_T = sh.moment_limit(X, Y, T, k, z0, rtol=_RTOL_TIGHT)
+    f = [forward(*sh.sample_rk4_flow(a, B, X, Y, eta=dt_of(m, T / s), steps=s), X)
+         for s in (_REFINE * steps, 2 * _REFINE * steps)]
+    scale = float(np.abs(X @ w_T).max())
+    halving = float(np.abs(f[0] - f[1]).max())
+    return compare(f"derived moment ODE (DOP853, rtol {_RTOL_TIGHT:g}) vs {_MIRRORED} mirrored "
+                   f"pairs of product-law particles (exactly invariant), f(T) on the sample",
+                   f[1], X @ w_T, rtol=0.0, atol=halving + 1e-11 * scale,
+                   reason=f"RK4 with {2 * _REFINE * steps} steps: its error is ~1/15 of the "
+                          f"change from {_REFINE * steps} steps ({fmt(halving)}); DOP853 and "
+                          f"rounding below 1e-11 of max |w_T . x| = {fmt(scale)}")
+
+
+def _initial_moment_check(ctx: RunContext, d: int, m: int, seeds: int, z0: np.ndarray
+                          ) -> SubCheck:
+    """The derived initial moments (w_0, M_0, A_0) against the particles of the study at
+    width m (all seeds pooled), in standard errors of the pooled means."""
+    parts = [sh.init_particles(ctx.rng("init", m, s), m, d) for s in range(seeds)]
+    a = np.concatenate([p[0] for p in parts])
+    B = np.concatenate([p[1] for p in parts])
+    Z = np.concatenate([0.5 * a[:, None] * B, (B[:, :, None] * B[:, None, :]).reshape(a.size, -1),
+                        (a * a)[:, None]], axis=1)
+    se = Z.std(axis=0, ddof=1) / np.sqrt(a.size) + 1e-14
+    z = float((np.abs(Z.mean(axis=0) - z0) / se).max())
+    return SubCheck("derived initial moments (w_0, M_0, A_0) vs the drawn particles of the "
+                    "largest width, pooled over seeds", z, _Z_BOUND,
+                    f"{a.size} i.i.d. particles; largest |mean - derived| over the "
+                    f"{z0.size} entries in standard errors of the mean (plus 1e-14 for the "
+                    f"exact entry A = a^2 = 1); the largest of {z0.size} normal scores "
+                    f"exceeds {_Z_BOUND:g} with probability < {z0.size * 5.8e-7:.0e}",
+                    unit="SE")
+
+
 def _sizes(ctx: RunContext) -> dict:
     return {k: ctx.size(k) for k in ("d", "d_H", "samples", "kappa", "T", "steps", "widths",
                                      "seeds")}
@@ -132,6 +182,9 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                            "their invariant law (law of large numbers with CLT scaling; "
                            "docs/conventions.md §2)"),
             _time_change_check(ctx, X, Y),
+            _ode_check(ctx, X, Y, T * time_factor, steps, k,
+                       lambda m, h: sh.parameter_step(tps, m, h)),
+            _initial_moment_check(ctx, d, widths[-1], sz["seeds"], z0),
             study.bias_subcheck("limit reference error (DOP853 tolerance tightened)", ref_err,
                                 f"rtol {_RTOL:g} vs {_RTOL_TIGHT:g}", _BIAS_FRACTION),
             study.bias_subcheck("Runge-Kutta error of the width-m flow (step halved)", int_err,
@@ -176,9 +229,9 @@ CLAIMS = [Claim(
               r"$\|f_m(t) - w_t\cdot x\|_{L^2(\rho_n)} = O(m^{-1/2})$, $(w_t, M_t, A_t)$ the "
               r"moment ODE from $w_0 = 0$, $M_0 = I/d$, $A_0 = 1$.",
     check=check, exact=EXACT, near_miss=LATE_LIMIT,
-    sizes={"quick": {"d": 10, "d_H": 3, "samples": 64, "kappa": 10.0, "T": 8.0, "steps": 24,
-                     "widths": (256, 512, 1024, 2048, 4096, 8192, 16384), "seeds": 8},
-           "full": {"d": 30, "d_H": 5, "samples": 128, "kappa": 10.0, "T": 8.0, "steps": 16,
+    sizes={"quick": {"d": 10, "d_H": 3, "samples": 64, "kappa": 10.0, "T": 2.0, "steps": 6,
+                     "widths": (256, 512, 1024, 2048, 4096, 8192, 16384, 32768), "seeds": 8},
+           "full": {"d": 30, "d_H": 5, "samples": 128, "kappa": 10.0, "T": 4.0, "steps": 8,
                     "widths": (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
                     "seeds": 8}},
     negative_control_description="the limit read at time 1.1 T (the time change eta/m off "

@@ -45,7 +45,7 @@ __all__ = ["alpha_by_quadrature", "target_rule", "init_particles", "limit_initia
            "full_reduced_velocity", "derived_reduced_velocity", "phi_table",
            "derived_velocity", "h1c_target", "h1c_population", "derived_s_of_t",
            "h1c_particles_and_sample", "odd_subspace_target", "symmetric_sample",
-           "sample_width_predictor", "moment_field", "moment_limit"]
+           "sample_rk4_flow", "sample_width_predictor", "moment_field", "moment_limit"]
 
 
 @lru_cache(maxsize=None)
@@ -337,12 +337,10 @@ def symmetric_sample(rng: np.random.Generator, d: int, n0: int, kappa: float) ->
     return np.concatenate([X0, -X0])
 
 
-def sample_width_predictor(rng: np.random.Generator, X, Y, m: int, *, eta: float,
-                           steps: int) -> np.ndarray:
-    """f_m on the rows of X after ``steps`` classical Runge-Kutta steps of size ``eta`` (in
-    parameter time) of the gradient flow d(a, B)/ds = -grad L of the sample loss
-    L = 1/2 E_n[(f - y)^2] (numerics.twolayer.loss_and_grad), from :func:`init_particles`
-    drawn from ``rng`` (claim H1m; i.i.d. particles, no mirror images)."""
+def sample_rk4_flow(a, B, X, Y, *, eta: float, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(a, B) after ``steps`` classical Runge-Kutta steps of size ``eta`` (in parameter time)
+    of the gradient flow d(a, B)/ds = -grad L of the sample loss L = 1/2 E_n[(f - y)^2]
+    (numerics.twolayer.loss_and_grad; claim H1m)."""
     from numerics.twolayer import loss_and_grad
     X = as_float_array(X, "X (sample inputs, shape (n, d))", ndim=2, allow_empty=False)
     Y = as_float_array(Y, "Y (sample targets, shape (n,))", ndim=1)
@@ -350,7 +348,6 @@ def sample_width_predictor(rng: np.random.Generator, X, Y, m: int, *, eta: float
         raise ValueError(f"Y must have one value per row of X; got {Y.shape[0]} for {X.shape[0]}")
     eta = as_float_scalar(eta, "eta (Runge-Kutta step in parameter time)", lo=0.0, lo_open=True)
     steps = require_positive_int(steps, "steps", minimum=0, maximum=10 ** 6)
-    a, B = init_particles(rng, m, X.shape[1])
 
     def field(a_, B_):
         _, (ga, gB) = loss_and_grad(a_, B_, X, Y)
@@ -362,6 +359,17 @@ def sample_width_predictor(rng: np.random.Generator, X, Y, m: int, *, eta: float
         k4 = field(a + eta * k3[0], B + eta * k3[1])
         a = a + eta / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
         B = B + eta / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+    return a, B
+
+
+def sample_width_predictor(rng: np.random.Generator, X, Y, m: int, *, eta: float,
+                           steps: int) -> np.ndarray:
+    """f_m on the rows of X after :func:`sample_rk4_flow` (``steps`` RK4 steps of size
+    ``eta`` in parameter time) from :func:`init_particles` drawn from ``rng`` (claim H1m;
+    i.i.d. particles, no mirror images)."""
+    X = as_float_array(X, "X (sample inputs, shape (n, d))", ndim=2, allow_empty=False)
+    a, B = init_particles(rng, m, X.shape[1])
+    a, B = sample_rk4_flow(a, B, X, Y, eta=eta, steps=steps)
     return forward(a, B, X)
 
 
