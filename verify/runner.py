@@ -306,7 +306,8 @@ class TaskResult:
 #: Seconds of the claims' (check, negative control) at the full profile on one worker of a
 #: 2-worker local cluster (2 cores; measured 2026-12-04 in a full report at load ~3, so
 #: about 1.5x a quiet machine; H1g, H1l, W2k: 1.5x their own full runs at load ~2; M1f: 1.5x
-#: its quiet full run of 2026-12-04, 380 s).  A control that reuses the simulations its check cached
+#: its quiet full run of 2026-12-04, 380 s; H1m: 1.5x its quiet full run of 2026-12-05, 103 s).  A
+#: control that reuses the simulations its check cached
 #: (it starts after the check, on the same worker) is counted in the check.  Only a
 #: scheduling hint: on a cluster the longest tasks start first, so that the workers finish
 #: together instead of one long claim starting last; results are gathered in task order.
@@ -317,7 +318,7 @@ FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {
     "W3c": (15, 14), "H1b": (26, 1), "W3b": (16, 5), "H1j": (20, 1), "M1e": (8, 7),
     "M1g": (8, 4), "H1h": (9, 2), "W3d": (3, 5), "W2c": (6, 1), "W3a": (4, 1), "W3e": (2, 3),
     "W2b": (2, 2), "W2a": (2, 1), "W2h": (1, 2), "H1a": (3, 1), "W2e": (2, 1), "W2d": (1, 1),
-    "W2f": (1, 1), "M1b": (1, 1), "W2k": (15, 15), "H1l": (52, 52)}
+    "W2f": (1, 1), "M1b": (1, 1), "W2k": (15, 15), "H1l": (52, 52), "H1m": (155, 10)}
 
 
 def expected_seconds(task: Task) -> float:
