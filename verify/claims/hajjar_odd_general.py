@@ -20,7 +20,7 @@ from scipy import linalg
 from numerics import twolayer as tl
 from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
                         compare, derived_results, fmt, for_all_instances)
-from verify.studies.hajjar import h1c_target
+from verify.studies.hajjar import h1c_target, moment_field
 
 #: the verified run: Sigma as the sample has it
 EXACT = "anisotropic"
@@ -70,16 +70,6 @@ def _coefficients() -> dict[str, float]:
     return {k: float(r[k]) for k in ("k_wA", "k_wM", "k_M", "k_A")}
 
 
-def _field(k: dict[str, float], z: np.ndarray, c: np.ndarray, Sig: np.ndarray) -> np.ndarray:
-    """The derived moment ODE z' = F(z) with g = c - Sigma w."""
-    d = c.size
-    w, M, A = z[:d], z[d:d + d * d].reshape(d, d), z[-1]
-    g = c - Sig @ w
-    return np.concatenate([k["k_wA"] * A * g + k["k_wM"] * M @ g,
-                           (k["k_M"] * (np.outer(g, w) + np.outer(w, g))).ravel(),
-                           [k["k_A"] * (w @ g)]])
-
-
 def _rate_matrix(k: dict[str, float], z: np.ndarray, Sig: np.ndarray) -> np.ndarray:
     d = Sig.shape[0]
     return (k["k_wA"] * z[-1] * np.eye(d) + k["k_wM"] * z[d:d + d * d].reshape(d, d)) @ Sig
@@ -90,7 +80,8 @@ def _step_identity(k, Z, S2, X, Y, eta: float) -> float:
     moments' scale (rounding of a few sums of products)."""
     n, d = X.shape
     c, Sig = X.T @ Y / n, X.T @ X / n
-    pred = np.array([eta * _field(k, z, c, Sig) for z in Z[:-1]]) + eta ** 2 * S2[:-1]
+    field = moment_field(k, c, Sig)
+    pred = np.array([eta * field(0.0, z) for z in Z[:-1]]) + eta ** 2 * S2[:-1]
     return float(np.abs(Z[1:] - Z[:-1] - pred).max()) / (64 * _U * np.abs(Z).max() * (1 + d))
 
 
