@@ -21,6 +21,8 @@ d(a, B)/ds = -grad F(a, B) by the classical Runge-Kutta scheme (4 gradients a st
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from numerics.validation import (as_float_array, as_float_scalar, require_positive_int,
@@ -120,16 +122,29 @@ def rk4_gradient_flow(a, B, d_H: int, s2: float, r_nodes, r_weights, h: float, s
         ga, gB = _gradient(x, Y, d_H, s2, rn, rw)
         return -ga, -gB
 
+    def nonzero_rows(k: int, a_, B_) -> None:
+        if not np.all(np.any(B_ != 0, axis=1)):
+            raise FloatingPointError(f"rk4_gradient_flow: a row of B reached 0 at step {k}")
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(steps):
-            k1 = field(a, B)
-            k2 = field(a + h / 2 * k1[0], B + h / 2 * k1[1])
-            k3 = field(a + h / 2 * k2[0], B + h / 2 * k2[1])
-            k4 = field(a + h * k3[0], B + h * k3[1])
-            a = a + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-            B = B + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(B))):
-                raise FloatingPointError(f"rk4_gradient_flow diverged at step {k} (h = {h:g})")
-            if not np.all(np.any(B != 0, axis=1)):
-                raise FloatingPointError(f"rk4_gradient_flow: a row of B reached 0 at step {k}")
+        a, B = _rk4_steps(field, a, B, h, steps, "rk4_gradient_flow", nonzero_rows)
+    return a, B
+
+
+def _rk4_steps(field: Callable, a: np.ndarray, B: np.ndarray, h: float, steps: int,
+               name: str, after_step: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` classical Runge-Kutta steps of size h of d(a, B)/ds = field(a, B), a
+    FloatingPointError naming ``name`` and the step at a non-finite state; ``after_step(k,
+    a, B)`` may refuse a state too (used by :func:`rk4_gradient_flow` and claim H1m's
+    sample flow, verify.studies.hajjar)."""
+    for k in range(steps):
+        k1 = field(a, B)
+        k2 = field(a + h / 2 * k1[0], B + h / 2 * k1[1])
+        k3 = field(a + h / 2 * k2[0], B + h / 2 * k2[1])
+        k4 = field(a + h * k3[0], B + h * k3[1])
+        a = a + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+        B = B + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(B))):
+            raise FloatingPointError(f"{name} diverged at step {k} (h = {h:g})")
+        if after_step is not None:
+            after_step(k, a, B)
     return a, B

@@ -340,7 +340,8 @@ def symmetric_sample(rng: np.random.Generator, d: int, n0: int, kappa: float) ->
 def sample_rk4_flow(a, B, X, Y, *, eta: float, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """(a, B) after ``steps`` classical Runge-Kutta steps of size ``eta`` (in parameter time)
     of the gradient flow d(a, B)/ds = -grad L of the sample loss L = 1/2 E_n[(f - y)^2]
-    (numerics.twolayer.loss_and_grad; claim H1m)."""
+    (numerics.twolayer.loss_and_grad; claim H1m); a FloatingPointError at a non-finite
+    state."""
     from numerics.twolayer import loss_and_grad
     X = as_float_array(X, "X (sample inputs, shape (n, d))", ndim=2, allow_empty=False)
     Y = as_float_array(Y, "Y (sample targets, shape (n,))", ndim=1)
@@ -352,14 +353,7 @@ def sample_rk4_flow(a, B, X, Y, *, eta: float, steps: int) -> tuple[np.ndarray, 
     def field(a_, B_):
         _, (ga, gB) = loss_and_grad(a_, B_, X, Y)
         return -ga, -gB
-    for _ in range(steps):
-        k1 = field(a, B)
-        k2 = field(a + eta / 2 * k1[0], B + eta / 2 * k1[1])
-        k3 = field(a + eta / 2 * k2[0], B + eta / 2 * k2[1])
-        k4 = field(a + eta * k3[0], B + eta * k3[1])
-        a = a + eta / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-        B = B + eta / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-    return a, B
+    return pop._rk4_steps(field, a, B, eta, steps, "sample_rk4_flow")
 
 
 def sample_width_predictor(rng: np.random.Generator, X, Y, m: int, *, eta: float,
