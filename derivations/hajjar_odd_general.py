@@ -140,9 +140,9 @@ def derive_h1m() -> Derivation:
         Step("Its initial moments, from the law ($E[b_i^2]$ by the coordinate density of the "
              "sphere, $E[b_i b_j] = 0$ by the reflection $b_i\\mapsto -b_i$, "
              "$w_0 = E[a]E[b]/2$):",
-             sp.Tuple(sp.Eq(sp.Symbol("w_{0,i}"), ini["w_0"]),
-                      sp.Eq(sp.Symbol("M_{0,ii}"), ini["M_0_diagonal"]),
-                      sp.Eq(sp.Symbol("M_{0,ij}"), ini["M_0_off_diagonal"]),
+             sp.Tuple(sp.Eq(sp.Symbol("w_{0i}"), ini["w_0"]),
+                      sp.Eq(sp.Symbol("M_{0ii}"), ini["M_0_diagonal"]),
+                      sp.Eq(sp.Symbol("M_{0ij}"), ini["M_0_off_diagonal"]),
                       sp.Eq(sp.Symbol("A_0"), ini["A_0"]))),
         Step("The limit of the width-$m$ network from $m$ i.i.d. draws of the law is "
              "$f(\\mu_t; x) = w_t\\cdot x$, $(w_t, M_t, A_t)$ the solution of this ODE; the "
