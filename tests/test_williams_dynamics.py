@@ -151,6 +151,7 @@ def test_formulas_extreme_magnitudes():
 @given(fl(-3, 3), fl(-3, 3), fl(-3, 3), st.integers(-120, 120))
 @example(0.0, 1.0, 1.0000000000001, 0)  # c^2 ~ a^2 + b^2: delta cancels (was 5e-14 off)
 @example(0.6, 0.8, -1.0000000000000002, 7)
+@example(-1.0, -0.0, 0.0, 0).via("b = -0.0, a < 0: theta = pi, not atan2's -pi")
 def test_canonical_from_full_vs_mpmath(a, b, c, k):
     assume(abs(a) + abs(b) > 1e-3)
     a, b = a * 2.0 ** k, b * 2.0 ** k

@@ -137,7 +137,9 @@ def _canonical_from_full(a: Any, b: Any, c: Any):
     args = (D.a, D.b, D.c)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.asarray(_hypot_form("W2a", "r", args)(a, b, c), dtype=np.float64)
-        th = np.asarray(_hypot_form("W2a", "theta", args)(a, b, c), dtype=np.float64)
+        # b + 0.0 turns -0.0 into +0.0 (exact otherwise): theta in (-pi, pi], as over the
+        # reals, where atan2(-0.0, a < 0) would give -pi
+        th = np.asarray(_hypot_form("W2a", "theta", args)(a, b + 0.0, c), dtype=np.float64)
     _finite_or_raise("r = c |(a, b)|", r, "rescale (a, b, c) -> (k a, k b, c / k) first")
     dl = _delta(a, b, c)
     shape = np.broadcast_shapes(a.shape)
@@ -218,7 +220,8 @@ canonical_from_full = DerivedFunction(
     expr_fn=lambda: tuple(derived.results("W2a")[k] for k in ("r", "theta", "delta")),
     impl=_canonical_from_full, mpmath=_canonical_from_full_mp,
     enclose=_canonical_from_full_enclose, ulp_bound=CANONICAL_FROM_FULL_ULPS,
-    doc="""pi(z) and the invariant: (r, theta, delta) = (c |(a,b)|, atan2(b, a), c^2 - a^2 - b^2)
+    doc="""pi(z) and the invariant: (r, theta, delta) = (c |(a,b)|, atan2(b, a), c^2 - a^2 - b^2),
+theta in (-pi, pi] (b = -0.0 counts as 0)
 (claims W2a, W2b).
 
 Parameters: ``a``, ``b``, ``c`` (first-layer slopes, offsets, output weights), arrays of
