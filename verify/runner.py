@@ -306,9 +306,9 @@ class TaskResult:
 #: Seconds of the claims' (check, negative control) at the full profile on one worker of a
 #: 2-worker local cluster (2 cores; measured 2026-12-04 in a full report at load ~3, so
 #: about 1.5x a quiet machine; H1g, H1l, W2k: 1.5x their own full runs at load ~2; M1f: 1.5x
-#: its quiet full run of 2026-12-04, 380 s; H1m: 1.5x its quiet full run of 2026-12-05, 103 s).  A
-#: control that reuses the simulations its check cached
-#: (it starts after the check, on the same worker) is counted in the check.  Only a
+#: its quiet full run of 2026-12-04, 380 s; H1m: 1.5x its quiet full run of 2026-12-05,
+#: 103 s).  A control that reuses the simulations its check cached (it starts after the
+#: check, on the same worker) is counted in the check.  Only a
 #: scheduling hint: on a cluster the longest tasks start first, so that the workers finish
 #: together instead of one long claim starting last; results are gathered in task order.
 FULL_PROFILE_SECONDS: dict[str, tuple[float, float]] = {

@@ -17,7 +17,7 @@ from derivations.hajjar_reduced import FIELD_SYMBOLS, eta, m_width
 from numerics import meanfield as mf
 from numerics import population as pop
 from numerics import reduced as rd
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, combine,
                         compare, fmt, lambdified, rate_study)
 from verify.studies import hajjar as sh
 
@@ -159,29 +159,18 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
             study.bias_subcheck("Runge-Kutta error of the width-m flow (step halved)", int_err,
                                 f"m = {widths[i2]}, seed 0, flow step {dt:g} vs {dt / 2:g}",
                                 _BIAS_FRACTION)]
-    rows = [[m, fmt(etas[i]), fmt(float(D[i].mean())), fmt(float(D[i].std(ddof=1)))]
-            for i, m in enumerate(widths)]
     return combine(f"H1i: d = {d}, d_H = {d_H}, flow time T = {T:g} ({steps} RK4 steps), "
                    f"{sz['seeds']} seeds, {sz['n_test']} test inputs; limit read at "
                    f"{time_factor:g} T", subs,
                    details={"slope": study.slope, "interval": list(study.interval),
                             "reference_error": ref_err, "integrator_error": int_err},
-                   tables=[Table("Distance to the limit per width",
-                                 ["m", "learning rate eta", "mean distance", "sd over seeds"],
-                                 rows)],
+                   tables=[sh.width_table(widths, etas, D)],
                    artifacts={"study": study.to_json()})
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.kit import new_figure, rate_study_panel, save_figure
-    if not ev.artifacts.get("study"):
-        return []
-    fig, ax = new_figure()
-    rate_study_panel(ax, ev.artifacts["study"], r"$\|f_m(T) - f_\infty(T)\|_{L^2(\rho)}$")
-    save_figure(fig, outdir / "H1i_width_study.png")
-    return [("H1i_width_study.png", "Distance of the width-m network to the mean-field limit "
-                                    "(the reduced flow) at time T: seeds (dots), mean, fitted "
-                                    "slope with its 99.9% interval, and the predicted -1/2.")]
+    return sh.width_study_figure(ev, outdir, "H1i", r"$\|f_m(T) - f_\infty(T)\|_{L^2(\rho)}$",
+                                 "the width-m network to the mean-field limit (the reduced flow)")
 
 
 CLAIMS = [Claim(

@@ -17,7 +17,7 @@ import sympy as sp
 
 from derivations.hajjar_odd_general import COEFFICIENTS, d_dim
 from derivations.hajjar_reduced import eta, m_width
-from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, Table, combine,
+from verify.kit import (Claim, Evidence, Outcome, RunContext, SubCheck, combine,
                         compare, derived_results, fmt, lambdified, rate_study)
 from numerics.twolayer import forward
 from verify.studies import hajjar as sh
@@ -192,8 +192,6 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
             study.bias_subcheck("Runge-Kutta error of the width-m flow (step halved)", int_err,
                                 f"m = {widths[i2]}, seed 0, flow step {dt:g} vs {dt / 2:g}",
                                 _BIAS_FRACTION)]
-    rows = [[m, fmt(etas[i]), fmt(float(D[i].mean())), fmt(float(D[i].std(ddof=1)))]
-            for i, m in enumerate(widths)]
     moved = float(np.sqrt(np.mean(f_inf ** 2)))
     w_star = np.linalg.lstsq(X, Y, rcond=None)[0]
     return combine(f"H1m: d = {d}, d_H = {d_H}, {X.shape[0]} symmetric samples, flow time "
@@ -202,23 +200,14 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
                    f"; limit read at {time_factor:g} T", subs,
                    details={"slope": study.slope, "interval": list(study.interval),
                             "reference_error": ref_err, "integrator_error": int_err},
-                   tables=[Table("Distance to the limit per width",
-                                 ["m", "learning rate eta", "mean distance", "sd over seeds"],
-                                 rows)],
+                   tables=[sh.width_table(widths, etas, D)],
                    artifacts={"study": study.to_json()})
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:
-    from verify.kit import new_figure, rate_study_panel, save_figure
-    if not ev.artifacts.get("study"):
-        return []
-    fig, ax = new_figure()
-    rate_study_panel(ax, ev.artifacts["study"], r"$\|f_m(T) - w_T\cdot x\|_{L^2(\rho_n)}$")
-    save_figure(fig, outdir / "H1m_width_study.png")
-    return [("H1m_width_study.png", "Distance of the width-m network (i.i.d. product-law "
-                                    "particles) to the linear mean-field limit w_T . x at "
-                                    "time T: seeds (dots), mean, fitted slope with its 99.9% "
-                                    "interval, and the predicted -1/2.")]
+    return sh.width_study_figure(ev, outdir, "H1m", r"$\|f_m(T) - w_T\cdot x\|_{L^2(\rho_n)}$",
+                                 "the width-m network (i.i.d. product-law particles) to the "
+                                 "linear mean-field limit w_T . x")
 
 
 CLAIMS = [Claim(

@@ -25,7 +25,7 @@ discretizes tau_0^+- exactly on polynomials of degree 2n - 1 in cos(2 theta).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import sympy as sp
@@ -45,7 +45,8 @@ __all__ = ["alpha_by_quadrature", "target_rule", "init_particles", "limit_initia
            "full_reduced_velocity", "derived_reduced_velocity", "phi_table",
            "derived_velocity", "h1c_target", "h1c_population", "derived_s_of_t",
            "h1c_particles_and_sample", "odd_subspace_target", "symmetric_sample",
-           "sample_rk4_flow", "sample_width_predictor", "moment_field", "moment_limit"]
+           "sample_rk4_flow", "sample_width_predictor", "moment_field", "moment_limit",
+           "width_table", "width_study_figure"]
 
 
 @lru_cache(maxsize=None)
@@ -404,3 +405,30 @@ def moment_limit(X, Y, T: float, k: dict, z0, *, rtol: float = 1e-12) -> np.ndar
     if not sol.success:
         raise FloatingPointError(f"moment_limit: DOP853 failed: {sol.message}")
     return sol.y[:d, -1]
+
+
+# ------------------------------------------------ the width studies' table and figure (H1i, H1m)
+def width_table(widths: Sequence[int], etas: Sequence[float], D: np.ndarray) -> Any:
+    """The report table of a width study: per width m its learning rate and the mean and
+    standard deviation over seeds of the distances ``D[i, seed]`` (claims H1i, H1m)."""
+    from verify.kit import Table, fmt
+    rows = [[m, fmt(etas[i]), fmt(float(D[i].mean())), fmt(float(D[i].std(ddof=1)))]
+            for i, m in enumerate(widths)]
+    return Table("Distance to the limit per width",
+                 ["m", "learning rate eta", "mean distance", "sd over seeds"], rows)
+
+
+def width_study_figure(ev: Any, outdir: Any, claim_id: str, ylabel: str, what: str
+                       ) -> list[tuple[str, str]]:
+    """The log-log figure of the width study in ``ev.artifacts["study"]`` (none if absent):
+    ``[(file, caption)]``, the caption "Distance of {what} at time T: seeds (dots), ..."
+    (claims H1i, H1m)."""
+    from verify.kit import new_figure, rate_study_panel, save_figure
+    if not ev.artifacts.get("study"):
+        return []
+    fig, ax = new_figure()
+    rate_study_panel(ax, ev.artifacts["study"], ylabel)
+    name = f"{claim_id}_width_study.png"
+    save_figure(fig, outdir / name)
+    return [(name, f"Distance of {what} at time T: seeds (dots), mean, fitted slope with its "
+                   "99.9% interval, and the predicted -1/2.")]
