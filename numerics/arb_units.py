@@ -9,6 +9,9 @@ arithmetic; none reads a derived expression.
   constant term; a kink raises :class:`UndecidableCondition`: no derivative there);
 - :func:`full_neuron` ``c (a x - b)_+`` and :func:`canonical_neuron`
   ``r <x~, d(theta)>_+`` with ``x~ = (x, -1)``, ``d(theta) = (cos theta, sin theta)``;
+- :func:`canonical_map` ``(c |(a, b)|, atan2(b, a), c^2 - a^2 - b^2)`` and its inverse on a
+  fibre, :func:`fibre_point` (the positive root of the defining quadratic, enclosed by a
+  decided sign change);
 - :func:`taylor_coefficients`: the Taylor coefficients of a function of one ball at a
   point, by Arb power series (``arb_series``): rigorous derivatives, no differencing;
 - :func:`logistic` ``1 / (1 + e^-t)``;
@@ -39,7 +42,8 @@ import numpy as np
 from numerics.arb_quadrature import UndecidableCondition, exact_ball, flint_module
 from numerics.validation import ArgumentTypeError, require_size
 
-__all__ = ["relu", "full_neuron", "canonical_neuron", "taylor_coefficients", "logistic",
+__all__ = ["relu", "full_neuron", "canonical_neuron", "canonical_map", "fibre_point",
+           "taylor_coefficients", "logistic",
            "UNITS", "unit_output", "feature_average", "symmetrized_model", "projected_model",
            "fixed_space_projection", "integer_matvec", "MAX_TAYLOR_ORDER", "NORM_GATES",
            "so2_feature_average", "so2_symmetrized_model", "so2_fixed_space_projection",
@@ -92,6 +96,46 @@ def canonical_neuron(r: Any, theta: Any, x: Any) -> Any:
     alpha(m) = m); ``r`` and ``theta`` may be ``arb_series`` (derivatives)."""
     r, theta, x = _ball(r, "r"), _ball(theta, "theta"), _ball(x, "x")
     return r * relu(x * theta.cos() - theta.sin())
+
+
+def canonical_map(a: Any, b: Any, c: Any) -> tuple[Any, Any, Any]:
+    """``(r, theta, delta) = (c |(a, b)|, atan2(b, a), c^2 - a^2 - b^2)``: the canonical
+    parameters pi(z) and the invariant of one neuron by their definitions (Williams et al.
+    2019, Sec. 3); (a, b) = (0, 0) has no angle (ValueError)."""
+    flint = flint_module()
+    a, b, c = (_ball(v, n) for v, n in ((a, "a"), (b, "b"), (c, "c")))
+    if a.is_zero() and b.is_zero():
+        raise ValueError("canonical_map: a and b must not both vanish (no angle)")
+    nu2 = a * a + b * b
+    return c * nu2.sqrt(), flint.arb.atan2(b, a), c * c - nu2
+
+
+def fibre_point(r: Any, theta: Any, delta: Any) -> tuple[Any, Any, Any]:
+    """The ``(a, b, c)`` with ``c |(a, b)| = r``, ``atan2(b, a) = theta``, ``c^2 - a^2 - b^2 =
+    delta`` (Williams et al. 2019, Sec. 3), from these definitions: with ``c = r / nu``,
+    ``y = nu^2 = |(a, b)|^2`` is the positive root of ``g(y) = y^2 + delta y - r^2`` (unique:
+    the product of the roots is ``-r^2 < 0``; for r = 0 it is ``-delta``, which must be > 0).
+    The root is enclosed by a decided sign change of ``g`` (g(lo) < 0 < g(hi)) on an
+    interval of relative width 2^(20 - prec) around an estimate (the estimate's formula is
+    not part of the proof); ``(a, b, c) = (sqrt(y) cos theta, sqrt(y) sin theta, r / sqrt(y))``."""
+    flint = flint_module()
+    r, theta, delta = (_ball(v, n) for v, n in ((r, "r"), (theta, "theta"), (delta, "delta")))
+    if r.is_zero():
+        if not delta < 0:
+            raise ValueError("fibre_point: r = 0 needs delta < 0 (|(a, b)|^2 = -delta > 0)")
+        y = -delta
+    else:
+        s = (delta * delta + 4 * r * r).sqrt()
+        est = ((s - delta) / 2 if delta <= 0 else 2 * r * r / (s + delta)).mid()
+        width = flint.arb(2) ** (20 - flint.ctx.prec)
+        lo, hi = (est * (1 - width)).mid(), (est * (1 + width)).mid()
+        g = lambda v: v * v + delta * v - r * r  # noqa: E731
+        if not (lo > 0 and g(lo) < 0 and g(hi) > 0):
+            raise UndecidableCondition(f"fibre_point: no decided sign change of y^2 + delta y - r^2 "
+                                       f"around {est} (raise the working precision)")
+        y = flint.arb((lo + hi).mid() / 2, (hi - lo).upper())
+    nu = y.sqrt()
+    return nu * theta.cos(), nu * theta.sin(), r / nu
 
 
 def taylor_coefficients(f: Callable[[Any], Any], x0: Any, order: int) -> list[Any]:

@@ -42,6 +42,25 @@ def test_full_and_canonical_neurons_agree_at_pi_z() -> None:
         assert on.contains(0) and float(on.rad()) < 1e-30
 
 
+@pytest.mark.parametrize("a, b, c", [(3.0, 4.0, 2.0), (-1.5, 0.25, -0.7), (1e-150, -1e140, 3e-2),
+                                     (7e2, -1e-3, -1e100), (0.0, -2.0, 1e-8)])
+def test_fibre_point_inverts_the_canonical_map(a, b, c) -> None:
+    """fibre_point(pi(z), delta(z)) contains z (the root of the defining quadratic is
+    enclosed by a decided sign change; the map's balls carry the rounding of pi(z))."""
+    with working_precision(160):
+        r, th, dl = AU.canonical_map(a, b, c)
+        za, zb, zc = AU.fibre_point(r, th, dl)
+        nu = math.hypot(a, b)   # a, b are nu cos(theta), nu sin(theta): radii relative to nu
+        for got, want, scale in ((za, a, nu), (zb, b, nu), (zc, c, abs(c))):
+            assert got.contains(arb(want)) and float(got.rad()) <= 1e-30 * scale
+        ra, rb, rc = AU.fibre_point(0.0, 0.5, -4.0)       # r = 0: c = 0, |(a, b)| = 2
+        assert rc.is_zero() and (ra * ra + rb * rb).overlaps(arb(4))
+    with pytest.raises(ValueError, match="delta < 0"):
+        AU.fibre_point(0.0, 0.5, 1.0)
+    with pytest.raises(ValueError, match="no angle"):
+        AU.canonical_map(0.0, 0.0, 1.0)
+
+
 def test_taylor_coefficients_are_rigorous_derivatives() -> None:
     with working_precision(128):
         c = AU.taylor_coefficients(lambda t: t.exp(), 0, 5)

@@ -1469,6 +1469,15 @@ TARGET_BASE: dict[str, dict[str, Any]] = {
     "verify.kit.RunContext": {"negative_control": False},
     "verify.kit.RateStudy.bias_subcheck": {"how": "against a refined reference"},
     "numerics.arb_units.integer_matvec": {"A": lambda: [[1, -1], [0, 2]], "v": [0.5, -1.5]},
+    "numerics.arb_units.canonical_map": {"a": 3.0, "b": 4.0, "c": 2.0},
+    "numerics.arb_units.fibre_point": {"r": 10.0, "theta": 0.9, "delta": -21.0},
+    "numerics.williams_init_exact.affine_intervals": {"intervals": lambda: _unit_interval},
+    "numerics.williams_init_exact.rf_kernel_intervals_series": {
+        "x0": 0.5, "xp": 0.25, "family": lambda: _exact_family(), "side": 1},
+    "numerics.williams_init_exact.rf_kernel_intervals_exact": {
+        "x": 0.5, "xp": 0.25, "family": lambda: _exact_family()},
+    "numerics.williams_init_exact.rkhs_weight_intervals_exact": {"x": 0.5, "family": lambda: _exact_family()},
+    "numerics.williams_init_exact.one_sided_derivatives": {"coefficients": [1, 2, 3], "side": -1},
     "verify.kit.Claim": {"kind": KEEP_DEFAULT},
 }
 
@@ -1480,6 +1489,16 @@ SURFACE_NO_BASE = {"verify.formulas.VerifiedFormula", "numerics.equivariant.Unit
 SURFACE_MAY_STOP = ("gradient_descent", "gradient_flow", "reduced_flow", "simulate",
                     "train", "output_layer_gd", "discover_fixed_space", "fit_output_layer",
                     "mckean_vlasov_flow", "gibbs_fixed_point")
+
+
+def _unit_interval(a: Any) -> list:
+    """I_a = [-1, 1]: the uniform init as an exact interval family."""
+    return [(-1, 1)]
+
+
+def _exact_family() -> dict:
+    from numerics.williams_init_exact import affine_intervals
+    return affine_intervals(_unit_interval)
 
 
 def _arb_identity(z: Any, analytic: bool) -> Any:

@@ -3,14 +3,19 @@ A-dependent interval or a union of intervals (derivations.williams_thm5,
 numerics.williams_init, the general sub-checks of W3b)."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import mpmath
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from derivations import williams_thm5 as t5
 from derivations.base import Derivation
 from numerics import kernels as nk
 from numerics import williams_init as ni
+from numerics import williams_init_exact as ne
 from verify import derived
 from verify.cli import main
 from verify.claims import williams_kernels_interpolants as wki
@@ -117,6 +122,101 @@ def test_quadrature_refuses_bad_families() -> None:
         ni.rf_kernel_intervals_mp(0.2, 0.3, "not callable")
     with pytest.raises(ValueError):
         ni.rf_kernel_intervals_mp(float("nan"), 0.3, _uniform_box)
+
+
+def _exact_mp(v: Fraction) -> mpmath.mpf:
+    return mpmath.mpf(v.numerator) / v.denominator
+
+
+_UNIFORM_EXACT = ne.affine_intervals(lambda q: [(-1, 1)])
+_coords = st.floats(-3, 3, allow_nan=False, allow_subnormal=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_coords, _coords)
+def test_exact_kernel_is_the_uniform_reference(p, q) -> None:
+    """I_a = [-1, 1] is W3a's uniform init: the exact rational K_RF and omega equal the
+    2-D nested 30-digit quadrature of numerics.kernels."""
+    with mpmath.workdps(40):
+        assert abs(_exact_mp(ne.rf_kernel_intervals_exact(p, q, _UNIFORM_EXACT))
+                   - nk.rf_kernel_quad_mp(p, q, "uniform", dps=30)) < 1e-28
+        assert abs(_exact_mp(ne.rkhs_weight_intervals_exact(p, _UNIFORM_EXACT))
+                   - nk.rkhs_weight_quad_mp(p, "uniform", dps=30)) < 1e-28
+
+
+@pytest.mark.parametrize("name", list(t5.FAMILIES))
+def test_exact_references_equal_the_quadrature(name) -> None:
+    """The exact values of every family agree with the 40-digit Gauss-Legendre quadrature
+    (numerics.williams_init) to its 1e-38, at the edges too (closed intervals in both)."""
+    fam, iv = wki._t5_family_exact(name), wki._t5_intervals(name)
+    edges = [float(e) for e in t5.derive_weight(name).edges]
+    with mpmath.workdps(45):
+        for p, q in [(0.31, 1.2), (-1.7, 1.45), (2.6, -0.2), (edges[0], 0.4), (0.9, 0.9)]:
+            assert abs(_exact_mp(ne.rf_kernel_intervals_exact(p, q, fam))
+                       - ni.rf_kernel_intervals_mp(p, q, iv, dps=40)) < 1e-37
+            assert abs(_exact_mp(ne.rkhs_weight_intervals_exact(p, fam))
+                       - ni.rkhs_weight_intervals_mp(p, iv, dps=40)) < 1e-37
+
+
+@pytest.mark.parametrize("name", list(t5.FAMILIES))
+def test_exact_series_one_sided_derivatives(name) -> None:
+    """Away from every kink the two one-sided series agree (no jump); at the data kink
+    x = x' inside omega's constancy interval only d^3 K jumps, by omega (from
+    d^2 K = omega |x - x'| / 2); the series' c_0 is the exact value."""
+    fam = wki._t5_family_exact(name)
+    lo, hi, om = t5.derive_weight(name).constant[0]
+    inside = Fraction((lo + hi) / 2) + Fraction(1, 7)
+    xp = Fraction(-2, 5)
+    r = ne.rf_kernel_intervals_series(inside, xp, fam, 1, 3)
+    left = ne.rf_kernel_intervals_series(inside, xp, fam, -1, 3)
+    assert r[0] == ne.rf_kernel_intervals_exact(inside, xp, fam)
+    assert ne.one_sided_derivatives(r, 1) == ne.one_sided_derivatives(left, -1)
+    r = ne.one_sided_derivatives(ne.rf_kernel_intervals_series(inside, inside, fam, 1, 3), 1)
+    left = ne.one_sided_derivatives(ne.rf_kernel_intervals_series(inside, inside, fam, -1, 3), -1)
+    assert [a - b for a, b in zip(r, left)] == [0, 0, 0, Fraction(int(om.p), int(om.q))]
+
+
+def test_exact_references_refuse_bad_input() -> None:
+    fam = wki._t5_family_exact("gap")
+    with pytest.raises(ValueError, match="not affine"):
+        ne.affine_intervals(lambda q: [(-q * q - 1, q * q + 1)])
+    with pytest.raises(ValueError, match="disjoint"):
+        ne.affine_intervals(lambda q: [(-1, 1), (0, 2)])
+    with pytest.raises(TypeError, match="exact"):
+        ne.affine_intervals(lambda q: [(-1.0, 1.0)])
+    with pytest.raises(ValueError, match="logarithm"):
+        ne.rf_kernel_intervals_exact(0.2, 0.3, ne.affine_intervals(lambda q: [(-1 - abs(q), 1)]))
+    with pytest.raises(ValueError, match="side"):
+        ne.rf_kernel_intervals_series(0.2, 0.3, fam, 0)
+    with pytest.raises(ValueError, match="order"):
+        ne.rf_kernel_intervals_series(0.2, 0.3, fam, 1, 9)
+    with pytest.raises(TypeError, match="affine_intervals"):
+        ne.rkhs_weight_intervals_exact(0.2, {1: []})
+    with pytest.raises(ValueError, match="finite"):
+        ne.rkhs_weight_intervals_exact(float("inf"), fam)
+    with pytest.raises(ValueError, match="density"):
+        ne.rkhs_weight_intervals_exact(0.2, fam, density=0.5)
+
+
+@pytest.mark.parametrize("key", ["K_RF_scaled", ("edge_jumps_gap", 1, 2), ("edge_jumps_scaled", 0, 0),
+                                 "omega_shifted"])
+def test_a_mutated_thm5_result_is_disproved(key) -> None:
+    """A 1e-12 perturbation of a general-Thm-5 result is DISPROVED by a certified sub-check
+    (disjoint balls: the exact reference against the closed form's Arb ball)."""
+    orig = derived.derivation("W3b")
+    res = dict(orig.results)
+    f = sp.Float(1e-12, 30)
+    if isinstance(key, str):
+        res[key] = res[key] * (1 + f) + f
+    else:
+        name, i, k = key
+        rows = [list(r) for r in res[name]]
+        rows[i][k] = rows[i][k] * (1 + f) + f
+        res[name] = tuple(tuple(r) for r in rows)
+    with derived.overridden("W3b", Derivation(orig.steps, res)):
+        out = wki.CLAIM_W3B.outcome(wki.CLAIM_W3B.context("quick", 0))
+    assert not out.passed
+    assert out.details["certified"]["disproved"]
 
 
 def _failed(outcome) -> list[str]:

@@ -90,9 +90,27 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
     s_fib = for_all_instances(ctx, "fibres: pi(ka, kb, c/k) = pi(a, b, c); full_from_canonical o "
                               "pi = id; the point with delta + 1 represents the same f",
                               nets, measure_fibre, count=ctx.size("instances"))
-    # the float64 evaluators vs mpmath of the same derived expressions, over magnitudes
+    got_all, ref_all, cf_args, fc_args = _evaluator_grid()
+    s_mp = compare("float64 evaluators (hypot, scaled homogeneous form) vs mpmath of the "
+                   "derived expressions, |args| in 1e-150..1e200", got_all, ref_all, rtol=8 * U,
+                   reason="a few roundings (hypot, sqrt, products); the 40-digit reference "
+                          "rounded to float64 adds <= u/2")
+    subs = [s_f, s_fib, s_mp] + _certified_w2a(ctx, angle_offset) + _certified_w2a_float64(ctx, cf_args, fc_args)
+    return combine("f_z (dense numerics) vs f~_{pi(z)} (canonical numerics with the derived pi); "
+                   "rescaling orbits vs pi; full_from_canonical o pi = id; certified (Arb) at "
+                   "drawn neurons", subs, notes=[SIGN_NOTE],
+                   details={"certified": certified_details(subs)})
+
+
+def _evaluator_grid() -> tuple[list[float], list[float], list[tuple], list[tuple]]:
+    """The float64 evaluators vs mpmath (40 digits) of the same derived expressions over
+    magnitudes 1e-150..1e200: (float64 outputs, references, the canonical_from_full
+    arguments, the full_from_canonical arguments); inputs whose result overflows are
+    skipped (the documented error)."""
     got_all: list[float] = []
     ref_all: list[float] = []
+    cf_args: list[tuple[float, float, float]] = []
+    fc_args: list[tuple[float, float, float]] = []
     mags = [1e-150, 1e-3, 1.0, 7e2, 1e150]
     for av in mags:
         for bv in (-1e-3, 2.0, -1e140):
@@ -103,6 +121,7 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
                     continue  # delta overflows: the documented error
                 got_all += [float(g) for g in got]
                 ref_all += [float(q) for q in canonical_from_full.mpmath(av, bv, cv, dps=40)]
+                cf_args.append((av, bv, cv))
     for rv in (1e-100, -0.3, 1.0, 1e200):
         for dv in (-1e200, -1.0, 0.0, 2.0, 1e200):
             try:
@@ -111,15 +130,8 @@ def _w2a(ctx: RunContext, angle_offset: float) -> Outcome:
                 continue
             got_all += [float(g) for g in got]
             ref_all += [float(q) for q in full_from_canonical.mpmath(rv, 0.7, dv, dps=40)]
-    s_mp = compare("float64 evaluators (hypot, scaled homogeneous form) vs mpmath of the "
-                   "derived expressions, |args| in 1e-150..1e200", got_all, ref_all, rtol=8 * U,
-                   reason="a few roundings (hypot, sqrt, products); the 40-digit reference "
-                          "rounded to float64 adds <= u/2")
-    subs = [s_f, s_fib, s_mp] + _certified_w2a(ctx, angle_offset)
-    return combine("f_z (dense numerics) vs f~_{pi(z)} (canonical numerics with the derived pi); "
-                   "rescaling orbits vs pi; full_from_canonical o pi = id; certified (Arb) at "
-                   "drawn neurons", subs, notes=[SIGN_NOTE],
-                   details={"certified": certified_details(subs)})
+            fc_args.append((rv, 0.7, dv))
+    return got_all, ref_all, cf_args, fc_args
 
 
 def _certified_w2a(ctx: RunContext, angle_offset: float) -> list[SubCheck]:
@@ -158,6 +170,36 @@ def _certified_w2a(ctx: RunContext, angle_offset: float) -> list[SubCheck]:
         out.append(certify.certified_compare(
             f"certified: rationalized nu2 (delta > 0) vs a^2 + b^2, {len(rational)} neurons",
             rational, reason=why))
+    return out
+
+
+def _certified_w2a_float64(ctx: RunContext, cf_args: list, fc_args: list) -> list[SubCheck]:
+    """The float64 evaluators canonical_from_full and full_from_canonical within their stated
+    ulp bounds (``.ulp_bound``, of each output's value) of Arb balls of the DEFINITIONS
+    (``numerics.arb_units.canonical_map``, ``fibre_point``), at the magnitude grid (|args|
+    1e-150..1e200) and the drawn neurons (and their images under pi); a float64 output off
+    by more is disproved."""
+    from verify import certify
+    draws = certified_draws(ctx, "W2a float64", 3)
+    cf_args = cf_args + [tuple(v) for v in draws.tolist()]
+    fc_args = fc_args + [tuple(float(q) for q in canonical_from_full(*v)) for v in draws.tolist()]
+    out = []
+    for fn, ref_fn, args, names, what in (
+            (canonical_from_full, AU.canonical_map, cf_args, "(a, b, c)", "(c |(a, b)|, atan2(b, a), "
+             "c^2 - a^2 - b^2)"),
+            (full_from_canonical, AU.fibre_point, fc_args, "(r, theta, delta)", "the fibre point: "
+             "|(a, b)|^2 the positive root of y^2 + delta y - r^2, enclosed by a decided sign change")):
+        bound = fn.ulp_bound.ulps * 2.0 ** -52
+        inst = []
+        with certify.working_precision(128):
+            for arg in args:
+                for k, (got, ref) in enumerate(zip(fn(*arg), ref_fn(*arg))):
+                    inst.append(certify.CertifiedInstance(f"{names} = {arg!r}, output {k}", float(got), ref, bound))
+        out.append(certify.certified_compare(
+            f"certified: {fn.name} (float64) within its stated {fn.ulp_bound.ulps:g} ulps of each "
+            f"output's value, {len(args)} points", inst, bound=bound,
+            reason=f"{fn.ulp_bound.why}; the reference: Arb balls (128 bits) of the definition, "
+                   f"{what}; the float64 output as an exact ball"))
     return out
 
 
