@@ -1,6 +1,6 @@
 """The Hajjar certified sub-checks (verify/claims/_hajjar_certified.py): H1a's per-sample
 rates, H1d's Haar averages, H1f's Wallis recursion, H1g's limit mass; each proves the
-derived object and disproves a near miss."""
+derived object and disproves a near miss; H1g/H1h's reduced field."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +13,8 @@ from derivations.sphere import k as K  # noqa: E402
 from numerics import arb_quadrature as aq  # noqa: E402
 from verify.kit import RunContext  # noqa: E402
 from verify.claims._hajjar_certified import (alpha_recursion_balls, alpha_two_step_ratio,  # noqa: E402
-                                             h1a_certified, h1d_certified, limit_mass_certified)
+                                             h1a_certified, h1d_certified, limit_mass_certified,
+                                             reduced_field_certified)
 
 
 def test_two_step_ratio_from_the_polar_angle_law() -> None:
@@ -72,3 +73,18 @@ def test_limit_mass_proved_and_one_up_disproved() -> None:
     assert not sc.passed and sc.counterexample["disproved"]
     with pytest.raises(ValueError, match="dims"):
         limit_mass_certified(mass, dr.D_H, [], 0)
+
+
+def test_reduced_field_proved_and_near_misses_disproved() -> None:
+    """dc/dt = 2 eps c G, dtheta/dt = eps G' (the derivation) is the polar projection of the
+    particle flow; without the 2 (c = |b|^2 differentiated as |b|), or with dtheta/dt scaled
+    by c (the 1/rho of theta' = (a / rho) G' dropped), the balls are disjoint."""
+    field = dr.reduced_velocity_field()
+    res = {"dc_dt": field["dc_dt"], "dtheta_dt": field["dtheta_dt"]}
+    eps, c, G, dG = dr.FIELD_SYMBOLS
+    assert sp.simplify(res["dc_dt"] - 2 * eps * c * G) == 0
+    ctx = RunContext("H1g", "quick", 0)
+    assert reduced_field_certified(ctx, res, 6).passed
+    for wrong in ({"dc_dt": eps * c * G}, {"dtheta_dt": eps * c * dG}):
+        sc = reduced_field_certified(ctx, {**res, **wrong}, 6)
+        assert not sc.passed and sc.counterexample["disproved"]

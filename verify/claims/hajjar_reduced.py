@@ -23,7 +23,7 @@ from numerics import meanfield as mf
 from numerics import reduced as rd
 from numerics.paper_units import HAJJAR_FIG3_PUBLISHED, hajjar_step_to_suite
 from numerics.sphere import relu_affine_mean_mp, sample_sphere
-from verify.claims._hajjar_certified import h1e_certified, limit_mass_certified
+from verify.claims._hajjar_certified import h1e_certified, limit_mass_certified, reduced_field_certified
 from verify.studies import hajjar as sh
 from verify.studies.hajjar import derived_velocity, phi_table
 from verify.studies.hajjar import alpha_by_quadrature
@@ -496,7 +496,7 @@ def check_h1g(ctx: RunContext, dim_shift: int) -> Outcome:
     ]
     ts_subs, ts_rows, ts_details = _tstar_checks(ctx, der, dim_shift)
     subs += [limit_mass_certified(der.results["limit_mass"], dH, sorted({*range(1, 41), p["d_H"]}),
-                                  dim_shift), *ts_subs]
+                                  dim_shift), reduced_field_certified(ctx, der.results, 24), *ts_subs]
     preds = [
         ["tau+ mass approaches alpha", f"{fmt(run.plus_mass[0])} -> {fmt(run.plus_mass[-1])} "
          f"(alpha = {fmt(alpha)})", "yes" if abs(run.plus_mass[-1] - alpha) < abs(run.plus_mass[0] - alpha) else "no"],
@@ -665,14 +665,15 @@ def check_h1h(ctx: RunContext, dH_shift: int) -> Outcome:
              "|theta_j - theta_j^full| (worst drawn d, d_H, particles, horizon)",
         _trajectory_instances(), _trajectory_measure(ctx, vel, dH_shift, keep),
         count=ctx.size("trajectories"))
-    field = _field_check(ctx, vel, dH_shift)
+    subs = [traj, _field_check(ctx, vel, dH_shift), reduced_field_certified(ctx, der.results, 24)]
     rows = [[k["inst"]["d"], k["inst"]["d_H"], k["inst"]["m"], k["inst"]["T"], fmt(k["moved"]),
              fmt(k["err"]), fmt(k["est"]), k["nfev"]] for k in keep]
     return combine("1-D reduced dynamics (derived field) vs the full d-dimensional mean-field "
                    "dynamics of an O(d_H) x O(d - d_H)-invariant measure: field and trajectories"
                    + (f" [reduced model built for d_H + {dH_shift}]" if dH_shift else ""),
-                   [traj, field],
-                   details={"trajectory_tolerance": _TRAJ_TOL, "field_tolerance": _FIELD_TOL},
+                   subs,
+                   details={"trajectory_tolerance": _TRAJ_TOL, "field_tolerance": _FIELD_TOL,
+                            "certified": certified_details(subs)},
                    tables=[Table("Trajectories: full vs reduced",
                                  ["d", "d_H", "m", "T", "moved", "max error", "error estimate",
                                   "full-flow field evaluations"], rows)],
