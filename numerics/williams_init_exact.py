@@ -225,15 +225,16 @@ def _kernel_series(x0: Fraction, side: int, xp: Fraction, family: dict, density:
         cuts = _cuts(m, half, n)
         L0, L1 = _length(half)
         p, q = _affine(0, X, n), _affine(0, XP, n)                 # p = u X, q = u XP
+        bm = _affine(0, m, n)                                      # b = u m
         for lo_u, hi_u in zip(cuts[:-1], cuts[1:]):
             mid = _scale(_add(lo_u, hi_u), Fraction(1, 2))
             integrand: list[_Series] = [_const(Fraction(0), n)]
+            bm_mid = _poly_at(bm, mid)
             for (lo0, lo1), (hi0, hi1) in half:
-                bm = _affine(0, m, n)                              # b = u m
                 lo, hi = _affine(lo0, lo1, n), _affine(hi0, hi1, n)
-                if _sign(_sub(_poly_at(bm, mid), _poly_at(lo, mid))) <= 0:
+                if _sign(_sub(bm_mid, _poly_at(lo, mid))) <= 0:
                     continue                                       # u m <= lo: empty
-                top = hi if _sign(_sub(_poly_at(bm, mid), _poly_at(hi, mid))) >= 0 else bm
+                top = hi if _sign(_sub(bm_mid, _poly_at(hi, mid))) >= 0 else bm
 
                 def F(b: list[_Series]) -> list[_Series]:          # int (p - b)(q - b) db
                     b2 = _poly_mul(b, b)

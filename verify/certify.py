@@ -496,6 +496,11 @@ def certified_details(subchecks: Sequence[SubCheck]) -> dict[str, Any]:
             "disproved": bool(any(c["disproved"] for c in cs))}
 
 
-def exact_fraction(v: float) -> Fraction:
-    """The exact rational value of a finite float (convenience for exact pieces)."""
+def exact_fraction(v: Any) -> Fraction:
+    """The exact rational value of a finite float or of a SymPy rational (convenience for
+    exact pieces); a SymPy number that is not rational raises ValueError."""
+    if isinstance(v, sp.Basic):
+        if not v.is_Rational:
+            raise ValueError(f"exact_fraction: {v!s:.60} is not a rational number")
+        return Fraction(int(v.p), int(v.q))
     return Fraction(as_float_scalar(v, "exact_fraction: v"))

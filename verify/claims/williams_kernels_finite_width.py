@@ -19,7 +19,6 @@ and trained output layers) with chi-square acceptance intervals.  The kernels ar
 """
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -145,7 +144,7 @@ def _certified_fig4_alpha(alpha: Any) -> SubCheck:
     xs, ys = dk.fig4_data()
     inst = []
     with certify.working_precision(256):
-        X = [certify.ball(Fraction(int(v.p), int(v.q))) for v in xs]
+        X = [certify.ball(certify.exact_fraction(v)) for v in xs]
         a = [certify.arb_function(sp.sympify(v), ())() for v in alpha]
         for i, xi in enumerate(X):
             terms = [K(xi, xj) * aj for xj, aj in zip(X, a)]

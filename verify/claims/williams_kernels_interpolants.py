@@ -344,15 +344,13 @@ def _thm5_family(ctx: RunContext, name: str, rows: list, finding: list) -> list[
 @lru_cache(maxsize=None)
 def _t5_family_exact(name: str) -> dict:
     """The family's DEFINITION as exact affine endpoints (numerics.williams_init_exact)."""
-    def fraction(e: sp.Expr) -> Fraction:
-        r = sp.nsimplify(e)
-        if not r.is_Rational:
-            raise ValueError(f"{name}: an endpoint of I_a is not rational at a rational a: {e}")
-        return Fraction(int(r.p), int(r.q))
     ivs = t5.FAMILIES[name].intervals
-    return ne.affine_intervals(lambda q: [(fraction(lo.subs(t5.a, sp.Rational(q.numerator, q.denominator))),
-                                           fraction(hi.subs(t5.a, sp.Rational(q.numerator, q.denominator))))
-                                          for lo, hi in ivs])
+
+    def at(q: Fraction) -> list[tuple[Fraction, Fraction]]:
+        aq = sp.Rational(q.numerator, q.denominator)
+        return [(certify.exact_fraction(lo.subs(t5.a, aq)), certify.exact_fraction(hi.subs(t5.a, aq)))
+                for lo, hi in ivs]
+    return ne.affine_intervals(at)
 
 
 _WHY_THM5_EXACT = ("the definition integrated EXACTLY in rational arithmetic "
@@ -391,7 +389,7 @@ def _certified_thm5(ctx: RunContext, res: dict) -> list[SubCheck]:
                 if v in edges:
                     continue
                 for i, e in enumerate(w.edges):
-                    e0 = Fraction(int(e.p), int(e.q))
+                    e0 = certify.exact_fraction(e)
                     right, left = (ne.one_sided_derivatives(ne.rf_kernel_intervals_series(e0, v, fam, s, 3), s)
                                    for s in (1, -1))
                     inst += [CertifiedInstance(f"x' = {v!r}, edge {e}, k = {k}", jumps[i][k](v),
