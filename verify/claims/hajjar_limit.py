@@ -155,17 +155,12 @@ def check(ctx: RunContext, time_factor: float) -> Outcome:
             step_check, field,
             study.bias_subcheck("limit reference error (quadrature and phi~ table refined)", ref_err,
                                 f"2n nodes per sign, theta grid 2x, +16 phi nodes, vs n = "
-                                f"{sz['nodes']}", _BIAS_FRACTION),
-            study.bias_subcheck("Runge-Kutta error of the width-m flow (step halved)", int_err,
-                                f"m = {widths[i2]}, seed 0, flow step {dt:g} vs {dt / 2:g}",
-                                _BIAS_FRACTION)]
-    return combine(f"H1i: d = {d}, d_H = {d_H}, flow time T = {T:g} ({steps} RK4 steps), "
-                   f"{sz['seeds']} seeds, {sz['n_test']} test inputs; limit read at "
-                   f"{time_factor:g} T", subs,
-                   details={"slope": study.slope, "interval": list(study.interval),
-                            "reference_error": ref_err, "integrator_error": int_err},
-                   tables=[sh.width_table(widths, etas, D)],
-                   artifacts={"study": study.to_json()})
+                                f"{sz['nodes']}", _BIAS_FRACTION)]
+    return sh.width_study_outcome(
+        f"H1i: d = {d}, d_H = {d_H}, flow time T = {T:g} ({steps} RK4 steps), "
+        f"{sz['seeds']} seeds, {sz['n_test']} test inputs; limit read at {time_factor:g} T",
+        study, subs, widths, etas, D, ref_err=ref_err, int_err=int_err,
+        halved_width=widths[i2], dt=dt, bias_fraction=_BIAS_FRACTION)
 
 
 def figures(ev: Evidence, outdir: Path) -> list[tuple[str, str]]:

@@ -407,7 +407,7 @@ def moment_limit(X, Y, T: float, k: dict, z0, *, rtol: float = 1e-12) -> np.ndar
     return sol.y[:d, -1]
 
 
-# ------------------------------------------------ the width studies' table and figure (H1i, H1m)
+# ------------------------------------- the width studies' outcome, table and figure (H1i, H1m)
 def width_table(widths: Sequence[int], etas: Sequence[float], D: np.ndarray) -> Any:
     """The report table of a width study: per width m its learning rate and the mean and
     standard deviation over seeds of the distances ``D[i, seed]`` (claims H1i, H1m)."""
@@ -416,6 +416,24 @@ def width_table(widths: Sequence[int], etas: Sequence[float], D: np.ndarray) -> 
             for i, m in enumerate(widths)]
     return Table("Distance to the limit per width",
                  ["m", "learning rate eta", "mean distance", "sd over seeds"], rows)
+
+
+def width_study_outcome(title: str, study: Any, subs: list, widths: Sequence[int],
+                        etas: Sequence[float], D: np.ndarray, *, ref_err: float, int_err: float,
+                        halved_width: int, dt: float, bias_fraction: float) -> Any:
+    """The Outcome of a width study (claims H1i, H1m): ``subs``, then the bias of the
+    width-``halved_width`` flow's Runge-Kutta error (seed 0, step ``dt`` halved) against the
+    study's distances; the slope, its interval and both error estimates as details; the
+    :func:`width_table`; the study as the artifact :func:`width_study_figure` draws."""
+    from verify.kit import combine
+    rk = study.bias_subcheck("Runge-Kutta error of the width-m flow (step halved)", int_err,
+                             f"m = {halved_width}, seed 0, flow step {dt:g} vs {dt / 2:g}",
+                             bias_fraction)
+    return combine(title, [*subs, rk],
+                   details={"slope": study.slope, "interval": list(study.interval),
+                            "reference_error": ref_err, "integrator_error": int_err},
+                   tables=[width_table(widths, etas, D)],
+                   artifacts={"study": study.to_json()})
 
 
 def width_study_figure(ev: Any, outdir: Any, claim_id: str, ylabel: str, what: str
