@@ -46,7 +46,7 @@ __all__ = ["alpha_by_quadrature", "target_rule", "init_particles", "limit_initia
            "derived_velocity", "h1c_target", "h1c_population", "derived_s_of_t",
            "h1c_particles_and_sample", "odd_subspace_target", "symmetric_sample",
            "sample_rk4_flow", "sample_width_predictor", "moment_field", "moment_limit",
-           "width_table", "width_study_figure"]
+           "width_table", "width_study_outcome", "width_study_figure"]
 
 
 @lru_cache(maxsize=None)
