@@ -27,7 +27,8 @@ def _compile_fused_relu():
     float64 block (:func:`relu_with_mask`) or as 0 / 1 into a strided uint8 block (the
     column-blocked step, ``numerics._twolayer_blocked._block_sums_2d``).  ``residual``:
     the weighted residuals and their rows times x (:func:`residual_rows`).
-    ``untranspose``: the transposed gradient product back in rows (:func:`gradient_rows`).
+    ``untranspose``: the transposed gradient product back in rows, and ``scale_rows``: its
+    rows times a_j / m with the finiteness of the result (:func:`gradient_rows`).
     ``exponents``: the scan of an input (:func:`exponent_range`).  Elementwise
     the same operations as the NumPy passes (z > 0, then z * 1.0 or z * 0.0; f w - wy,
     then x r; no reassociation, no fused multiply-add): the same bits, -0.0, inf and nan
@@ -75,21 +76,44 @@ def _compile_kernels(numba) -> tuple:
                 RX[i, j] = Xs[i, j] * q
 
     # the (d x width) transpose of each neuron range [bounds[q], bounds[q + 1]) of the
-    # flat G back into rows of out (m, d), in tiles of 32 neurons x 8 coordinates (the
-    # tile's lines of out stay in L1): a copy, so the bits are G's
+    # flat G back into rows of out (m, d), 16 neurons at a time (a fixed-length inner
+    # copy, which the compiler unrolls; the tile's lines of out stay in L1): a copy, so
+    # the bits are G's
     @numba.njit("void(float64[::1], int64[::1], float64[:, ::1])", nogil=True, cache=False)
     def untranspose(G, bounds, out):
         d = out.shape[1]
         for q in range(bounds.size - 1):
             j0, j1 = bounds[q], bounds[q + 1]
-            for k0 in range(0, d, 8):
-                k1 = min(d, k0 + 8)
-                for t0 in range(j0, j1, 32):
-                    t1 = min(j1, t0 + 32)
-                    for k in range(k0, k1):
-                        base = d * j0 + k * (j1 - j0) - j0
-                        for j in range(t0, t1):
-                            out[j, k] = G[base + j]
+            width = j1 - j0
+            t0 = j0
+            while t0 + 16 <= j1:
+                for k in range(d):
+                    src = G[d * j0 + k * width + t0 - j0:d * j0 + k * width + t0 - j0 + 16]
+                    for i in range(16):
+                        out[t0 + i, k] = src[i]
+                t0 += 16
+            for k in range(d):
+                base = d * j0 + k * width - j0
+                for j in range(t0, j1):
+                    out[j, k] = G[base + j]
+
+    # gB_j <- gB_j (a_j / m) (each quotient and product rounded once, as NumPy's
+    # gB * (a / m)[:, None]), then whether every entry of gB and ga is finite: an
+    # integer scan of the exponent fields, which vectorises
+    @numba.njit("boolean(float64[:, ::1], float64[::1], float64, float64[::1])", nogil=True,
+                cache=False)
+    def scale_rows(gB, a, m, ga):
+        rows, d = gB.shape
+        for j in range(rows):
+            q = a[j] / m
+            for k in range(d):
+                gB[j, k] = gB[j, k] * q
+        top = np.uint64(0x7FF0000000000000)
+        bad = np.uint64(0)
+        for u in (gB.reshape(-1).view(np.uint64), ga.view(np.uint64)):
+            for i in range(u.size):
+                bad |= np.uint64(1) if (u[i] & top) == top else np.uint64(0)
+        return bad == 0
 
     # the largest biased exponent and the smallest one of a non-zero entry (2047 if
     # none), over the words of a float64 array: integer reductions, which vectorise
@@ -103,7 +127,7 @@ def _compile_kernels(numba) -> tuple:
             lo = min(lo, e if v != 0 else np.int64(2047))
         return hi, lo
 
-    return relu_and_mask, residual, untranspose, exponents
+    return relu_and_mask, residual, untranspose, exponents, scale_rows
 
 
 def _kernels():
@@ -172,18 +196,19 @@ def residual_rows(fs: np.ndarray, w_m: np.ndarray, wy: np.ndarray, Xs: np.ndarra
 
 
 def gradient_rows(G: np.ndarray, bounds: np.ndarray, transposed: bool, B: np.ndarray,
-                  a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(dL/da, dL/dB)`` from the summed gradient product G_j = sum_i 1{b_j . x_i > 0}
-    w_i (f(x_i) - y_i) x_i: dL/dB_j = (a_j / m) G_j and, by the positive homogeneity of
-    the ReLU, dL/da_j = (1/m) G_j . b_j.  ``G`` is flat: (m, d) C-ordered, or
-    (``transposed``) for each neuron range [bounds[q], bounds[q + 1]) the (d x width)
-    transpose of its rows (``numerics._twolayer_blocked._gradient_gemm``), put back in
-    rows by one compiled copy with numba (a NumPy transposing copy otherwise: the same
-    bits)."""
+                  a: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(dL/da, dL/dB, whether every entry of both is finite)`` from the summed gradient
+    product G_j = sum_i 1{b_j . x_i > 0} w_i (f(x_i) - y_i) x_i: dL/dB_j = (a_j / m) G_j
+    and, by the positive homogeneity of the ReLU, dL/da_j = (1/m) G_j . b_j.  ``G`` is
+    flat: (m, d) C-ordered, or (``transposed``) for each neuron range
+    [bounds[q], bounds[q + 1]) the (d x width) transpose of its rows
+    (``numerics._twolayer_blocked._gradient_gemm``), put back in rows by one compiled copy
+    with numba (a NumPy transposing copy otherwise); the scaling and the finiteness scan
+    are one compiled pass with numba: the same bits either way."""
     m, d = B.shape
+    kernels = _kernels()
     if transposed:
         Gm = np.empty((m, d))
-        kernels = _kernels()
         if kernels is not None:
             kernels[2](G, bounds, Gm)
         else:
@@ -193,8 +218,23 @@ def gradient_rows(G: np.ndarray, bounds: np.ndarray, transposed: bool, B: np.nda
         Gm = G.reshape(m, d)
     ga = np.einsum("ij,ij->i", Gm, B)
     ga /= m
-    Gm *= (a / m)[:, None]
-    return ga, Gm
+    if kernels is not None and Gm.flags.c_contiguous:
+        finite = kernels[4](Gm, a, float(m), ga)
+    else:
+        Gm *= (a / m)[:, None]
+        finite = _all_finite(ga, Gm)
+    return ga, Gm, bool(finite)
+
+
+def _all_finite(*arrays: np.ndarray) -> bool:
+    """True if every entry is finite.  A NaN or infinite term makes a float sum
+    non-finite, so a finite sum settles it in one pass without a temporary; only a sum
+    that overflows from finite terms needs the entrywise test."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = sum(float(np.sum(x)) for x in arrays)
+    if np.isfinite(total):
+        return True
+    return all(bool(np.all(np.isfinite(x))) for x in arrays)
 
 
 def exponent_range(x: np.ndarray) -> tuple[int, int] | None:

@@ -7,6 +7,7 @@ sharing of the blocks among threads with the one-thread bits
 """
 from __future__ import annotations
 
+import math
 import threading
 from typing import Callable
 
@@ -49,7 +50,7 @@ def _threads_for(threads: int, n: int, m: int, d: int) -> int:
 def _buffer(name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
     """A scratch array reused across calls of the same thread (fresh pages cost a page
     fault each; GD calls the step thousands of times); large ones are fresh each call."""
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     if size > _KEEP_ELEMENTS:
         return np.empty(shape, dtype=dtype)
     cache = getattr(_WORKSPACE, "buffers", None)
@@ -100,8 +101,9 @@ def _forward_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, c: int) -> np.nda
 
 def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarray,
                         w: np.ndarray, c: int, col_block: int | None = None, threads: int = 1
-                        ) -> tuple[float, np.ndarray, np.ndarray]:
-    """The blocked float64 step on validated arrays (no checks: the hot loop of GD).
+                        ) -> tuple[float, np.ndarray, np.ndarray, bool]:
+    """The blocked float64 step on validated arrays (no checks: the hot loop of GD):
+    ``(loss, dL/da, dL/dB, whether the loss and every gradient entry are finite)``.
 
     Per block of c samples: Z = X_s B^T (GEMM), M = 1{Z > 0}, Z <- M Z = relu(Z),
     m f_s = Z a (GEMV), weighted residuals r_s = w_s (f_s - y_s), then
@@ -128,8 +130,8 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     f /= m
     f -= Y                                   # residuals f - y
     loss = 0.5 * float(np.dot(w * f, f))
-    ga, gB = gradient_rows(G, bounds, transposed, B, a)
-    return loss, ga, gB
+    ga, gB, finite = gradient_rows(G, bounds, transposed, B, a)
+    return loss, ga, gB, finite and math.isfinite(loss)
 
 
 def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
@@ -228,17 +230,3 @@ def _gradient_sum(block: Callable[[int, int, np.ndarray], None], n: int, c: int,
                           lambda w: _buffer("T", (w, m * d)))
     bounds = np.array([j0 for j0, _ in cols] + [cols[-1][1]], dtype=np.int64)
     return G, bounds, transposed
-
-
-def _all_finite(loss: float, ga: np.ndarray, gB: np.ndarray) -> bool:
-    """True if the loss and every gradient entry are finite.  A NaN or infinite term makes
-    a float sum non-finite, so a finite sum settles it in one pass without a temporary;
-    only a sum that overflows from finite terms needs the entrywise test."""
-    if not np.isfinite(loss):
-        return False
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.sum(ga) + np.sum(gB)
-    if np.isfinite(total):
-        return True
-    return bool(np.all(np.isfinite(ga)) and np.all(np.isfinite(gB)))
-

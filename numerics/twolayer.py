@@ -34,7 +34,7 @@ from numerics.dynamics import (SAMPLED_SWITCHES_PER_CROSSING, ChatteringGuard, F
                                GDResult)
 from numerics._relu_pass import exponent_range, relu_pass_backend
 from numerics._step_threads import serial_blas, threads_in_force
-from numerics._twolayer_blocked import (_all_finite, _forward_fast, _loss_and_grad_fast)
+from numerics._twolayer_blocked import _forward_fast, _loss_and_grad_fast
 from numerics.gaussian_relu import (_particles as _validate_params, gaussian_relu_kernel,
                                     gaussian_relu_kernel_grad,
                                     population_loss_and_grad_norm_target)
@@ -214,8 +214,8 @@ def _loss_and_grad_checked(a, B, X, Y, w, c) -> tuple[float, np.ndarray, np.ndar
     raises a ValueError naming the overflow if the result is not representable), on the
     threads in force with every BLAS call on one thread (:func:`step_threads`)."""
     with serial_blas() as threads, np.errstate(over="ignore", invalid="ignore"):
-        loss, ga, gB = _loss_and_grad_fast(a, B, X, Y, w, c, None, threads)
-    if not _all_finite(loss, ga, gB):
+        loss, ga, gB, finite = _loss_and_grad_fast(a, B, X, Y, w, c, None, threads)
+    if not finite:
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(B))):
             return np.inf, ga, gB    # a diverged iterate (GD/flow report it by name)
         loss, ga, gB = _loss_and_grad_scaled(a, B, X, Y, w, c)

@@ -179,6 +179,50 @@ def test_multi_thread_column(tiny_results, tmp_path):
     text, _ = bench.performance_section(dict(tiny_results, profile="quick"), tmp_path)
     assert "| 2 threads: wall min [ms] | x engine (2 threads) |" in text
     assert bench._format_case(case).count("  at 2 threads (BLAS limit 2") == 1
+    # a short step is timed at least MULTI_MIN_REPEATS times at 2 threads
+    assert two["repeats"] == max(case["repeats"], bench.MULTI_MIN_REPEATS)
+    assert len(two["engines"]["engine"]["times"]) == two["repeats"]
+
+
+class _ScriptedClock:
+    """time for bench._quiesce: each sleep advances the wall clock by its length and the
+    process CPU clock by the next entry of ``cpu_per_sleep`` (then by nothing)."""
+
+    def __init__(self, cpu_per_sleep):
+        self.wall, self.cpu, self.steps, self.sleeps = 0.0, 0.0, list(cpu_per_sleep), 0
+
+    def perf_counter(self):
+        return self.wall
+
+    def process_time(self):
+        return self.cpu
+
+    def sleep(self, s):
+        self.sleeps += 1
+        self.wall += s
+        self.cpu += self.steps.pop(0) if self.steps else 0.0
+
+
+@pytest.mark.parametrize("busy_probes", [0, 1, 5])
+def test_quiesce_waits_until_no_thread_of_the_process_runs(monkeypatch, busy_probes):
+    """The bench waits before each engine's calls until the process's CPU clock stops
+    advancing over a probe (a spinning BLAS or OpenMP worker of the previous engine has
+    gone to sleep): one probe more than the busy ones; a fifth of a probe of CPU time per
+    probe still counts as busy, less as idle."""
+    probe = bench.QUIET_PROBE
+    clock = _ScriptedClock([probe] * (busy_probes - 1) + [0.2 * probe] * min(busy_probes, 1)
+                           + [0.19 * probe])
+    monkeypatch.setattr(bench, "time", clock)
+    assert bench._quiesce() == pytest.approx((busy_probes + 1) * probe)
+    assert clock.sleeps == busy_probes + 1
+
+
+def test_quiesce_gives_up_after_its_longest_wait(monkeypatch):
+    """A thread that never stops spinning costs at most QUIET_MAX_WAIT (plus one probe)."""
+    clock = _ScriptedClock([bench.QUIET_PROBE] * 10 ** 4)
+    monkeypatch.setattr(bench, "time", clock)
+    waited = bench._quiesce()
+    assert bench.QUIET_MAX_WAIT < waited <= bench.QUIET_MAX_WAIT + 2 * bench.QUIET_PROBE
 
 
 def test_split_floor_is_the_same_two_gemms():

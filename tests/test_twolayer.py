@@ -474,7 +474,8 @@ def test_neuron_blocked_step_equals_the_dense_reference(seed, m, d, n, rows, col
     rng = np.random.default_rng(seed)
     a, B = rng.standard_normal(m), rng.standard_normal((m, d))
     X, Y = rng.standard_normal((n, d)), rng.standard_normal(n)
-    L1, ga1, gB1 = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), rows, col_block)
+    L1, ga1, gB1, finite = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), rows, col_block)
+    assert finite
     L2, (ga2, gB2) = tl.loss_and_grad_dense_reference(a, B, X, Y)
     assert abs(L1 - L2) <= 1e-13 * abs(L2)
     for u, v in ((ga1, ga2), (gB1, gB2)):
@@ -519,17 +520,38 @@ def test_gaussian_population_lives_in_its_module_and_is_reexported():
         assert name in tl.__all__ and getattr(tl, name) is getattr(gr, name)
 
 
-def test_finiteness_of_results_in_one_pass():
-    """A finite sum proves every term finite; a sum that overflows from finite terms falls
-    back to the entrywise test; NaN and inf anywhere are caught."""
-    big = np.full(3, 1e308)
-    assert tl._all_finite(0.5, big, np.ones((3, 2)))
+@pytest.mark.parametrize("numpy_passes", [False, True])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gradient_rows_flags_every_non_finite_entry(numpy_passes, transposed):
+    """The step's finiteness flag (numerics._relu_pass.gradient_rows, compiled scan or
+    NumPy passes): NaN and +-inf in either gradient are caught wherever they sit; finite
+    entries near the float64 limit, whose sum overflows, are not flagged; the rows are
+    the NumPy passes' bits."""
+    m, d = 37, 3
+    rng = np.random.default_rng(0)
+    B, a = rng.standard_normal((m, d)), rng.standard_normal(m)
+    bounds = np.array([0, 16, 35, m], dtype=np.int64)
+    ctx = _numpy_passes if numpy_passes else contextlib.nullcontext
+
+    def rows(G, B=B, a=a):
+        with ctx(), np.errstate(all="ignore"):
+            return relu_pass.gradient_rows(G.copy(), bounds, transposed, B, a)
+    ga, gB, finite = rows(np.full(m * d, 1.5e308), np.full((m, d), 1e-300), np.full(m, float(m)))
+    assert finite and np.all(gB == 1.5e308) and np.all(np.isfinite(ga))
     for bad in (np.nan, np.inf, -np.inf):
-        gB = np.ones((3, 2))
-        gB[1, 1] = bad
-        assert not tl._all_finite(0.5, big, gB)
-        assert not tl._all_finite(0.5, np.array([0.0, bad]), np.ones((3, 2)))
-    assert not tl._all_finite(np.inf, np.ones(2), np.ones((2, 2)))
+        for where in (0, m * d // 2, m * d - 1):
+            G = rng.standard_normal(m * d)
+            G[where] = bad
+            assert rows(G)[2] is False
+    B0 = B.copy()
+    B[5, 1] = np.inf          # a finite G with an infinite b_j: dL/da_j is not finite
+    assert rows(np.ones(m * d))[2] is False
+    B[:] = B0
+    G = rng.standard_normal(m * d)
+    with _numpy_passes():
+        ref = relu_pass.gradient_rows(G.copy(), bounds, transposed, B, a)
+    got = rows(G)
+    assert got[0].tobytes() == ref[0].tobytes() and got[1].tobytes() == ref[1].tobytes()
 
 
 def test_block_mask_is_the_exact_zero_one_comparison():
@@ -561,7 +583,7 @@ def _words(*arrays) -> list[bytes]:
 def _step_words(a, B, X, Y, threads: int, chunk: int, col_block=None, weights=None):
     w = np.full(X.shape[0], 1.0 / X.shape[0]) if weights is None else weights
     with step_threads.serial_blas():
-        L, ga, gB = tl._loss_and_grad_fast(a, B, X, Y, w, chunk, col_block, threads)
+        L, ga, gB, _ = tl._loss_and_grad_fast(a, B, X, Y, w, chunk, col_block, threads)
     return _words(L, ga, gB)
 
 
@@ -594,7 +616,7 @@ def test_both_layouts_of_the_gradient_gemm_give_the_step(monkeypatch, seed, m, d
         monkeypatch.setattr(blocked, "_transposed_gradient", lambda t=transposed: t)
         assert _step_words(a, B, X, Y, 2, 128, col) == _step_words(a, B, X, Y, 1, 128, col)
         with step_threads.serial_blas():
-            L, ga, gB = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), 128, col, 2)
+            L, ga, gB, _ = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), 128, col, 2)
         _, (ga_ref, gB_ref) = tl.loss_and_grad_dense_reference(a, B, X, Y)
         assert gB.flags.c_contiguous and gB.shape == (m, d)
         assert np.max(np.abs(gB - gB_ref)) <= 1e-13 * np.max(np.abs(gB_ref))

@@ -32,6 +32,13 @@ Protocol (one run, same inputs for every engine of a case):
   the process during the call (VmHWM after resetting it via /proc/self/clear_refs; also
   the increment over the RSS before the call); for seconds-long steps the warm-up call is
   also the first timed repeat;
+- before each engine's calls (warm-up and every timed repeat) the process waits until
+  its own threads are idle (:func:`_quiesce`: its CPU time stops advancing over a 10 ms
+  sleep, at most 0.5 s): a worker thread that an engine leaves spinning (OpenBLAS's on a
+  multi-threaded GEMM spin-wait about 0.1 s, PyTorch's OpenMP threads a few ms) would
+  otherwise hold a core while the next engine runs (measured: the d-dim step at 2
+  threads ran at its one-thread speed, 3.7 ms instead of 2.0 ms, after the floor on 2
+  BLAS threads);
 - timed calls interleaved round-robin over the engines (so load changes hit all engines
   alike); for short steps each timed call follows an untimed call of the same engine (its
   steady state: its own inputs and buffers in cache, not those another engine left); both the CPU time of the process (``time.process_time``: the work of a one-
@@ -50,7 +57,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -69,6 +76,10 @@ CHUNK_ELEMENTS = 2 ** 22  # entries of one m x chunk block in the dense / torch 
 THREADS = 1               # BLAS / PyTorch threads of every engine (the main columns)
 #: thread counts of the further d-dim columns (engine, floor, PyTorch; wall time)
 MULTI_THREADS = (2,)
+#: least repeats of a short step (not timed from its warm-up) in those columns: on a
+#: virtual machine the second core's availability comes and goes in phases of 0.1-10 s
+#: (benchmarks/README.md, "2026-12-05"), so the minima need repeats spread over seconds
+MULTI_MIN_REPEATS = 60
 #: target ratio torch / engine of the d-dimensional step (at every thread count)
 TORCH_TARGET = 1.5
 #: target ratio engine / floor (CPU-time minima) of the d-dimensional step
@@ -355,6 +366,27 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
     return best[1], best[2]
 
 
+#: sleep of one idleness probe of :func:`_quiesce` (the process CPU clock of the other
+#: threads advances in scheduler ticks, 4 ms here: a probe spans at least two), and its
+#: longest total wait
+QUIET_PROBE = 0.01
+QUIET_MAX_WAIT = 0.5
+
+
+def _quiesce() -> float:
+    """Wait until no thread of this process runs: the process CPU time advances by less
+    than a fifth of a QUIET_PROBE sleep (at most QUIET_MAX_WAIT s); returns the wait (s).
+    Spin-waiting worker threads of the previous engine (BLAS, OpenMP) have then gone to
+    sleep and leave the cores to the next."""
+    t0 = time.perf_counter()
+    while True:
+        c0 = time.process_time()
+        time.sleep(QUIET_PROBE)
+        if time.process_time() - c0 < 0.2 * QUIET_PROBE or \
+                time.perf_counter() - t0 > QUIET_MAX_WAIT:
+            return time.perf_counter() - t0
+
+
 def _wall_call(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -424,6 +456,7 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
     rec: dict[str, dict[str, Any]] = {}
     ref = None
     for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
+        _quiesce()
         c0 = time.process_time()
         res, dt, peak, incr = _measure_peak(fn)
         cpu = time.process_time() - c0
@@ -446,6 +479,7 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
         for name, (_, fn) in engines.items():
             reps = case.repeats if name in ("engine", "floor") else case.slow_repeats
             if rep < reps:
+                _quiesce()
                 if not case.time_warmup:
                     fn()  # untimed: the engine's steady state
                 c0, t0 = time.process_time(), time.perf_counter()
@@ -475,7 +509,8 @@ def _same_bits(u, v) -> bool:
 def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
                       one_thread: Any = None) -> dict[str, Any]:
     """The engine, its floor and PyTorch of a d-dimensional case at ``threads`` threads
-    (BLAS limit and ``torch.set_num_threads``); judged on wall time.  ``one_thread``: the
+    (BLAS limit and ``torch.set_num_threads``; a short step at least MULTI_MIN_REPEATS
+    times); judged on wall time.  ``one_thread``: the
     engine's one-thread result, compared word for word with this one's."""
     load0 = _loadavg()
     with threadpool_limits(limits=threads):
@@ -484,12 +519,14 @@ def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
         try:
             engines = {k: v for k, v in _engines(case, inp, torch, threads).items()
                        if k != "dense"}
+            if not case.time_warmup:
+                case = replace(case, repeats=max(case.repeats, MULTI_MIN_REPEATS))
             rec, ratios, ref = _time_engines(case, engines)
         finally:
             if torch is not None:
                 torch.set_num_threads(THREADS)
     return {"threads": threads, "blas_threads": threads, "clock": "wall",
-            "engine_threads": twolayer_threads(threads),
+            "engine_threads": twolayer_threads(threads), "repeats": case.repeats,
             "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
             "ratios": ratios,
             "same_bits_as_one_thread": None if one_thread is None else _same_bits(ref, one_thread)}
@@ -641,7 +678,8 @@ def _format_case(c: dict[str, Any]) -> str:
         lines.append(f"  at {t} threads (BLAS limit {run['blas_threads']}, the engine on "
                      f"{run['engine_threads']}; its result the one-thread bits: "
                      f"{run.get('same_bits_as_one_thread')}); load {run['loadavg_before']} -> "
-                     f"{run['loadavg_after']}; judged on wall time")
+                     f"{run['loadavg_after']}; judged on wall time, min of k = "
+                     f"{run.get('repeats', c['repeats'])} (engine, floor)")
         for name, r in run["engines"].items():
             rt = run["ratios"].get(name)
             lines.append(f"  {name:8s} {_cpu_ms(r):>11s} {_ms(r['min']):>12s} "
