@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from numerics import twolayer
-from verify import bench
+from verify import _bench_process as bench_process, bench
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_multi_thread_column(tiny_results, tmp_path):
 
 
 class _ScriptedClock:
-    """time for bench._quiesce: each sleep advances the wall clock by its length and the
+    """time for verify._bench_process.quiesce: each sleep advances the wall clock by its length and the
     process CPU clock by the next entry of ``cpu_per_sleep`` (then by nothing)."""
 
     def __init__(self, cpu_per_sleep):
@@ -209,20 +209,20 @@ def test_quiesce_waits_until_no_thread_of_the_process_runs(monkeypatch, busy_pro
     advancing over a probe (a spinning BLAS or OpenMP worker of the previous engine has
     gone to sleep): one probe more than the busy ones; a fifth of a probe of CPU time per
     probe still counts as busy, less as idle."""
-    probe = bench.QUIET_PROBE
+    probe = bench_process.QUIET_PROBE
     clock = _ScriptedClock([probe] * (busy_probes - 1) + [0.2 * probe] * min(busy_probes, 1)
                            + [0.19 * probe])
-    monkeypatch.setattr(bench, "time", clock)
-    assert bench._quiesce() == pytest.approx((busy_probes + 1) * probe)
+    monkeypatch.setattr(bench_process, "time", clock)
+    assert bench_process.quiesce() == pytest.approx((busy_probes + 1) * probe)
     assert clock.sleeps == busy_probes + 1
 
 
 def test_quiesce_gives_up_after_its_longest_wait(monkeypatch):
     """A thread that never stops spinning costs at most QUIET_MAX_WAIT (plus one probe)."""
-    clock = _ScriptedClock([bench.QUIET_PROBE] * 10 ** 4)
-    monkeypatch.setattr(bench, "time", clock)
-    waited = bench._quiesce()
-    assert bench.QUIET_MAX_WAIT < waited <= bench.QUIET_MAX_WAIT + 2 * bench.QUIET_PROBE
+    clock = _ScriptedClock([bench_process.QUIET_PROBE] * 10 ** 4)
+    monkeypatch.setattr(bench_process, "time", clock)
+    waited = bench_process.quiesce()
+    assert bench_process.QUIET_MAX_WAIT < waited <= bench_process.QUIET_MAX_WAIT + 2 * bench_process.QUIET_PROBE
 
 
 def test_split_floor_is_the_same_two_gemms():

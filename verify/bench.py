@@ -33,7 +33,7 @@ Protocol (one run, same inputs for every engine of a case):
   the increment over the RSS before the call); for seconds-long steps the warm-up call is
   also the first timed repeat;
 - before each engine's calls (warm-up and every timed repeat) the process waits until
-  its own threads are idle (:func:`_quiesce`: its CPU time stops advancing over a 10 ms
+  its own threads are idle (:func:`verify._bench_process.quiesce`: its CPU time stops advancing over a 10 ms
   sleep, at most 0.5 s): a worker thread that an engine leaves spinning (OpenBLAS's on a
   multi-threaded GEMM spin-wait about 0.1 s, PyTorch's OpenMP threads a few ms) would
   otherwise hold a core while the next engine runs (measured: the d-dim step at 2
@@ -67,6 +67,7 @@ from threadpoolctl import threadpool_limits
 from numerics import relu1d, twolayer
 from numerics.rng import make_rng
 from verify._atomic import atomic_write_bytes
+from verify._bench_process import cpu_call, loadavg, measure_peak, quiesce, wall_call
 
 __all__ = ["add_arguments", "run", "run_bench", "performance_section", "Case",
            "QUICK_CASES", "FULL_CASES"]
@@ -192,46 +193,6 @@ def _machine(torch, threads) -> dict[str, Any]:
     return info
 
 
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return None
-
-
-# --------------------------------------------------------------------------- memory
-def _status_kib(key: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _measure_peak(fn: Callable[[], Any]) -> tuple[Any, float, float | None, float | None]:
-    """``(fn(), seconds, peak RSS MiB of the process during the call, that peak minus the
-    RSS before the call)`` via VmHWM, reset through /proc/self/clear_refs (Linux >= 4.0).
-    The increment can undercount memory reused from the allocator's retained heap; the
-    absolute peak (inputs, libraries and all) is the conservative figure."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")  # reset the peak-RSS high-water mark
-        ok = True
-    except OSError:
-        ok = False
-    before = _status_kib("VmRSS")
-    t0 = time.perf_counter()
-    out = fn()
-    dt = time.perf_counter() - t0
-    peak = _status_kib("VmHWM")
-    if not ok or before is None or peak is None:
-        return out, dt, None, None
-    return out, dt, peak / 1024.0, max(peak - before, 0) / 1024.0
-
-
 # --------------------------------------------------------------------------- problems
 def _inputs(case: Case, seed: int) -> dict[str, Any]:
     sz = case.size_dict
@@ -350,7 +311,7 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
     ``(description, step)``."""
     n = X.shape[0]
     best = None
-    clock = _cpu_call if threads == 1 else _wall_call
+    clock = cpu_call if threads == 1 else wall_call
     for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}), (False, True)):
         how = f"blocks of {rows} samples, {'X_s^T Z' if transposed else 'Z^T X_s'}"
         cands = [(how, _floor_twolayer(B, X, rows, transposed))]
@@ -364,39 +325,6 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
             if best is None or cost < best[0]:
                 best = (cost, desc, fn)
     return best[1], best[2]
-
-
-#: sleep of one idleness probe of :func:`_quiesce` (the process CPU clock of the other
-#: threads advances in scheduler ticks, 4 ms here: a probe spans at least two), and its
-#: longest total wait
-QUIET_PROBE = 0.01
-QUIET_MAX_WAIT = 0.5
-
-
-def _quiesce() -> float:
-    """Wait until no thread of this process runs: the process CPU time advances by less
-    than a fifth of a QUIET_PROBE sleep (at most QUIET_MAX_WAIT s); returns the wait (s).
-    Spin-waiting worker threads of the previous engine (BLAS, OpenMP) have then gone to
-    sleep and leave the cores to the next."""
-    t0 = time.perf_counter()
-    while True:
-        c0 = time.process_time()
-        time.sleep(QUIET_PROBE)
-        if time.process_time() - c0 < 0.2 * QUIET_PROBE or \
-                time.perf_counter() - t0 > QUIET_MAX_WAIT:
-            return time.perf_counter() - t0
-
-
-def _wall_call(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _cpu_call(fn: Callable[[], Any]) -> float:
-    t0 = time.process_time()
-    fn()
-    return time.process_time() - t0
 
 
 def _engines(case: Case, inp: dict[str, Any], torch, threads: int = 1
@@ -456,9 +384,9 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
     rec: dict[str, dict[str, Any]] = {}
     ref = None
     for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
-        _quiesce()
+        quiesce()
         c0 = time.process_time()
-        res, dt, peak, incr = _measure_peak(fn)
+        res, dt, peak, incr = measure_peak(fn)
         cpu = time.process_time() - c0
         if name == "engine":
             ref = res
@@ -479,7 +407,7 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
         for name, (_, fn) in engines.items():
             reps = case.repeats if name in ("engine", "floor") else case.slow_repeats
             if rep < reps:
-                _quiesce()
+                quiesce()
                 if not case.time_warmup:
                     fn()  # untimed: the engine's steady state
                 c0, t0 = time.process_time(), time.perf_counter()
@@ -512,7 +440,7 @@ def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
     (BLAS limit and ``torch.set_num_threads``; a short step at least MULTI_MIN_REPEATS
     times); judged on wall time.  ``one_thread``: the
     engine's one-thread result, compared word for word with this one's."""
-    load0 = _loadavg()
+    load0 = loadavg()
     with threadpool_limits(limits=threads):
         if torch is not None:
             torch.set_num_threads(threads)
@@ -527,7 +455,7 @@ def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
                 torch.set_num_threads(THREADS)
     return {"threads": threads, "blas_threads": threads, "clock": "wall",
             "engine_threads": twolayer_threads(threads), "repeats": case.repeats,
-            "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
+            "loadavg_before": load0, "loadavg_after": loadavg(), "engines": rec,
             "ratios": ratios,
             "same_bits_as_one_thread": None if one_thread is None else _same_bits(ref, one_thread)}
 
@@ -543,12 +471,12 @@ def _bench_case(case: Case, torch, seed: int, log: Callable[[str], None],
     """One case on one thread, and (d-dimensional cases) at each thread count of
     ``multi`` (the key "multi_thread": {str(threads): run})."""
     inp = _inputs(case, seed)
-    load0 = _loadavg()
+    load0 = loadavg()
     rec, ratios, ref = _time_engines(case, _engines(case, inp, torch))
     out = {"problem": case.problem, "scale": case.scale, "sizes": case.size_dict,
            "note": case.note, "repeats": case.repeats, "slow_repeats": case.slow_repeats,
            "warmup_timed": case.time_warmup, "steady_state": not case.time_warmup,
-           "loadavg_before": load0, "loadavg_after": _loadavg(), "engines": rec,
+           "loadavg_before": load0, "loadavg_after": loadavg(), "engines": rec,
            "ratios": ratios}
     if case.problem == "twolayer" and multi:
         out["multi_thread"] = {str(t): _multi_thread_run(case, inp, torch, t, ref) for t in multi}
@@ -626,7 +554,7 @@ def run_bench(cases=QUICK_CASES, *, seed: int = 0, use_torch: bool = True,
         log(f"machine: {machine['cpu'] or '?'}, {machine['cpu_count']} CPUs; every engine on "
             f"one thread (BLAS threads {threads}, torch {machine['torch'] or 'not available'} "
             f"threads {machine['torch_threads']}; d-dim ReLU pass {machine['relu_pass']}); "
-            f"load average {_loadavg()}")
+            f"load average {loadavg()}")
         t0 = time.perf_counter()
         results = [_bench_case(c, torch, seed, log, multi) for c in cases]
     data = {"schema": SCHEMA, "seed": seed, "machine": machine, "cases": results,
