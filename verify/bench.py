@@ -689,6 +689,8 @@ def _performance_text(data: dict[str, Any], has_cpu: bool) -> str:
          "thread, interleaved round-robin"
          + ("; short steps in their steady state (each timed call after an untimed call of "
             "the same engine)" if any(c.get("steady_state") for c in cases) else "")
+         + ", each engine's calls begun once no thread of the process ran (a worker that the "
+         "previous engine left spinning would hold a core)"
          + "; the two-GEMM floor is the pair of matrix products "
          "X B^T and Z^T X that any d-dimensional step performs, and nothing else. "
          f"Times are minima over the repeats ({clock}; the wall-time median is shown too); "
