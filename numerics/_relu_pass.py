@@ -88,12 +88,12 @@ def _compile_kernels(numba) -> tuple:
             t0 = j0
             while t0 + 16 <= j1:
                 for k in range(d):
-                    src = G[d * j0 + k * width + t0 - j0:d * j0 + k * width + t0 - j0 + 16]
+                    src = G[d * j0 + k * width + t0 - j0:][:16]
                     for i in range(16):
                         out[t0 + i, k] = src[i]
                 t0 += 16
             for k in range(d):
-                base = d * j0 + k * width - j0
+                base = d * j0 + k * width - j0      # G[base + j]: entry (j, k)
                 for j in range(t0, j1):
                     out[j, k] = G[base + j]
 

@@ -185,8 +185,9 @@ def test_multi_thread_column(tiny_results, tmp_path):
 
 
 class _ScriptedClock:
-    """time for verify._bench_process.quiesce: each sleep advances the wall clock by its length and the
-    process CPU clock by the next entry of ``cpu_per_sleep`` (then by nothing)."""
+    """time for verify._bench_process.quiesce: each sleep advances the wall clock by its
+    length and the process CPU clock by the next entry of ``cpu_per_sleep`` (then by
+    nothing)."""
 
     def __init__(self, cpu_per_sleep):
         self.wall, self.cpu, self.steps, self.sleeps = 0.0, 0.0, list(cpu_per_sleep), 0
@@ -222,7 +223,8 @@ def test_quiesce_gives_up_after_its_longest_wait(monkeypatch):
     clock = _ScriptedClock([bench_process.QUIET_PROBE] * 10 ** 4)
     monkeypatch.setattr(bench_process, "time", clock)
     waited = bench_process.quiesce()
-    assert bench_process.QUIET_MAX_WAIT < waited <= bench_process.QUIET_MAX_WAIT + 2 * bench_process.QUIET_PROBE
+    longest, probe = bench_process.QUIET_MAX_WAIT, bench_process.QUIET_PROBE
+    assert longest < waited <= longest + 2 * probe
 
 
 def test_split_floor_is_the_same_two_gemms():

@@ -474,7 +474,8 @@ def test_neuron_blocked_step_equals_the_dense_reference(seed, m, d, n, rows, col
     rng = np.random.default_rng(seed)
     a, B = rng.standard_normal(m), rng.standard_normal((m, d))
     X, Y = rng.standard_normal((n, d)), rng.standard_normal(n)
-    L1, ga1, gB1, finite = tl._loss_and_grad_fast(a, B, X, Y, np.full(n, 1.0 / n), rows, col_block)
+    w = np.full(n, 1.0 / n)
+    L1, ga1, gB1, finite = tl._loss_and_grad_fast(a, B, X, Y, w, rows, col_block)
     assert finite
     L2, (ga2, gB2) = tl.loss_and_grad_dense_reference(a, B, X, Y)
     assert abs(L1 - L2) <= 1e-13 * abs(L2)
@@ -552,6 +553,19 @@ def test_gradient_rows_flags_every_non_finite_entry(numpy_passes, transposed):
         ref = relu_pass.gradient_rows(G.copy(), bounds, transposed, B, a)
     got = rows(G)
     assert got[0].tobytes() == ref[0].tobytes() and got[1].tobytes() == ref[1].tobytes()
+
+
+def test_a_loss_beyond_float64_alone_is_flagged():
+    """Residuals of 1e160 on inputs of 1e-30: the loss overflows while both gradients stay
+    finite; the fast step flags it, and the public step then names the loss."""
+    a, B = np.ones(4), np.ones((4, 2))
+    X, Y = np.full((3, 2), 1e-30), np.full(3, 1e160)
+    with step_threads.serial_blas(), np.errstate(over="ignore"):
+        L, ga, gB, finite = tl._loss_and_grad_fast(a, B, X, Y, np.full(3, 1.0 / 3), 2)
+    assert L == np.inf and np.all(np.isfinite(ga)) and np.all(np.isfinite(gB))
+    assert finite is False
+    with pytest.raises(ValueError, match="loss"):
+        tl.loss_and_grad(a, B, X, Y)
 
 
 def test_block_mask_is_the_exact_zero_one_comparison():

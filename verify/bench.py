@@ -33,8 +33,9 @@ Protocol (one run, same inputs for every engine of a case):
   the increment over the RSS before the call); for seconds-long steps the warm-up call is
   also the first timed repeat;
 - before each engine's calls (warm-up and every timed repeat) the process waits until
-  its own threads are idle (:func:`verify._bench_process.quiesce`: its CPU time stops advancing over a 10 ms
-  sleep, at most 0.5 s): a worker thread that an engine leaves spinning (OpenBLAS's on a
+  its own threads are idle (:func:`verify._bench_process.quiesce`: its CPU time stops
+  advancing over a 10 ms sleep, at most 0.5 s): a worker thread that an engine leaves
+  spinning (OpenBLAS's on a
   multi-threaded GEMM spin-wait about 0.1 s, PyTorch's OpenMP threads a few ms) would
   otherwise hold a core while the next engine runs (measured: the d-dim step at 2
   threads ran at its one-thread speed, 3.7 ms instead of 2.0 ms, after the floor on 2
@@ -79,7 +80,8 @@ THREADS = 1               # BLAS / PyTorch threads of every engine (the main col
 MULTI_THREADS = (2,)
 #: least repeats of a short step (not timed from its warm-up) in those columns: on a
 #: virtual machine the second core's availability comes and goes in phases of 0.1-10 s
-#: (benchmarks/README.md, "2026-12-05"), so the minima need repeats spread over seconds
+#: (benchmarks/README.md, "The second core of this virtual machine"), so the minima need
+#: repeats spread over seconds
 MULTI_MIN_REPEATS = 60
 #: target ratio torch / engine of the d-dimensional step (at every thread count)
 TORCH_TARGET = 1.5
