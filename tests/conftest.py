@@ -6,18 +6,24 @@ own "ci" profile when CI=true is in the environment.
 - ``dev``: 30 examples, randomized.
 - ``ci``: 20 examples, derandomized, no deadline (reproducible on slow CI machines).
 - ``thorough``: 500 examples, no deadline; also runs the tests marked ``slow``.
+None runs Hypothesis's "explain" phase (see ``_PHASES``).
 """
 from __future__ import annotations
 
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
-settings.register_profile("dev", max_examples=30, deadline=None)
+#: every phase but "explain": after a failure it re-runs the shrunk example under a line
+#: tracer to name the lines involved, which in mpmath-heavy tests took over 20 minutes and
+#: looked like a hang; the failing example itself is reported either way
+_PHASES = tuple(p for p in Phase if p is not Phase.explain)
+settings.register_profile("dev", max_examples=30, deadline=None, phases=_PHASES)
 settings.register_profile("ci", max_examples=20, derandomize=True, deadline=None,
-                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=500, deadline=None,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow],
+                          phases=_PHASES)
+settings.register_profile("thorough", max_examples=500, deadline=None, phases=_PHASES,
                           suppress_health_check=[HealthCheck.too_slow])
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")

@@ -819,8 +819,10 @@ def _run_target(t: Target, data) -> None:
 
 def _settings(t: Target):
     # ci: no shrinking (a failing or known-failing target reports its first failing input
-    # and stops; shrinking would dominate the CI time)
-    phases = [Phase.explicit, Phase.reuse, Phase.generate] if PROFILE == "ci" else list(Phase)
+    # and stops; shrinking would dominate the CI time); no profile runs "explain"
+    # (tests/conftest.py, _PHASES)
+    phases = ([Phase.explicit, Phase.reuse, Phase.generate] if PROFILE == "ci"
+              else [p for p in Phase if p is not Phase.explain])
     return settings(max_examples=_examples(t), deadline=None, database=None, phases=phases,
                     suppress_health_check=list(HealthCheck))
 
