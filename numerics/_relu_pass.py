@@ -148,8 +148,11 @@ def fused_relu():
 def relu_pass_backend() -> str:
     """Which implementation runs the ReLU-and-mask pass of ``numerics.twolayer.loss_and_grad``
     and ``forward``: ``"numba <version>"`` (one fused pass, when numba is installed) or
-    ``"numpy"`` (three passes).  Both give the same bits; the fused pass saves 5-10% of
-    a step at paper scale (benchmarks/README.md).  Compiles the kernel if needed.
+    ``"numpy"`` (three passes), with ``"; row blocks: one compiled call"`` appended where
+    each row block of the step (up to 2048 neurons) is one compiled call into NumPy's own
+    CBLAS (``numerics._block_kernel``).  All give the same bits; the fused pass saves
+    5-10% of a step at paper scale, the compiled block 4-6% more (benchmarks/README.md).
+    Compiles the kernels if needed.
 
     >>> relu_pass_backend() in ("numpy",) or relu_pass_backend().startswith("numba ")
     True
@@ -157,7 +160,10 @@ def relu_pass_backend() -> str:
     if fused_relu() is None:
         return "numpy"
     import numba
-    return f"numba {numba.__version__}"
+
+    from numerics._block_kernel import compiled_block
+    block = "" if compiled_block() is None else "; row blocks: one compiled call"
+    return f"numba {numba.__version__}{block}"
 
 
 def relu_with_mask(Z: np.ndarray, mask: np.ndarray, M: np.ndarray) -> None:

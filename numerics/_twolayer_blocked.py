@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from numerics._block_kernel import compiled_block, compiled_block_applies
 from numerics._relu_pass import fused_relu, gradient_rows, relu_with_mask, residual_rows
 from numerics._step_threads import blas_architectures, ordered_block_sum, run_blocks, serial_blas
 
@@ -144,10 +145,19 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     gradient GEMM's operand), the GEMV and the residuals with their rows times x
     (:func:`numerics._relu_pass.residual_rows`).  The gradient GEMM is M^T (RX), or its
     transpose (RX)^T M accumulated as G^T where the BLAS kernels run that faster
-    (:func:`_transposed_gradient`)."""
+    (:func:`_transposed_gradient`).  The block is one compiled call where
+    :func:`numerics._block_kernel.compiled_block` applies (the same bits)."""
     m, d = B.shape
     BT = B.T
     dot = np.dot
+    transposed = _transposed_gradient()
+    kernel = compiled_block()
+    if kernel is not None and compiled_block_applies(X, B, c, a, w_m, wy):
+        scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)))
+
+        def compiled(s: int, e: int, T: np.ndarray) -> None:
+            kernel(X, B, a, w_m, wy, f, r, *scratch(e - s), T, s, e, transposed)
+        return _gradient_sum(compiled, X.shape[0], c, m, d, [(0, m)], threads, transposed)
     scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)),
                        ("mask", (c, m), np.bool_))
 
@@ -159,7 +169,6 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
         dot(Z, a, out=fs)                    # m f(x_i)
         residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)   # w_i (f(x_i) - y_i), times x_i
         _gradient_gemm(M, RX, T, 0, m, transposed)
-    transposed = _transposed_gradient()
     return _gradient_sum(block, X.shape[0], c, m, d, [(0, m)], threads, transposed)
 
 

@@ -13,7 +13,8 @@ learning rate ``m * eta`` is the forward-Euler scheme of the mean-field flow wit
 step ``eta``.  The step is fused and blocked over samples: per block of rows one GEMM for
 the pre-activations, the ReLU and its mask (one compiled pass with the optional numba,
 three NumPy passes without: the same bits, :func:`relu_pass_backend`), one GEMV for the
-outputs and one GEMM for the gradient; the blocks stay in cache and their buffers are reused
+outputs and one GEMM for the gradient (with numba each block is one compiled call into
+NumPy's own BLAS, the same bits again); the blocks stay in cache and their buffers are reused
 across calls (no n x m array is ever formed).  The blocks are shared among the BLAS
 thread count in force, each GEMM on one BLAS thread, and their partial gradients added in
 block order: the same bits at every thread count (:func:`step_threads`).

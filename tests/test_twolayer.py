@@ -305,7 +305,8 @@ _SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308,
 
 @contextlib.contextmanager
 def _numpy_passes():
-    """The engine with its compiled ReLU pass switched off (the NumPy passes)."""
+    """The engine with its compiled ReLU pass switched off (the NumPy passes; the compiled
+    block of numerics._block_kernel, which calls that pass, is then off too)."""
     saved = list(relu_pass._FUSED)
     relu_pass._FUSED[:] = [None]
     try:

@@ -1,0 +1,192 @@
+"""One row block of the d-dimensional step (:mod:`numerics.twolayer`, claims H1a-H1e,
+H1h) as ONE compiled call: the pre-activation GEMM, the ReLU-and-mask pass, the GEMV, the
+residual pass and the gradient GEMM of ``numerics._twolayer_blocked._block_sums``, with
+NumPy's own CBLAS called from numba with the arguments ``np.dot`` passes it.  The same
+bits as the block of NumPy calls, which stays the path without numba, without a CBLAS that
+is NumPy's own, or for shapes where ``np.dot`` would not call GEMM / GEMV
+(:func:`compiled_block_applies`).
+
+Why: the block of NumPy calls spends about 19 us per block at paper scale
+(30, 1024, 1000) on Python between its five calls (slices, dispatch, one release and
+re-acquisition of the GIL per call), 4-5% of the step; the compiled block releases the GIL
+once (benchmarks/README.md, "The block as one compiled call").
+
+Which library: NumPy's CBLAS is found among the BLAS libraries that threadpoolctl reports
+loaded (an OpenBLAS inside NumPy's own installation, or the only BLAS loaded), by its
+ILP64 symbols (``scipy_cblas_dgemm64_`` of NumPy's wheels, or ``cblas_dgemm64_``); an LP64
+``cblas_dgemm`` is taken only where NumPy's build names an LP64 OpenBLAS.  Before first use
+a self-test compares the compiled block's bits with the NumPy block's on shapes of both
+layouts of the gradient GEMM; any difference, a missing symbol or no numba: the NumPy
+block runs (:func:`compiled_block` is None).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+__all__ = ["compiled_block", "compiled_block_applies"]
+
+_BLOCK: list = []                # [the compiled block kernel, or None], once decided
+_BLOCK_LOCK = threading.Lock()
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112          # the CBLAS enums
+
+
+def _lp64_build() -> bool:
+    """True if NumPy's build names an OpenBLAS with 32-bit integers."""
+    try:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+    except (AttributeError, KeyError, TypeError):
+        return False
+    conf = str(blas.get("openblas configuration", ""))
+    return "openblas" in str(blas.get("name", "")).lower() and "USE64BITINT" not in conf \
+        and bool(conf)
+
+
+def _numpy_cblas() -> tuple | None:
+    """``(dgemm, dgemv)``: NumPy's CBLAS as ctypes functions, or None if not found."""
+    try:
+        from threadpoolctl import ThreadpoolController
+        libs = [lc for lc in ThreadpoolController().select(user_api="blas").lib_controllers]
+    except Exception:                # noqa: BLE001  (no threadpoolctl / no BLAS: NumPy calls)
+        return None
+    pkg = os.path.dirname(os.path.abspath(np.__file__))      # .../numpy, its wheel's libs
+    own = [lc for lc in libs if os.path.abspath(lc.filepath).startswith(
+        (pkg + os.sep, pkg + ".libs" + os.sep))]
+    candidates = own or (libs if len(libs) == 1 else [])
+    names = [("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_", ctypes.c_int64),
+             ("cblas_dgemm64_", "cblas_dgemv64_", ctypes.c_int64)]
+    if _lp64_build():
+        names.append(("cblas_dgemm", "cblas_dgemv", ctypes.c_int32))
+    for lc in candidates:
+        if getattr(lc, "internal_api", "") != "openblas":
+            continue
+        try:
+            lib = ctypes.CDLL(lc.filepath)
+        except OSError:
+            continue
+        for gemm_name, gemv_name, index in names:
+            gemm, gemv = getattr(lib, gemm_name, None), getattr(lib, gemv_name, None)
+            if gemm is None or gemv is None:
+                continue
+            enum, dbl, ptr = ctypes.c_int, ctypes.c_double, ctypes.c_void_p
+            gemm.argtypes = [enum, enum, enum, index, index, index, dbl, ptr, index, ptr,
+                             index, dbl, ptr, index]
+            gemm.restype = None
+            gemv.argtypes = [enum, enum, index, index, dbl, ptr, index, ptr, index, dbl, ptr,
+                             index]
+            gemv.restype = None
+            return gemm, gemv
+    return None
+
+
+def _compile_block(numba, kernels, gemm, gemv):
+    """The block kernel: ``block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed)``
+    for the rows [s, e) (k = e - s rows of the scratch Z, M, RX), each BLAS call with the
+    arguments of the ``np.dot`` it replaces in ``numerics._twolayer_blocked._block_sums``."""
+    relu_and_mask, residual = kernels[0], kernels[1]
+    rm, nt, tr = _ROW_MAJOR, _NO_TRANS, _TRANS
+
+    @numba.njit("void(float64[:, ::1], float64[:, ::1], float64[::1], float64[::1], "
+                "float64[::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
+                "float64[:, ::1], float64[::1], int64, int64, boolean)", nogil=True, cache=False)
+    def block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed):
+        m, d = B.shape
+        k = e - s
+        Xs, fs = X[s:e], f[s:e]
+        # np.dot(Xs, B.T, out=Z): B.T is B's transposed (Fortran) view
+        gemm(rm, nt, tr, k, m, d, 1.0, Xs.ctypes, d, B.ctypes, d, 0.0, Z.ctypes, m)
+        relu_and_mask(Z, M)
+        # np.dot(Z, a, out=fs)
+        gemv(rm, nt, k, m, 1.0, Z.ctypes, m, a.ctypes, 1, 0.0, fs.ctypes, 1)
+        residual(fs, w_m[s:e], wy[s:e], Xs, r[s:e], RX)
+        if transposed:       # np.dot(RX.T, M, out=T as (d, m))
+            gemm(rm, tr, nt, d, m, k, 1.0, RX.ctypes, d, M.ctypes, m, 0.0, T.ctypes, m)
+        else:                # np.dot(M.T, RX, out=T as (m, d))
+            gemm(rm, tr, nt, m, d, k, 1.0, M.ctypes, m, RX.ctypes, d, 0.0, T.ctypes, d)
+    return block
+
+
+def _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed) -> None:
+    """The block as NumPy calls (the self-test's reference; the same operations as
+    ``numerics._twolayer_blocked._block_sums``'s block)."""
+    from numerics._relu_pass import relu_with_mask, residual_rows
+    m, d = B.shape
+    Xs = X[s:e]
+    np.dot(Xs, B.T, out=Z)
+    relu_with_mask(Z, np.empty(Z.shape, dtype=np.bool_), M)
+    np.dot(Z, a, out=f[s:e])
+    residual_rows(f[s:e], w_m[s:e], wy[s:e], Xs, r[s:e], RX)
+    if transposed:
+        np.dot(RX.T, M, out=T.reshape(d, m))
+    else:
+        np.dot(M.T, RX, out=T.reshape(m, d))
+
+
+def _same_bits(block) -> bool:
+    """The compiled block against :func:`_numpy_block` on a few shapes, both layouts."""
+    rng = np.random.default_rng(20261205)
+    for n, m, d, s, e in ((9, 7, 3, 2, 9), (40, 33, 30, 0, 37), (130, 64, 2, 1, 129)):
+        X, B = rng.standard_normal((n, d)), rng.standard_normal((m, d))
+        a, w_m, wy = rng.standard_normal(m), rng.random(n) / m, rng.standard_normal(n)
+        for transposed in (False, True):
+            outs = []
+            for run in (block, _numpy_block):
+                k = e - s
+                bufs = [np.full(n, 7.0), np.full(n, 7.0), np.empty((k, m)), np.empty((k, m)),
+                        np.empty((k, d)), np.empty(m * d)]
+                run(X, B, a, w_m, wy, *bufs, s, e, transposed)
+                outs.append(bufs)
+            if not all(np.array_equal(u.view(np.uint64), v.view(np.uint64))
+                       for u, v in zip(*outs)):
+                return False
+    return True
+
+
+def _decide():
+    try:
+        import numba
+    except ImportError:
+        return None
+    from numerics._relu_pass import _kernels
+    kernels, cblas = _kernels(), _numpy_cblas()
+    if kernels is None or cblas is None:
+        return None
+    try:
+        block = _compile_block(numba, kernels, *cblas)
+        return block if _same_bits(block) else None
+    except Exception as exc:        # noqa: BLE001  (a broken numba/LLVM: the NumPy block)
+        import warnings
+        warnings.warn(f"numerics._block_kernel: the compiled block could not be built "
+                      f"({type(exc).__name__}: {exc}); using NumPy calls (the same bits, "
+                      "about 5% slower at paper scale)", RuntimeWarning, stacklevel=3)
+        return None
+
+
+def compiled_block():
+    """The compiled block kernel (see the module's docstring), or None; None also while
+    the compiled ReLU pass is off (``numerics._relu_pass._kernels()`` is None)."""
+    from numerics._relu_pass import _kernels
+    if _kernels() is None:
+        return None
+    if not _BLOCK:
+        with _BLOCK_LOCK:
+            if not _BLOCK:
+                _BLOCK.append(_decide())
+    return _BLOCK[0]
+
+
+def compiled_block_applies(X: np.ndarray, B: np.ndarray, c: int, *vectors: np.ndarray
+                           ) -> bool:
+    """True if the compiled block takes these operands (C-ordered float64 X, B and
+    ``vectors``) and every block of c rows calls the BLAS functions that ``np.dot`` calls
+    for it: at least 2 rows per block and d, m >= 2 (``np.dot`` treats a 2-D operand with
+    a dimension 1 as a vector), X and B not sharing memory (``X_s @ B.T`` of one array is
+    computed as a symmetric rank-k update)."""
+    n = X.shape[0]
+    m, d = B.shape
+    return (m >= 2 and d >= 2 and c >= 2 and n >= 2 and n % c != 1
+            and all(v.dtype == np.float64 and v.flags.c_contiguous for v in (X, B) + vectors)
+            and not np.may_share_memory(X, B))

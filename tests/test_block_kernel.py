@@ -1,0 +1,135 @@
+"""The d-dimensional step's row block as one compiled call (numerics._block_kernel): the
+same bits as the block of NumPy calls, at every shape, layout and thread count; the
+shapes where np.dot would not call GEMM / GEMV go the NumPy way; the self-test before
+first use catches a block that differs in one bit."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+from threadpoolctl import threadpool_limits
+
+from numerics import _block_kernel as bk, _twolayer_blocked as blocked, twolayer as tl
+
+KERNEL = bk.compiled_block()
+needs_kernel = pytest.mark.skipif(KERNEL is None, reason="no compiled block here (numba or "
+                                  "NumPy's own CBLAS not found): only the NumPy block runs")
+
+
+@contextlib.contextmanager
+def _numpy_block():
+    saved = list(bk._BLOCK)
+    bk._BLOCK[:] = [None]
+    try:
+        yield
+    finally:
+        bk._BLOCK[:] = saved
+
+
+@contextlib.contextmanager
+def _layout(transposed: bool):
+    saved = blocked._transposed_gradient
+    blocked._transposed_gradient = lambda: transposed
+    try:
+        yield
+    finally:
+        blocked._transposed_gradient = saved
+
+
+def _step(a, B, X, Y, w, c, threads):
+    with threadpool_limits(1):
+        return blocked._loss_and_grad_fast(a, B, X, Y, w, min(c, X.shape[0]), None, threads)
+
+
+def _same(u, v) -> bool:
+    return (u[0] == v[0] and u[3] == v[3] and all(
+        np.array_equal(x.view(np.uint64), y.view(np.uint64)) for x, y in zip(u[1:3], v[1:3])))
+
+
+@needs_kernel
+@given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 40), st.integers(1, 400),
+       st.integers(1, 200), st.booleans())
+@example(0, 1, 5, 50, 16, True).via("m = 1: np.dot's vector case, the NumPy block")
+@example(0, 40, 1, 50, 16, False).via("d = 1: np.dot's vector case, the NumPy block")
+@example(0, 40, 5, 33, 16, True).via("a last block of one row: the NumPy block")
+@example(0, 40, 5, 34, 16, True).via("a last block of two rows: the compiled block")
+def test_compiled_block_gives_the_numpy_blocks_bits(seed, m, d, n, c, transposed):
+    """Loss, both gradients (as uint64 words) and the finiteness flag with the compiled
+    block and with the NumPy block, in both layouts of the gradient GEMM."""
+    rng = np.random.default_rng(seed)
+    a, B = rng.standard_normal(m), rng.standard_normal((m, d))
+    X, Y, w = rng.standard_normal((n, d)), rng.standard_normal(n), rng.random(n)
+    with _layout(transposed):
+        got = _step(a, B, X, Y, w, c, 1)
+        with _numpy_block():
+            ref = _step(a, B, X, Y, w, c, 1)
+    assert _same(got, ref)
+
+
+@needs_kernel
+@pytest.mark.parametrize("transposed", [False, True])
+def test_compiled_block_on_two_threads_gives_the_one_thread_bits(transposed):
+    """A step large enough to be shared by two threads (n m d >= 2^21): the compiled
+    block's bits on 2 threads are the NumPy block's on 1."""
+    rng = np.random.default_rng(5)
+    m, d, n = 200, 20, 601
+    a, B = rng.standard_normal(m), rng.standard_normal((m, d))
+    X, Y, w = rng.standard_normal((n, d)), rng.standard_normal(n), np.full(n, 1 / n)
+    assert n * m * d >= blocked._MIN_PARALLEL_WORK
+    with _layout(transposed):
+        got = _step(a, B, X, Y, w, 64, 2)
+        with _numpy_block():
+            ref = _step(a, B, X, Y, w, 64, 1)
+    assert _same(got, ref)
+
+
+def test_the_compiled_block_applies_only_where_np_dot_calls_gemm():
+    X, B = np.ones((10, 3)), np.ones((4, 3))
+    v = np.ones(4)
+    assert bk.compiled_block_applies(X, B, 4, v)
+    assert not bk.compiled_block_applies(X, B, 3, v)               # 10 = 3 * 3 + 1 rows
+    assert not bk.compiled_block_applies(X, np.ones((1, 3)), 4, v)  # m = 1
+    assert not bk.compiled_block_applies(X[:, :1].copy(), B[:, :1].copy(), 4, v)  # d = 1
+    assert not bk.compiled_block_applies(X, B, 1, v)
+    assert not bk.compiled_block_applies(np.asfortranarray(X), B, 4, v)
+    assert not bk.compiled_block_applies(X, B, 4, np.ones(8)[::2])
+    assert not bk.compiled_block_applies(X, X[:4], 4, v)           # X_s @ B.T would be syrk
+
+
+@needs_kernel
+def test_the_self_test_catches_a_block_one_bit_off():
+    """bk._same_bits accepts the compiled block and refuses one that differs from it in
+    the last bit of one entry of the gradient product."""
+    assert bk._same_bits(KERNEL)
+
+    def off(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed):
+        KERNEL(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed)
+        T.view(np.uint64)[T.size // 2] ^= np.uint64(1)
+    assert not bk._same_bits(off)
+
+
+def test_without_numpys_cblas_the_numpy_block_runs(monkeypatch):
+    """No CBLAS found: compiled_block() is None and the step is computed all the same."""
+    monkeypatch.setattr(bk, "_numpy_cblas", lambda: None)
+    monkeypatch.setattr(bk, "_BLOCK", [])
+    assert bk.compiled_block() is None
+    rng = np.random.default_rng(0)
+    a, B, X, Y = (rng.standard_normal(s) for s in (7, (7, 3), (20, 3), 20))
+    loss, ga, gB, finite = _step(a, B, X, Y, np.full(20, 0.05), 8, 1)
+    assert finite and np.isfinite(loss) and ga.shape == (7,) and gB.shape == (7, 3)
+
+
+def test_the_compiled_block_is_found_with_numpys_wheel_and_numba():
+    """Where numba is installed and NumPy runs the OpenBLAS of its own wheel (numpy.libs),
+    the compiled block is built and passes its self-test: the tests above are then not
+    skipped, and the bench names it."""
+    pytest.importorskip("numba")
+    from threadpoolctl import threadpool_info
+    wheel = [i for i in threadpool_info() if i.get("internal_api") == "openblas"
+             and "numpy.libs" in i.get("filepath", "")]
+    if not wheel:
+        pytest.skip("NumPy does not run the OpenBLAS of its wheel here")
+    assert KERNEL is not None
+    assert tl.relu_pass_backend().endswith("; row blocks: one compiled call")
