@@ -68,6 +68,33 @@ def test_compiled_block_gives_the_numpy_blocks_bits(seed, m, d, n, c, transposed
     assert _same(got, ref)
 
 
+_SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1e308, -1e308, 2.0 ** -1022])
+
+
+@needs_kernel
+@given(st.integers(0, 2 ** 31), st.integers(2, 40), st.integers(2, 8), st.integers(2, 60),
+       st.sampled_from("a B X Y".split()), st.booleans())
+def test_compiled_block_gives_the_numpy_blocks_bits_at_special_values(seed, m, d, n, which,
+                                                                      transposed):
+    """Infinities, NaN, -0.0, subnormals and overflowing entries in one input: the same
+    words and the same finiteness flag (a NaN is the same NaN: the same BLAS calls and
+    the same compiled passes)."""
+    rng = np.random.default_rng(seed)
+    arrays = {"a": rng.standard_normal(m), "B": rng.standard_normal((m, d)),
+              "X": rng.standard_normal((n, d)), "Y": rng.standard_normal(n)}
+    target = arrays[which].reshape(-1)
+    target[rng.integers(0, target.size, 3)] = rng.choice(_SPECIAL, 3)
+    w = np.full(n, 1 / n)
+    with _layout(transposed), np.errstate(all="ignore"):
+        got = _step(*arrays.values(), w, 16, 1)
+        with _numpy_block():
+            ref = _step(*arrays.values(), w, 16, 1)
+    assert got[3] == ref[3] and np.array_equal(np.float64(got[0]).view(np.uint64),
+                                               np.float64(ref[0]).view(np.uint64))
+    assert all(np.array_equal(x.view(np.uint64), y.view(np.uint64))
+               for x, y in zip(got[1:3], ref[1:3]))
+
+
 @needs_kernel
 @pytest.mark.parametrize("transposed", [False, True])
 def test_compiled_block_on_two_threads_gives_the_one_thread_bits(transposed):
