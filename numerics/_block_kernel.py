@@ -13,8 +13,9 @@ once (benchmarks/README.md, "The block as one compiled call").
 
 Which library: NumPy's CBLAS is found among the BLAS libraries that threadpoolctl reports
 loaded (an OpenBLAS inside NumPy's own installation, or the only BLAS loaded), by its
-ILP64 symbols (``scipy_cblas_dgemm64_`` of NumPy's wheels, or ``cblas_dgemm64_``); an LP64
-``cblas_dgemm`` is taken only where NumPy's build names an LP64 OpenBLAS.  Before first use
+ILP64 symbols (``scipy_cblas_dgemm64_`` of NumPy's wheels, or ``cblas_dgemm64_``: their
+integer width is in the name; an unsuffixed ``cblas_dgemm`` may take 32- or 64-bit
+integers, and a wrong guess could crash, so it is not used).  Before first use
 a self-test compares the compiled block's bits with the NumPy block's on shapes of both
 layouts of the gradient GEMM; any difference, a missing symbol or no numba: the NumPy
 block runs (:func:`compiled_block` is None).
@@ -34,17 +35,6 @@ _BLOCK_LOCK = threading.Lock()
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112          # the CBLAS enums
 
 
-def _lp64_build() -> bool:
-    """True if NumPy's build names an OpenBLAS with 32-bit integers."""
-    try:
-        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
-    except (AttributeError, KeyError, TypeError):
-        return False
-    conf = str(blas.get("openblas configuration", ""))
-    return "openblas" in str(blas.get("name", "")).lower() and "USE64BITINT" not in conf \
-        and bool(conf)
-
-
 def _numpy_cblas() -> tuple | None:
     """``(dgemm, dgemv)``: NumPy's CBLAS as ctypes functions, or None if not found."""
     try:
@@ -56,10 +46,8 @@ def _numpy_cblas() -> tuple | None:
     own = [lc for lc in libs if os.path.abspath(lc.filepath).startswith(
         (pkg + os.sep, pkg + ".libs" + os.sep))]
     candidates = own or (libs if len(libs) == 1 else [])
-    names = [("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_", ctypes.c_int64),
-             ("cblas_dgemm64_", "cblas_dgemv64_", ctypes.c_int64)]
-    if _lp64_build():
-        names.append(("cblas_dgemm", "cblas_dgemv", ctypes.c_int32))
+    names = [("scipy_cblas_dgemm64_", "scipy_cblas_dgemv64_"), ("cblas_dgemm64_", "cblas_dgemv64_")]
+    enum, index, dbl, ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
     for lc in candidates:
         if getattr(lc, "internal_api", "") != "openblas":
             continue
@@ -67,11 +55,10 @@ def _numpy_cblas() -> tuple | None:
             lib = ctypes.CDLL(lc.filepath)
         except OSError:
             continue
-        for gemm_name, gemv_name, index in names:
+        for gemm_name, gemv_name in names:
             gemm, gemv = getattr(lib, gemm_name, None), getattr(lib, gemv_name, None)
             if gemm is None or gemv is None:
                 continue
-            enum, dbl, ptr = ctypes.c_int, ctypes.c_double, ctypes.c_void_p
             gemm.argtypes = [enum, enum, enum, index, index, index, dbl, ptr, index, ptr,
                              index, dbl, ptr, index]
             gemm.restype = None
