@@ -28,6 +28,8 @@ import threading
 
 import numpy as np
 
+from numerics._relu_pass import _kernels
+
 __all__ = ["compiled_block", "compiled_block_applies"]
 
 _BLOCK: list = []                # [the compiled block kernel, or None], once decided
@@ -96,36 +98,26 @@ def _compile_block(numba, kernels, gemm, gemv):
     return block
 
 
-def _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed) -> None:
-    """The block as NumPy calls (the self-test's reference; the same operations as
-    ``numerics._twolayer_blocked._block_sums``'s block)."""
-    from numerics._relu_pass import relu_with_mask, residual_rows
-    m, d = B.shape
-    Xs = X[s:e]
-    np.dot(Xs, B.T, out=Z)
-    relu_with_mask(Z, np.empty(Z.shape, dtype=np.bool_), M)
-    np.dot(Z, a, out=f[s:e])
-    residual_rows(f[s:e], w_m[s:e], wy[s:e], Xs, r[s:e], RX)
-    if transposed:
-        np.dot(RX.T, M, out=T.reshape(d, m))
-    else:
-        np.dot(M.T, RX, out=T.reshape(m, d))
-
-
 def _same_bits(block) -> bool:
-    """The compiled block against :func:`_numpy_block` on a few shapes, both layouts."""
+    """The compiled block against the NumPy block
+    (``numerics._twolayer_blocked._numpy_block``) on a few shapes, both layouts."""
+    from numerics._twolayer_blocked import _numpy_block
     rng = np.random.default_rng(20261205)
     for n, m, d, s, e in ((9, 7, 3, 2, 9), (40, 33, 30, 0, 37), (130, 64, 2, 1, 129)):
         X, B = rng.standard_normal((n, d)), rng.standard_normal((m, d))
         a, w_m, wy = rng.standard_normal(m), rng.random(n) / m, rng.standard_normal(n)
         for transposed in (False, True):
             outs = []
-            for run in (block, _numpy_block):
-                k = e - s
-                bufs = [np.full(n, 7.0), np.full(n, 7.0), np.empty((k, m)), np.empty((k, m)),
-                        np.empty((k, d)), np.empty(m * d)]
-                run(X, B, a, w_m, wy, *bufs, s, e, transposed)
-                outs.append(bufs)
+            k = e - s
+            for numpy in (False, True):
+                f, r, Z, M, RX, T = (np.full(n, 7.0), np.full(n, 7.0), np.empty((k, m)),
+                                     np.empty((k, m)), np.empty((k, d)), np.empty(m * d))
+                if numpy:
+                    _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, np.empty((k, m), bool), T,
+                                 s, e, transposed)
+                else:
+                    block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed)
+                outs.append((f, r, Z, M, RX, T))
             if not all(np.array_equal(u.view(np.uint64), v.view(np.uint64))
                        for u, v in zip(*outs)):
                 return False
@@ -137,7 +129,6 @@ def _decide():
         import numba
     except ImportError:
         return None
-    from numerics._relu_pass import _kernels
     kernels, cblas = _kernels(), _numpy_cblas()
     if kernels is None or cblas is None:
         return None
@@ -155,7 +146,6 @@ def _decide():
 def compiled_block():
     """The compiled block kernel (see the module's docstring), or None; None also while
     the compiled ReLU pass is off (``numerics._relu_pass._kernels()`` is None)."""
-    from numerics._relu_pass import _kernels
     if _kernels() is None:
         return None
     if not _BLOCK:

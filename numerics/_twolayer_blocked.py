@@ -148,8 +148,6 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     (:func:`_transposed_gradient`).  The block is one compiled call where
     :func:`numerics._block_kernel.compiled_block` applies (the same bits)."""
     m, d = B.shape
-    BT = B.T
-    dot = np.dot
     transposed = _transposed_gradient()
     kernel = compiled_block()
     if kernel is not None and compiled_block_applies(X, B, c, a, w_m, wy):
@@ -162,14 +160,21 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
                        ("mask", (c, m), np.bool_))
 
     def block(s: int, e: int, T: np.ndarray) -> None:
-        Z, M, RX, mask = scratch(e - s)
-        Xs, fs, rs = X[s:e], f[s:e], r[s:e]
-        dot(Xs, BT, out=Z)                   # pre-activations b_j . x_i
-        relu_with_mask(Z, mask, M)
-        dot(Z, a, out=fs)                    # m f(x_i)
-        residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)   # w_i (f(x_i) - y_i), times x_i
-        _gradient_gemm(M, RX, T, 0, m, transposed)
+        _numpy_block(X, B, a, w_m, wy, f, r, *scratch(e - s), T, s, e, transposed)
     return _gradient_sum(block, X.shape[0], c, m, d, [(0, m)], threads, transposed)
+
+
+def _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, mask, T, s, e, transposed) -> None:
+    """The rows [s, e) of :func:`_block_sums` as NumPy calls (and the compiled passes of
+    :mod:`numerics._relu_pass`), into the scratch Z, M, RX, mask of e - s rows and the
+    block's gradient product T; the reference of the compiled block's self-test
+    (:mod:`numerics._block_kernel`), which makes the same BLAS calls."""
+    Xs, fs = X[s:e], f[s:e]
+    np.dot(Xs, B.T, out=Z)                  # pre-activations b_j . x_i
+    relu_with_mask(Z, mask, M)
+    np.dot(Z, a, out=fs)                    # m f(x_i)
+    residual_rows(fs, w_m[s:e], wy[s:e], Xs, r[s:e], RX)   # w_i (f(x_i) - y_i), times x_i
+    _gradient_gemm(M, RX, T, 0, B.shape[0], transposed)
 
 
 def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarray:
