@@ -64,12 +64,20 @@ _MIN_BLOCK_ROWS = 128
 #: largest total work of one gradient_descent call, in multiply-adds (~1 h of one core):
 #: beyond it the call is refused at once
 _MAX_GD_WORK = 2 ** 46
-#: cost of a GD step / flow field evaluation in numerics.validation.require_work's units
-#: (~1 ns): overhead (measured 60-70 us) + 20 per multiply-add (19 ns at n = m = 1000, d = 10)
-_STEP_OVERHEAD = 80_000
-_STEP_PER_MADD = 20
+#: cost of a GD step / flow field evaluation on n samples in numerics.validation.require_work's
+#: units (~1 ns of one core): n m (2 + d / 5) + overhead (:func:`_sample_pass_cost`).
+#: Measured per (sample, neuron) pair, one thread, a GD step (2026-12-05): 1.2-1.8 ns at
+#: d = 1-2, 2.3 at d = 10, 4.9 at d = 30, 13.6 at d = 100, 87 at d = 500; 0.12 ms per
+#: step at (d, m, n) = (3, 10, 10).  The model is above every one, by at most 1.7x
+_STEP_OVERHEAD = 130_000
+#: cost of one call of a user's grad_fn per neuron coordinate (its cost is unknown)
+_GRAD_FN_PER_ENTRY = 20
 #: overhead of one gradient_flow field evaluation (solver, activations, guard): 111-198 us
 _FLOW_EVAL_OVERHEAD = 160_000
+#: the flow's kink guard per (sample, neuron) pair and evaluation (its sign pattern):
+#: a field evaluation measured 4.6-10.7 ns per pair at d = 1-30 and 20 at d = 100
+#: (2026-12-05), below n m (7 + d / 5)
+_GUARD_PER_PAIR = 5
 _LONG_FLOW_EVALS = 1_000_000
 #: smallest relative tolerance of gradient_flow: 100 float64 ulps, below which SciPy's
 #: solvers raise it themselves (with a warning) instead of honouring it
@@ -97,15 +105,25 @@ def _validate(a, B, X, Y=None, weights=None, *, need_y: bool = False):
     return out
 
 
-def _require_work(n: int, m: int, d: int, steps: int = 1, long_run=None) -> bool:
+def _sample_pass_cost(n: int, m: int, d: int) -> int:
+    """One loss-and-gradient pass on n samples in require_work's units, without the
+    overhead of its caller (see _STEP_OVERHEAD)."""
+    return n * m * (10 + d) // 5
+
+
+def _require_work(n: int, m: int, d: int, steps: int = 1, long_run=None,
+                  sample: bool = True) -> bool:
     """Refuse at once a call whose multiply-adds (about steps x n x m x d per GEMM) would
-    take hours; True for a long run (above QUICK_WORK: allowed with ``long_run``)."""
+    take hours; True for a long run (above QUICK_WORK: allowed with ``long_run``).
+    ``sample``: the step is the sample loss's (else a user's grad_fn, n = 1)."""
     require_size(steps * n * m * d, "the work steps x n x m x d", limit=_MAX_GD_WORK,
                  what="multiply-adds", hint="use fewer samples, particles or steps")
     if steps == 1:
         return False
-    return require_work(steps * (_STEP_PER_MADD * n * m * d + _STEP_OVERHEAD), "steps",
-                        long_run=long_run, what="work units (steps x (20 n m d + overhead))",
+    cost = (_sample_pass_cost(n, m, d) if sample else _GRAD_FN_PER_ENTRY * m * d) + _STEP_OVERHEAD
+    return require_work(steps * cost, "steps", long_run=long_run,
+                        what="work units (steps x (n m (2 + d / 5) + overhead))" if sample
+                        else "work units (steps x (20 m d + overhead))",
                         hint="use fewer steps (a larger eta reaches the same time t = steps x "
                         "eta), samples or particles")
 
@@ -432,7 +450,7 @@ def gradient_descent(a, B, X, Y, eta: float, steps: int, *, weights=None,
         grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
         long = _require_work(Xv.shape[0], *B.shape, steps=steps + 1, long_run=long_run)
     else:
-        long = _require_work(1, *B.shape, steps=steps + 1, long_run=long_run)
+        long = _require_work(1, *B.shape, steps=steps + 1, long_run=long_run, sample=False)
     steps_rec, times, losses, snaps = [], [], [], []
     loss0 = None
     for k in RunProgress(steps + 1, "twolayer.gradient_descent steps", long).steps():
@@ -502,7 +520,8 @@ def gradient_flow(a, B, X, Y, t_eval, *, weights=None, rtol: float = 1e-10,
     sample = _require_grad_fn(grad_fn) is None
     if sample:
         grad_fn, Xv = _sample_grad(a, B, X, Y, weights, chunk)
-    eval_cost = _STEP_PER_MADD * (Xv.shape[0] if sample else 1) * m * d + _FLOW_EVAL_OVERHEAD
+    eval_cost = (_sample_pass_cost(Xv.shape[0], m, d) + _GUARD_PER_PAIR * Xv.shape[0] * m
+                 if sample else _GRAD_FN_PER_ENTRY * m * d) + _FLOW_EVAL_OVERHEAD
     max_evals = flow_budget(max_evals, "max_evals", eval_cost, long_run=long_run,
                             long_default=_LONG_FLOW_EVALS)
     more = "" if wants_long_run(long_run) else " (with long_run=True beyond about two seconds)"

@@ -85,8 +85,9 @@ def test_gd_result_refuses_a_huge_record_before_scanning_it() -> None:
 def test_flow_budget_counts_the_evaluation_overhead() -> None:
     """twolayer.gradient_flow with B x 1e12 (a stiff, never-ending flow) ran 4.85 s of CPU
     before its named IntegratorError: its budget priced an evaluation at the GD step's
-    80 us, while one costs 111-198 us.  The budget is now QUICK_WORK / (20 n m d + 160000)
-    evaluations (a deterministic bound, ~2-3 s of one core)."""
+    80 us, while one costs 111-198 us.  The budget is now QUICK_WORK / (n m (2 + d / 5)
+    + 5 n m + 160000) evaluations (the pass, the kink guard and the overhead: a
+    deterministic bound, ~2-3 s of one core)."""
     import re
 
     from numerics import twolayer
@@ -97,7 +98,7 @@ def test_flow_budget_counts_the_evaluation_overhead() -> None:
     with pytest.raises(IntegratorError, match="max_evals") as info:
         twolayer.gradient_flow(a, B, X, Y, [0.0, 1.0])
     budget = int(re.search(r"budget of (\d+)", str(info.value)).group(1))
-    assert budget == QUICK_WORK // (20 * 5 * 4 * 3 + 160_000)
+    assert budget == QUICK_WORK // (5 * 4 * (10 + 3) // 5 + 5 * 5 * 4 + 160_000)
 
 
 def test_dense_reference_refuses_too_many_pairs() -> None:

@@ -758,3 +758,17 @@ def test_a_forked_child_runs_a_threaded_step():
 def _child_step(q, a, B, X, Y):
     L, (ga, gB) = tl.loss_and_grad(a, B, X, Y)
     q.put(_words(L, ga, gB))
+
+
+def test_the_work_estimate_admits_paper_scale_runs():
+    """The quick-call estimate is an upper bound of the measured cost within a small
+    factor, not 100x: 200 GD steps at paper scale (30, 1024, 1000), about 1 s of one
+    core, are a quick call; a gradient flow there with long_run=True gets its default
+    budget; 10^6 steps are still refused at once, naming steps."""
+    assert tl._require_work(1000, 1024, 30, steps=201) is False
+    assert tl._require_work(1000, 1024, 30, steps=10 ** 4, long_run=True) is True
+    with pytest.raises(ValueError, match="steps is too large for a quick call"):
+        tl._require_work(1000, 1024, 30, steps=10 ** 6)
+    a, B, X, Y = _problem(6, 1024, 30, 1000)
+    res = tl.gradient_flow(a * 0.1, B, X, Y, [0.0, 1e-4], rtol=1e-6, atol=1e-8, long_run=True)
+    assert res.nfev > 0 and np.all(np.isfinite(res.B))
