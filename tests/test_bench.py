@@ -4,7 +4,9 @@ assertions: timings are nondeterministic."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import time
 
 import numpy as np
 import pytest
@@ -159,6 +161,32 @@ def test_short_steps_are_timed_in_their_steady_state(monkeypatch):
     rec = bench._bench_case(long, None, 0, lambda _s: None)
     assert not rec["steady_state"] and len(rec["engines"]["engine"]["times"]) == 3
     assert calls.count("engine") == 3 and calls.count("dense") == 2
+
+
+def test_multi_thread_columns_time_a_steady_state_of_many_calls():
+    """At several threads a short step's timed call follows untimed calls of the same
+    engine for at least steady_seconds (a training loop's steady state), each engine
+    alike; a seconds-long step is not pre-called."""
+    calls, stamps = [], []
+
+    def engine(name):
+        def fn():
+            calls.append(name)
+            stamps.append(time.perf_counter())
+            return 0.0, (np.ones(2),)
+        return fn
+    engines = {"engine": ("e", engine("engine")), "floor": ("f", engine("floor"))}
+    short = bench.Case("twolayer", "s", (("d", 2), ("m", 4), ("n", 3)), 3, 3)
+    rec, _, _ = bench._time_engines(short, engines, steady_seconds=0.03)
+    assert len(rec["engine"]["times"]) == len(rec["floor"]["times"]) == 3
+    runs = [list(g) for _, g in itertools.groupby(zip(calls, stamps), key=lambda p: p[0])][2:]
+    assert len(runs) == 6
+    for run in runs:                         # untimed calls for >= 0.03 s, then the timed one
+        assert len(run) >= 3 and run[-1][1] - run[0][1] >= 0.029
+    calls.clear()
+    long = bench.Case("twolayer", "l", (("d", 2), ("m", 4), ("n", 3)), 3, 3, time_warmup=True)
+    bench._time_engines(long, engines, steady_seconds=10.0)
+    assert calls.count("engine") == 3
 
 
 def test_multi_thread_column(tiny_results, tmp_path):

@@ -26,7 +26,10 @@ Protocol (one run, same inputs for every engine of a case):
   threads (the engine follows the limit: ``numerics.twolayer.step_threads``) and
   ``torch.set_num_threads``; the floor is the fastest of the blocked GEMMs on that many
   BLAS threads and the samples split among that many threads with one BLAS thread each;
-  these columns are judged on wall time (the CPU time adds up the threads);
+  these columns are judged on wall time (the CPU time adds up the threads), and each
+  timed call of a short step there follows untimed calls of the same engine for at least
+  MULTI_STEADY_SECONDS (a training loop's steady state: on a virtual machine that packs
+  the threads of an idle process onto one vCPU, one untimed call is not enough);
 - one untimed warm-up call per engine, which also measures the agreement with "engine"
   (max over loss and gradients of max|u - v| / max|v|) and the peak resident memory of
   the process during the call (VmHWM after resetting it via /proc/self/clear_refs; also
@@ -83,6 +86,11 @@ MULTI_THREADS = (2,)
 #: (benchmarks/README.md, "The second core of this virtual machine"), so the minima need
 #: repeats spread over seconds
 MULTI_MIN_REPEATS = 60
+#: untimed calls (seconds) before each timed call of a short step in those columns: a
+#: training loop's steady state.  After 0.1 s without work this machine's kernel runs
+#: both threads of a process on one vCPU for its next 10-20 steps (benchmarks/README.md,
+#: "The second core of this virtual machine"); one untimed call does not undo that
+MULTI_STEADY_SECONDS = 0.05
 #: target ratio torch / engine of the d-dimensional step (at every thread count)
 TORCH_TARGET = 1.5
 #: target ratio engine / floor (CPU-time minima) of the d-dimensional step
@@ -379,10 +387,13 @@ def _discrepancy(res, ref) -> float | None:
 
 
 # --------------------------------------------------------------------------- running
-def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
+def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]],
+                  steady_seconds: float = 0.0
                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]], Any]:
     """Warm-up (agreement with "engine", peak memory), then the timed round-robin:
-    ``(records by engine, ratios to the engine, the engine's result)``."""
+    ``(records by engine, ratios to the engine, the engine's result)``.  A short step's
+    timed call follows untimed calls of the same engine for at least ``steady_seconds``
+    (at least one call)."""
     rec: dict[str, dict[str, Any]] = {}
     ref = None
     for name, (desc, fn) in engines.items():  # warm-up: agreement and peak memory
@@ -411,7 +422,10 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]]
             if rep < reps:
                 quiesce()
                 if not case.time_warmup:
+                    t_end = time.perf_counter() + steady_seconds
                     fn()  # untimed: the engine's steady state
+                    while time.perf_counter() < t_end:
+                        fn()
                 c0, t0 = time.process_time(), time.perf_counter()
                 fn()
                 t1, c1 = time.perf_counter(), time.process_time()
@@ -451,12 +465,13 @@ def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
                        if k != "dense"}
             if not case.time_warmup:
                 case = replace(case, repeats=max(case.repeats, MULTI_MIN_REPEATS))
-            rec, ratios, ref = _time_engines(case, engines)
+            rec, ratios, ref = _time_engines(case, engines, MULTI_STEADY_SECONDS)
         finally:
             if torch is not None:
                 torch.set_num_threads(THREADS)
     return {"threads": threads, "blas_threads": threads, "clock": "wall",
             "engine_threads": twolayer_threads(threads), "repeats": case.repeats,
+            "steady_seconds": 0.0 if case.time_warmup else MULTI_STEADY_SECONDS,
             "loadavg_before": load0, "loadavg_after": loadavg(), "engines": rec,
             "ratios": ratios,
             "same_bits_as_one_thread": None if one_thread is None else _same_bits(ref, one_thread)}
