@@ -16,6 +16,13 @@ How many threads: the BLAS thread limit in force (``threadpoolctl.threadpool_lim
 capped by the CPUs this process may run on.  ``threadpool_limits(1)`` (as the claim runner
 sets for every task) therefore runs the step serially.  While a step runs, the BLAS limit
 is 1 (restored afterwards, also when several threads run steps at once).
+
+Where the helpers wait: with numba on Linux, a team of helpers that keep their core for
+HELPER_SPIN_NS after each job (:class:`_Helper`, :mod:`numerics._spin`), so that the next
+step of a training loop starts without a wake-up through the kernel (on a virtual machine
+that packs a just-woken thread onto its waker's vCPU, such a wake-up can put both threads
+of a step on one core); otherwise, or while another thread's step holds the team, a pool
+whose threads sleep between jobs.
 """
 from __future__ import annotations
 
@@ -26,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import numpy as np
+
+from numerics._spin import spin_wait
 
 __all__ = ["threads_in_force", "serial_blas", "ordered_block_sum", "run_blocks",
            "blas_architectures"]
@@ -200,7 +209,6 @@ _TEAM: dict = {"pid": None, "helpers": [], "lock": threading.Lock()}
 def _team_run(work: Callable[[], None], helpers_needed: int) -> bool:
     """Run ``work`` on the caller and the spinning helpers (:class:`_Helper`); False
     (nothing run) if there is no compiled spin-wait or another thread is using the team."""
-    from numerics._spin import spin_wait
     spin = spin_wait()
     if spin is None or not _TEAM["lock"].acquire(blocking=False):
         return False

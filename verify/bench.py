@@ -87,9 +87,10 @@ MULTI_THREADS = (2,)
 #: repeats spread over seconds
 MULTI_MIN_REPEATS = 60
 #: untimed calls (seconds) before each timed call of a short step in those columns: a
-#: training loop's steady state.  After 0.1 s without work this machine's kernel runs
-#: both threads of a process on one vCPU for its next 10-20 steps (benchmarks/README.md,
-#: "The second core of this virtual machine"); one untimed call does not undo that
+#: training loop's steady state.  After 30 ms or more without work this machine's kernel
+#: runs both threads of a process on one vCPU for its next 10-20 steps; one untimed call
+#: does not undo that (benchmarks/README.md, "A helper that keeps its core, and a steady
+#: state of many calls")
 MULTI_STEADY_SECONDS = 0.05
 #: target ratio torch / engine of the d-dimensional step (at every thread count)
 TORCH_TARGET = 1.5
@@ -695,6 +696,8 @@ def _performance_text(data: dict[str, Any], has_cpu: bool) -> str:
     cases = data.get("cases", [])
     clock = "CPU time of the process" if has_cpu else "wall time"
     counts = sorted({int(t) for c in cases for t, _ in _multi(c)})
+    steady = max((r.get("steady_seconds") or 0.0 for c in cases
+                  for r in c.get("multi_thread", {}).values()), default=0.0)
     L = ["## Performance", "",
          f"One loss-and-gradient step, timed by `python -m verify bench` "
          f"(profile {data.get('profile', '?')}, {mach.get('date_utc', '?')} UTC, "
@@ -715,6 +718,8 @@ def _performance_text(data: dict[str, Any], has_cpu: bool) -> str:
          + "".join(f"; the '{t} threads' columns: the same d-dimensional engines with a BLAS "
                    f"limit of {t} and torch.set_num_threads({t}), wall-time minima, the "
                    "floor the faster of BLAS's threads and the samples split among threads"
+                   + (f", each timed call of a short step after {steady * 1e3:g} ms of untimed "
+                      "calls of the same engine (a training loop's steady state)" if steady else "")
                    for t in counts)
          + ". Timings are nondeterministic: this section reads the committed "
          "benchmarks/results.json (see benchmarks/README.md to reproduce).", "",
