@@ -189,6 +189,43 @@ def test_multi_thread_columns_time_a_steady_state_of_many_calls():
     assert calls.count("engine") == 3
 
 
+def test_the_floor_is_chosen_in_the_same_steady_state(monkeypatch):
+    """At several threads each floor candidate of a short step is timed after
+    MULTI_STEADY_SECONDS of its own calls (as the engines are), and a long step's
+    candidate FLOOR_LONG_TRIALS_MULTI times; the fastest candidate is returned."""
+    calls: dict[str, list[float]] = {}
+    speed = {}
+
+    def fake(kind):
+        def make(B, X, rows, *rest):
+            key = f"{kind} {rows} {rest}"
+            speed.setdefault(key, len(speed))
+
+            def fn():
+                calls.setdefault(key, []).append(time.perf_counter())
+                time.sleep(5e-4 * (1 + speed[key]))
+            return fn
+        return make
+    monkeypatch.setattr(bench, "_floor_twolayer", fake("blas"))
+    monkeypatch.setattr(bench, "_split_floor", fake("split"))
+    monkeypatch.setattr(bench, "MULTI_STEADY_SECONDS", 0.02)
+    monkeypatch.setattr(bench, "FLOOR_ROWS", (64, 128))
+    short_B, short_X = np.ones((10, 2)), np.ones((300, 2))
+    how, _ = bench._fastest_floor(short_B, short_X, 2)
+    assert len(calls) == 8
+    for stamps in calls.values():
+        assert len(stamps) >= 1 + bench.FLOOR_TRIALS
+        assert stamps[-bench.FLOOR_TRIALS] - stamps[0] >= 0.019
+    assert "64 samples" in how                     # the first candidate: the fastest
+    calls.clear()
+    long_B, long_X = np.ones((4100, 1)), np.ones((4100, 1))
+    bench._fastest_floor(long_B, long_X, 2)
+    assert all(len(v) == 1 + bench.FLOOR_LONG_TRIALS_MULTI for v in calls.values())
+    calls.clear()
+    bench._fastest_floor(long_B, long_X, 1)
+    assert all(len(v) == 2 for v in calls.values())
+
+
 def test_multi_thread_column(tiny_results, tmp_path):
     """Every d-dim case is also timed at 2 threads (engine, floor, PyTorch; no dense),
     judged on wall time, and the report's table shows the column."""

@@ -101,6 +101,9 @@ FLOOR_ROWS = (64, 128, 256, 512, 1024)
 #: warm-up runs per floor candidate of a short step (min of them; one for long steps): on
 #: 2 threads a single slow run (the helper thread woken late) picks the wrong candidate
 FLOOR_TRIALS = 10
+#: runs per floor candidate of a long step at several threads (min of them): one run picked
+#: a candidate 10% slower than the best in one of two full runs (large scale, 2026-12-05)
+FLOOR_LONG_TRIALS_MULTI = 2
 
 
 @dataclass(frozen=True)
@@ -318,11 +321,15 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
     """The floor at the block size (among FLOOR_ROWS and n) and layout of the second
     GEMM (Z^T X_s or its transpose) with the least time over
     FLOOR_TRIALS untimed runs each (CPU time on one thread; wall time on several, where the
-    candidates are also the samples split among threads with one BLAS thread each):
-    ``(description, step)``."""
+    candidates are also the samples split among threads with one BLAS thread each, a
+    short step's runs follow MULTI_STEADY_SECONDS of calls of the same candidate, and a
+    long step's candidate runs FLOOR_LONG_TRIALS_MULTI times): ``(description, step)``."""
     n = X.shape[0]
     best = None
     clock = cpu_call if threads == 1 else wall_call
+    short = B.shape[0] * n <= 2 ** 24
+    trials = FLOOR_TRIALS if short else (1 if threads == 1 else FLOOR_LONG_TRIALS_MULTI)
+    steady = MULTI_STEADY_SECONDS if short and threads > 1 else 0.0
     for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}), (False, True)):
         how = f"blocks of {rows} samples, {'X_s^T Z' if transposed else 'Z^T X_s'}"
         cands = [(how, _floor_twolayer(B, X, rows, transposed))]
@@ -331,8 +338,11 @@ def _fastest_floor(B: np.ndarray, X: np.ndarray, threads: int = 1
             cands.append((f"{how}, the samples split among {threads} threads with one BLAS "
                           "thread each", _split_floor(B, X, rows, threads, transposed)))
         for desc, fn in cands:
+            t_end = time.perf_counter() + steady
             fn()
-            cost = min(clock(fn) for _ in range(FLOOR_TRIALS if B.shape[0] * n <= 2 ** 24 else 1))
+            while time.perf_counter() < t_end:
+                fn()
+            cost = min(clock(fn) for _ in range(trials))
             if best is None or cost < best[0]:
                 best = (cost, desc, fn)
     return best[1], best[2]
