@@ -74,7 +74,7 @@ def profile(case: bench.Case, threads: int, repeats: int) -> dict[str, dict[str,
     inner, traced = _traced_sum(log)
     runs, floors = [], []
     with threadpool_limits(limits=threads):
-        _, floor = bench._fastest_floor(B, X, threads)
+        _, floor = bench._fastest_floors(B, X, threads)[0]
         blocked.ordered_block_sum = traced
         try:
             for _ in range(repeats):

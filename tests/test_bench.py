@@ -211,19 +211,40 @@ def test_the_floor_is_chosen_in_the_same_steady_state(monkeypatch):
     monkeypatch.setattr(bench, "MULTI_STEADY_SECONDS", 0.02)
     monkeypatch.setattr(bench, "FLOOR_ROWS", (64, 128))
     short_B, short_X = np.ones((10, 2)), np.ones((300, 2))
-    how, _ = bench._fastest_floor(short_B, short_X, 2)
-    assert len(calls) == 8
+    floors = bench._fastest_floors(short_B, short_X, 2)
+    assert len(calls) == 8 and len(floors) == 2        # the fastest of each way of threading
+    how = floors[0][0]
+    assert "split" in floors[1][0] and "split" not in how
     for stamps in calls.values():
         assert len(stamps) >= 1 + bench.FLOOR_TRIALS
         assert stamps[-bench.FLOOR_TRIALS] - stamps[0] >= 0.019
     assert "64 samples" in how                     # the first candidate: the fastest
     calls.clear()
     long_B, long_X = np.ones((4100, 1)), np.ones((4100, 1))
-    bench._fastest_floor(long_B, long_X, 2)
+    bench._fastest_floors(long_B, long_X, 2)
     assert all(len(v) == 1 + bench.FLOOR_LONG_TRIALS_MULTI for v in calls.values())
     calls.clear()
-    bench._fastest_floor(long_B, long_X, 1)
+    assert len(bench._fastest_floors(long_B, long_X, 1)) == 1
     assert all(len(v) == 2 for v in calls.values())
+
+
+def test_of_the_two_timed_floors_the_faster_is_kept():
+    """At several threads the fastest floor of each way of threading is timed; the one
+    with the smaller minimum is "floor" (its ratio to the engine), the other is kept as
+    its "other_floor"."""
+    rec = {"engine": {"min": 2.0}, "floor": {"description": "a", "min": 1.8, "median": 1.9},
+           "floor_alt": {"description": "b", "min": 1.6, "median": 1.7}}
+    ratios = {"floor": {"min": 0.9}, "floor_alt": {"min": 0.8}}
+    bench._keep_fastest_floor(rec, ratios)
+    assert rec["floor"]["description"] == "b" and ratios == {"floor": {"min": 0.8}}
+    assert rec["floor"]["other_floor"] == {"description": "a", "min": 1.8, "median": 1.9}
+    assert set(rec) == {"engine", "floor"}
+    rec = {"engine": {"min": 2.0}, "floor": {"description": "a", "min": 1.5, "median": 1.9},
+           "floor_alt": {"description": "b", "min": 1.6, "median": 1.7}}
+    ratios = {"floor": {"min": 0.75}, "floor_alt": {"min": 0.8}}
+    bench._keep_fastest_floor(rec, ratios)
+    assert rec["floor"]["description"] == "a" and ratios == {"floor": {"min": 0.75}}
+    assert rec["floor"]["other_floor"]["description"] == "b"
 
 
 def test_multi_thread_column(tiny_results, tmp_path):
