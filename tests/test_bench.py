@@ -127,6 +127,9 @@ def test_committed_results_are_current():
             two = case["multi_thread"]["2"]
             assert two["blas_threads"] == 2 and {"engine", "floor"} <= set(two["engines"])
             assert two["same_bits_as_one_thread"] is True
+            assert two["steady_seconds"] == (0.0 if case["warmup_timed"]
+                                             else bench.MULTI_STEADY_SECONDS)
+            assert "other_floor" in two["engines"]["floor"]     # both floors were timed
 
 
 def test_dense_reference_matches_twolayer():
