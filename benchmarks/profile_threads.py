@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from numerics import _twolayer_blocked as blocked, twolayer
 from verify import bench
+from verify._bench_floor import fastest_floors
 
 
 def _traced_sum(log: list):
@@ -74,7 +75,7 @@ def profile(case: bench.Case, threads: int, repeats: int) -> dict[str, dict[str,
     inner, traced = _traced_sum(log)
     runs, floors = [], []
     with threadpool_limits(limits=threads):
-        _, floor = bench._fastest_floors(B, X, threads)[0]
+        _, floor = fastest_floors(B, X, threads, bench.MULTI_STEADY_SECONDS if threads > 1 else 0.0)[0]
         blocked.ordered_block_sum = traced
         try:
             for _ in range(repeats):

@@ -33,7 +33,6 @@ _CLOCK_MONOTONIC = 1                # Linux's clock id
 
 
 def _compile(numba):
-    from llvmlite import ir  # noqa: F401  (numba's own dependency)
     from numba.core import types
     from numba.extending import intrinsic
 

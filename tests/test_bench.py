@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from numerics import twolayer
-from verify import _bench_process as bench_process, bench
+from verify import _bench_floor as bench_floor, _bench_process as bench_process, bench
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +106,9 @@ def test_floor_is_the_two_gemms():
     """The floor runs exactly the two products of a step (no activation, no residual)."""
     rng = np.random.default_rng(2)
     B, X = rng.normal(size=(9, 3)), rng.normal(size=(50, 3))
-    calls = _dot_shapes(bench._floor_twolayer(B, X, rows=16))
+    calls = _dot_shapes(bench_floor.floor_twolayer(B, X, rows=16))
     assert calls == [(16, 3), (9, 16)] * 3 + [(2, 3), (9, 2)]
-    calls = _dot_shapes(bench._floor_twolayer(B, X, rows=16, transposed=True))
+    calls = _dot_shapes(bench_floor.floor_twolayer(B, X, rows=16, transposed=True))
     assert calls == [(16, 3), (3, 16)] * 3 + [(2, 3), (3, 2)]
 
 
@@ -194,7 +194,7 @@ def test_multi_thread_columns_time_a_steady_state_of_many_calls():
 
 def test_the_floor_is_chosen_in_the_same_steady_state(monkeypatch):
     """At several threads each floor candidate of a short step is timed after
-    MULTI_STEADY_SECONDS of its own calls (as the engines are), and a long step's
+    steady_seconds of its own calls (as the engines are), and a long step's
     candidate FLOOR_LONG_TRIALS_MULTI times; the fastest candidate is returned."""
     calls: dict[str, list[float]] = {}
     speed = {}
@@ -209,25 +209,24 @@ def test_the_floor_is_chosen_in_the_same_steady_state(monkeypatch):
                 time.sleep(5e-4 * (1 + speed[key]))
             return fn
         return make
-    monkeypatch.setattr(bench, "_floor_twolayer", fake("blas"))
-    monkeypatch.setattr(bench, "_split_floor", fake("split"))
-    monkeypatch.setattr(bench, "MULTI_STEADY_SECONDS", 0.02)
-    monkeypatch.setattr(bench, "FLOOR_ROWS", (64, 128))
+    monkeypatch.setattr(bench_floor, "floor_twolayer", fake("blas"))
+    monkeypatch.setattr(bench_floor, "split_floor", fake("split"))
+    monkeypatch.setattr(bench_floor, "FLOOR_ROWS", (64, 128))
     short_B, short_X = np.ones((10, 2)), np.ones((300, 2))
-    floors = bench._fastest_floors(short_B, short_X, 2)
+    floors = bench_floor.fastest_floors(short_B, short_X, 2, 0.02)
     assert len(calls) == 8 and len(floors) == 2        # the fastest of each way of threading
     how = floors[0][0]
     assert "split" in floors[1][0] and "split" not in how
     for stamps in calls.values():
-        assert len(stamps) >= 1 + bench.FLOOR_TRIALS
-        assert stamps[-bench.FLOOR_TRIALS] - stamps[0] >= 0.019
+        assert len(stamps) >= 1 + bench_floor.FLOOR_TRIALS
+        assert stamps[-bench_floor.FLOOR_TRIALS] - stamps[0] >= 0.019
     assert "64 samples" in how                     # the first candidate: the fastest
     calls.clear()
     long_B, long_X = np.ones((4100, 1)), np.ones((4100, 1))
-    bench._fastest_floors(long_B, long_X, 2)
-    assert all(len(v) == 1 + bench.FLOOR_LONG_TRIALS_MULTI for v in calls.values())
+    bench_floor.fastest_floors(long_B, long_X, 2, 0.02)
+    assert all(len(v) == 1 + bench_floor.FLOOR_LONG_TRIALS_MULTI for v in calls.values())
     calls.clear()
-    assert len(bench._fastest_floors(long_B, long_X, 1)) == 1
+    assert len(bench_floor.fastest_floors(long_B, long_X, 1, 0.02)) == 1
     assert all(len(v) == 2 for v in calls.values())
 
 
@@ -238,14 +237,14 @@ def test_of_the_two_timed_floors_the_faster_is_kept():
     rec = {"engine": {"min": 2.0}, "floor": {"description": "a", "min": 1.8, "median": 1.9},
            "floor_alt": {"description": "b", "min": 1.6, "median": 1.7}}
     ratios = {"floor": {"min": 0.9}, "floor_alt": {"min": 0.8}}
-    bench._keep_fastest_floor(rec, ratios)
+    bench_floor.keep_fastest_floor(rec, ratios)
     assert rec["floor"]["description"] == "b" and ratios == {"floor": {"min": 0.8}}
     assert rec["floor"]["other_floor"] == {"description": "a", "min": 1.8, "median": 1.9}
     assert set(rec) == {"engine", "floor"}
     rec = {"engine": {"min": 2.0}, "floor": {"description": "a", "min": 1.5, "median": 1.9},
            "floor_alt": {"description": "b", "min": 1.6, "median": 1.7}}
     ratios = {"floor": {"min": 0.75}, "floor_alt": {"min": 0.8}}
-    bench._keep_fastest_floor(rec, ratios)
+    bench_floor.keep_fastest_floor(rec, ratios)
     assert rec["floor"]["description"] == "a" and ratios == {"floor": {"min": 0.75}}
     assert rec["floor"]["other_floor"]["description"] == "b"
 
@@ -321,7 +320,7 @@ def test_split_floor_is_the_same_two_gemms():
     once, in two halves, with one BLAS thread."""
     rng = np.random.default_rng(4)
     B, X = rng.normal(size=(9, 3)), rng.normal(size=(50, 3))
-    calls = _dot_shapes(bench._split_floor(B, X, 16, 2))
+    calls = _dot_shapes(bench_floor.split_floor(B, X, 16, 2))
     rows = sorted(shape[0] for shape in calls if shape[1] == 3)
     assert sum(rows) == 50 and len(calls) == 2 * len(rows)
 

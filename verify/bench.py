@@ -56,7 +56,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
-import itertools
 import json
 import os
 import platform
@@ -72,7 +71,8 @@ from threadpoolctl import threadpool_limits
 from numerics import relu1d, twolayer
 from numerics.rng import make_rng
 from verify._atomic import atomic_write_bytes
-from verify._bench_process import cpu_call, loadavg, measure_peak, quiesce, wall_call
+from verify._bench_floor import fastest_floors, keep_fastest_floor
+from verify._bench_process import loadavg, measure_peak, quiesce
 
 __all__ = ["add_arguments", "run", "run_bench", "performance_section", "Case",
            "QUICK_CASES", "FULL_CASES"]
@@ -97,14 +97,6 @@ MULTI_STEADY_SECONDS = 0.05
 TORCH_TARGET = 1.5
 #: target ratio engine / floor (CPU-time minima) of the d-dimensional step
 FLOOR_TARGET = 1.3
-#: block sizes (rows) tried for the floor; the fastest on warm-up runs is timed
-FLOOR_ROWS = (64, 128, 256, 512, 1024)
-#: warm-up runs per floor candidate of a short step (min of them; one for long steps): on
-#: 2 threads a single slow run (the helper thread woken late) picks the wrong candidate
-FLOOR_TRIALS = 10
-#: runs per floor candidate of a long step at several threads (min of them): one run picked
-#: a candidate 10% slower than the best in one of two full runs (large scale, 2026-12-05)
-FLOOR_LONG_TRIALS_MULTI = 2
 
 
 @dataclass(frozen=True)
@@ -267,104 +259,6 @@ def _torch_twolayer(torch, a, B, X, Y):
     return total, (a.grad, B.grad)
 
 
-def _floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int, transposed: bool = False
-                    ) -> Callable[[], None]:
-    """The two GEMMs of a d-dimensional step, blocked over ``rows`` samples: Z = X_s B^T
-    and Z^T X_s (``transposed``: X_s^T Z, d x m) into preallocated buffers (their sum over
-    blocks is not even formed)."""
-    m, d = B.shape
-    n = X.shape[0]
-    rows = max(1, min(rows, n))
-    Z = np.empty((rows, m))
-    T = np.empty((d, m) if transposed else (m, d))
-
-    def step() -> None:
-        Zk = Z
-        for s0 in range(0, n, rows):
-            e = min(n, s0 + rows)
-            if e - s0 < rows:
-                Zk = Z[: e - s0]
-            np.dot(X[s0:e], B.T, out=Zk)
-            np.dot(*((X[s0:e].T, Zk) if transposed else (Zk.T, X[s0:e])), out=T)
-    return step
-
-
-_FLOOR_POOL: dict[int, Any] = {}  # threads -> the helper threads of the split floor
-
-
-def _split_floor(B: np.ndarray, X: np.ndarray, rows: int, threads: int,
-                 transposed: bool = False) -> Callable[[], None]:
-    """The floor with the samples split into ``threads`` contiguous parts, each on its own
-    thread with one BLAS thread (the engine's own scheme)."""
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
-    from threadpoolctl import ThreadpoolController  # noqa: PLC0415
-
-    n = X.shape[0]
-    cuts = [n * k // threads for k in range(threads + 1)]
-    parts = [_floor_twolayer(B, X[cuts[k]:cuts[k + 1]], rows, transposed)
-             for k in range(threads) if cuts[k + 1] > cuts[k]]
-    if _FLOOR_POOL.get(threads) is None:
-        _FLOOR_POOL[threads] = ThreadPoolExecutor(max_workers=threads - 1)
-    pool = _FLOOR_POOL[threads]
-    blas = ThreadpoolController()
-
-    def step() -> None:
-        with blas.limit(limits=1, user_api="blas"):
-            futures = [pool.submit(fn) for fn in parts[1:]]
-            parts[0]()
-            for fu in futures:
-                fu.result()
-    return step
-
-
-def _fastest_floors(B: np.ndarray, X: np.ndarray, threads: int = 1
-                    ) -> list[tuple[str, Callable[[], None]]]:
-    """The floor at the block size (among FLOOR_ROWS and n) and layout of the second
-    GEMM (Z^T X_s or its transpose) with the least time over
-    FLOOR_TRIALS untimed runs each (CPU time on one thread; wall time on several, where the
-    candidates are also the samples split among threads with one BLAS thread each, a
-    short step's runs follow MULTI_STEADY_SECONDS of calls of the same candidate, and a
-    long step's candidate runs FLOOR_LONG_TRIALS_MULTI times): ``[(description, step)]``,
-    the fastest first, one per way of threading (on several threads: BLAS's threads, the
-    split samples), since a choice by a few runs is not reliable there: both are timed."""
-    n = X.shape[0]
-    best: dict[bool, tuple] = {}
-    clock = cpu_call if threads == 1 else wall_call
-    short = B.shape[0] * n <= 2 ** 24
-    trials = FLOOR_TRIALS if short else (1 if threads == 1 else FLOOR_LONG_TRIALS_MULTI)
-    steady = MULTI_STEADY_SECONDS if short and threads > 1 else 0.0
-    for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}), (False, True)):
-        how = f"blocks of {rows} samples, {'X_s^T Z' if transposed else 'Z^T X_s'}"
-        cands = [(False, how, _floor_twolayer(B, X, rows, transposed))]
-        if threads > 1:
-            cands[0] = (False, f"{how}, {threads} BLAS threads", cands[0][2])
-            cands.append((True, f"{how}, the samples split among {threads} threads with one "
-                          "BLAS thread each", _split_floor(B, X, rows, threads, transposed)))
-        for split, desc, fn in cands:
-            t_end = time.perf_counter() + steady
-            fn()
-            while time.perf_counter() < t_end:
-                fn()
-            cost = min(clock(fn) for _ in range(trials))
-            if split not in best or cost < best[split][0]:
-                best[split] = (cost, desc, fn)
-    return [(desc, fn) for _, desc, fn in sorted(best.values(), key=lambda b: b[0])]
-
-
-def _keep_fastest_floor(rec: dict[str, dict[str, Any]], ratios: dict[str, dict[str, float]]
-                        ) -> None:
-    """Of the timed floors "floor" and "floor_alt" keep the one with the smaller minimum
-    as "floor" (ratios to the engine as :func:`_time_engines` computes them); the other's
-    description, min and median are kept under the floor's key "other_floor"."""
-    if "floor_alt" not in rec:
-        return
-    alt, ratios_alt = rec.pop("floor_alt"), ratios.pop("floor_alt")
-    if alt["min"] < rec["floor"]["min"]:
-        rec["floor"], alt = alt, rec["floor"]
-        ratios["floor"] = ratios_alt
-    rec["floor"]["other_floor"] = {k: alt[k] for k in ("description", "min", "median")}
-
-
 def _engines(case: Case, inp: dict[str, Any], torch, threads: int = 1
              ) -> dict[str, tuple[str, Callable[[], Any]]]:
     """name -> (description, zero-argument step); the d-dim floor at ``threads``."""
@@ -381,7 +275,7 @@ def _engines(case: Case, inp: dict[str, Any], torch, threads: int = 1
                             lambda: _torch_relu1d(torch, *T, al))
         return out
     a, B, X, Y = (inp[k] for k in ("a", "B", "X", "Y"))
-    floors = _fastest_floors(B, X, threads)
+    floors = fastest_floors(B, X, threads, MULTI_STEADY_SECONDS if threads > 1 else 0.0)
     out = {"engine": (f"numerics.twolayer.loss_and_grad (ReLU pass: {twolayer.relu_pass_backend()}"
                       f"; {twolayer.step_threads()} thread(s))",
                       lambda: twolayer.loss_and_grad(a, B, X, Y)),
@@ -495,7 +389,7 @@ def _multi_thread_run(case: Case, inp: dict[str, Any], torch, threads: int,
             if not case.time_warmup:
                 case = replace(case, repeats=max(case.repeats, MULTI_MIN_REPEATS))
             rec, ratios, ref = _time_engines(case, engines, MULTI_STEADY_SECONDS)
-            _keep_fastest_floor(rec, ratios)
+            keep_fastest_floor(rec, ratios)
         finally:
             if torch is not None:
                 torch.set_num_threads(THREADS)
