@@ -75,7 +75,7 @@ def profile(case: bench.Case, threads: int, repeats: int) -> dict[str, dict[str,
     inner, traced = _traced_sum(log)
     runs, floors = [], []
     with threadpool_limits(limits=threads):
-        _, floor = fastest_floors(B, X, threads, bench.MULTI_STEADY_SECONDS if threads > 1 else 0.0)[0]
+        _, floor = fastest_floors(B, X, threads, bench.MULTI_STEADY_SECONDS)[0]
         blocked.ordered_block_sum = traced
         try:
             for _ in range(repeats):

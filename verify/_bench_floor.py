@@ -6,12 +6,11 @@ faster of the two timed floors."""
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any, Callable
 
 import numpy as np
 
-from verify._bench_process import cpu_call, wall_call
+from verify._bench_process import cpu_call, run_for, wall_call
 
 __all__ = ["FLOOR_ROWS", "FLOOR_TRIALS", "FLOOR_LONG_TRIALS_MULTI", "fastest_floors",
            "floor_twolayer", "keep_fastest_floor", "split_floor"]
@@ -100,10 +99,7 @@ def fastest_floors(B: np.ndarray, X: np.ndarray, threads: int = 1, steady_second
             cands.append((True, f"{how}, the samples split among {threads} threads with one "
                           "BLAS thread each", split_floor(B, X, rows, threads, transposed)))
         for split, desc, fn in cands:
-            t_end = time.perf_counter() + steady
-            fn()
-            while time.perf_counter() < t_end:
-                fn()
+            run_for(fn, steady)
             cost = min(clock(fn) for _ in range(trials))
             if split not in best or cost < best[split][0]:
                 best[split] = (cost, desc, fn)

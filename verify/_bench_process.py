@@ -1,6 +1,7 @@
 """What the bench (:mod:`verify.bench`) reads off its own process: the load average, the
 peak resident memory during a call, the wall and CPU time of a call, and whether any of
-its threads still runs (:func:`quiesce`, waited for before each engine's calls)."""
+its threads still runs (:func:`quiesce`, waited for before each engine's calls), and
+the untimed calls that bring a step to its steady state (:func:`run_for`)."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,7 @@ import time
 from typing import Any, Callable
 
 __all__ = ["QUIET_MAX_WAIT", "QUIET_PROBE", "cpu_call", "loadavg", "measure_peak", "quiesce",
-           "wall_call"]
+           "run_for", "wall_call"]
 
 
 def loadavg() -> list[float] | None:
@@ -70,6 +71,15 @@ def quiesce() -> float:
         if time.process_time() - c0 < 0.2 * QUIET_PROBE or \
                 time.perf_counter() - t0 > QUIET_MAX_WAIT:
             return time.perf_counter() - t0
+
+
+def run_for(fn: Callable[[], Any], seconds: float) -> None:
+    """Call fn once, then again until ``seconds`` have passed since the first call began
+    (untimed: a step's steady state before it is timed)."""
+    t_end = time.perf_counter() + seconds
+    fn()
+    while time.perf_counter() < t_end:
+        fn()
 
 
 def wall_call(fn: Callable[[], Any]) -> float:

@@ -72,7 +72,7 @@ from numerics import relu1d, twolayer
 from numerics.rng import make_rng
 from verify._atomic import atomic_write_bytes
 from verify._bench_floor import fastest_floors, keep_fastest_floor
-from verify._bench_process import loadavg, measure_peak, quiesce
+from verify._bench_process import loadavg, measure_peak, quiesce, run_for
 
 __all__ = ["add_arguments", "run", "run_bench", "performance_section", "Case",
            "QUICK_CASES", "FULL_CASES"]
@@ -275,7 +275,7 @@ def _engines(case: Case, inp: dict[str, Any], torch, threads: int = 1
                             lambda: _torch_relu1d(torch, *T, al))
         return out
     a, B, X, Y = (inp[k] for k in ("a", "B", "X", "Y"))
-    floors = fastest_floors(B, X, threads, MULTI_STEADY_SECONDS if threads > 1 else 0.0)
+    floors = fastest_floors(B, X, threads, MULTI_STEADY_SECONDS)
     out = {"engine": (f"numerics.twolayer.loss_and_grad (ReLU pass: {twolayer.relu_pass_backend()}"
                       f"; {twolayer.step_threads()} thread(s))",
                       lambda: twolayer.loss_and_grad(a, B, X, Y)),
@@ -345,10 +345,7 @@ def _time_engines(case: Case, engines: dict[str, tuple[str, Callable[[], Any]]],
             if rep < reps:
                 quiesce()
                 if not case.time_warmup:
-                    t_end = time.perf_counter() + steady_seconds
-                    fn()  # untimed: the engine's steady state
-                    while time.perf_counter() < t_end:
-                        fn()
+                    run_for(fn, steady_seconds)  # untimed: the engine's steady state
                 c0, t0 = time.process_time(), time.perf_counter()
                 fn()
                 t1, c1 = time.perf_counter(), time.process_time()
