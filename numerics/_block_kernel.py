@@ -1,15 +1,17 @@
 """One row block of the d-dimensional step (:mod:`numerics.twolayer`, claims H1a-H1e,
 H1h) as ONE compiled call: the pre-activation GEMM, the ReLU-and-mask pass, the GEMV, the
-residual pass and the gradient GEMM of ``numerics._twolayer_blocked._block_sums``, with
-NumPy's own CBLAS called from numba with the arguments ``np.dot`` passes it.  The same
-bits as the block of NumPy calls, which stays the path without numba, without a CBLAS that
-is NumPy's own, or for shapes where ``np.dot`` would not call GEMM / GEMV
-(:func:`compiled_block_applies`).
+residual pass and the gradient GEMM of ``numerics._twolayer_blocked._block_sums`` (all
+neurons at once), or the same per column block of neurons of
+``numerics._twolayer_blocked._block_sums_2d`` (wide networks), with NumPy's own CBLAS
+called from numba with the arguments ``np.dot`` passes it.  The same bits as the block of
+NumPy calls, which stays the path without numba, without a CBLAS that is NumPy's own, or
+for shapes where ``np.dot`` would not call GEMM / GEMV (:func:`compiled_block_applies`).
 
 Why: the block of NumPy calls spends about 19 us per block at paper scale
 (30, 1024, 1000) on Python between its five calls (slices, dispatch, one release and
 re-acquisition of the GIL per call), 4-5% of the step; the compiled block releases the GIL
-once (benchmarks/README.md, "The block as one compiled call").
+once (benchmarks/README.md, "The block as one compiled call").  A column-blocked row
+block makes about 40 such calls (at m = 10^4, columns of 512).
 
 Which library: NumPy's CBLAS is found among the BLAS libraries that threadpoolctl reports
 loaded (an OpenBLAS inside NumPy's own installation, or the only BLAS loaded), by its
@@ -25,16 +27,25 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from numerics._relu_pass import _kernels
 
-__all__ = ["compiled_block", "compiled_block_applies"]
+__all__ = ["BlockKernels", "compiled_block", "compiled_block_applies"]
 
-_BLOCK: list = []                # [the compiled block kernel, or None], once decided
+_BLOCK: list = []                # [the compiled BlockKernels, or None], once decided
 _BLOCK_LOCK = threading.Lock()
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112          # the CBLAS enums
+
+
+class BlockKernels(NamedTuple):
+    """The compiled row blocks: ``full(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e,
+    transposed)`` (all neurons at once) and ``columns(X, B, a, w_m, wy, f, r, Zbuf, part,
+    bits, RX, T, s, e, mb, transposed)`` (column blocks of mb neurons)."""
+    full: Callable
+    columns: Callable
 
 
 def _numpy_cblas() -> tuple | None:
@@ -98,17 +109,61 @@ def _compile_block(numba, kernels, gemm, gemv):
     return block
 
 
+def _compile_column_block(numba, kernels, gemm, gemv):
+    """The column-blocked block kernel: ``columns(X, B, a, w_m, wy, f, r, Zbuf, part, bits,
+    RX, T, s, e, mb, transposed)`` for the rows [s, e) (k = e - s rows of the scratch:
+    Zbuf flat, at least k mb entries; part (k,); bits the uint8 mask (k, m); RX (k, d)),
+    each BLAS call and pass that of ``numerics._twolayer_blocked._numpy_column_block``."""
+    relu_and_mask, residual = kernels[0], kernels[1]
+    rm, nt, tr = _ROW_MAJOR, _NO_TRANS, _TRANS
+
+    @numba.njit("void(float64[:, ::1], float64[:, ::1], float64[::1], float64[::1], "
+                "float64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
+                "uint8[:, ::1], float64[:, ::1], float64[::1], int64, int64, int64, boolean)",
+                nogil=True, cache=False)
+    def columns(X, B, a, w_m, wy, f, r, Zbuf, part, bits, RX, T, s, e, mb, transposed):
+        m, d = B.shape
+        k = e - s
+        Xs, fs = X[s:e], f[s:e]
+        for i in range(k):
+            fs[i] = 0.0
+        for j0 in range(0, m, mb):
+            w = min(m, j0 + mb) - j0
+            Z = Zbuf[:k * w].reshape((k, w))
+            # np.dot(Xs, B[j0:j1].T, out=Z)
+            gemm(rm, nt, tr, k, w, d, 1.0, Xs.ctypes, d, B[j0:].ctypes, d, 0.0, Z.ctypes, w)
+            relu_and_mask(Z, bits[:, j0:j0 + w])
+            # np.dot(Z, a[j0:j1], out=part); fs += part
+            gemv(rm, nt, k, w, 1.0, Z.ctypes, w, a[j0:].ctypes, 1, 0.0, part.ctypes, 1)
+            for i in range(k):
+                fs[i] += part[i]
+        residual(fs, w_m[s:e], wy[s:e], Xs, r[s:e], RX)
+        for j0 in range(0, m, mb):
+            w = min(m, j0 + mb) - j0
+            M = Zbuf[:k * w].reshape((k, w))
+            for i in range(k):                  # np.copyto(M, bits[:, j0:j1]): exact
+                row = bits[i, j0:j0 + w]
+                for j in range(w):
+                    M[i, j] = row[j]
+            if transposed:   # np.dot(RX.T, M, out=T[d j0:d j1] as (d, w))
+                gemm(rm, tr, nt, d, w, k, 1.0, RX.ctypes, d, M.ctypes, w, 0.0,
+                     T[d * j0:].ctypes, w)
+            else:            # np.dot(M.T, RX, out=T[d j0:d j1] as (w, d))
+                gemm(rm, tr, nt, w, d, k, 1.0, M.ctypes, w, RX.ctypes, d, 0.0,
+                     T[d * j0:].ctypes, d)
+    return columns
+
+
 def _same_bits(block) -> bool:
     """The compiled block against the NumPy block
     (``numerics._twolayer_blocked._numpy_block``) on a few shapes, both layouts."""
     from numerics._twolayer_blocked import _numpy_block
     rng = np.random.default_rng(20261205)
     for n, m, d, s, e in ((9, 7, 3, 2, 9), (40, 33, 30, 0, 37), (130, 64, 2, 1, 129)):
-        X, B = rng.standard_normal((n, d)), rng.standard_normal((m, d))
-        a, w_m, wy = rng.standard_normal(m), rng.random(n) / m, rng.standard_normal(n)
+        X, B, a, w_m, wy = _operands(rng, n, m, d)
+        k = e - s
         for transposed in (False, True):
             outs = []
-            k = e - s
             for numpy in (False, True):
                 f, r, Z, M, RX, T = (np.full(n, 7.0), np.full(n, 7.0), np.empty((k, m)),
                                      np.empty((k, m)), np.empty((k, d)), np.empty(m * d))
@@ -118,10 +173,47 @@ def _same_bits(block) -> bool:
                 else:
                     block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed)
                 outs.append((f, r, Z, M, RX, T))
-            if not all(np.array_equal(u.view(np.uint64), v.view(np.uint64))
-                       for u, v in zip(*outs)):
+            if not _same_words(*outs):
                 return False
     return True
+
+
+def _same_column_bits(columns) -> bool:
+    """The compiled column-blocked block against the NumPy one
+    (``numerics._twolayer_blocked._numpy_column_block``) on a few shapes (a narrower last
+    column block among them), both layouts."""
+    from numerics._twolayer_blocked import _numpy_column_block
+    rng = np.random.default_rng(20261206)
+    for n, m, d, s, e, mb in ((9, 8, 3, 2, 9, 3), (40, 70, 30, 0, 37, 32),
+                              (130, 64, 2, 1, 129, 16)):
+        X, B, a, w_m, wy = _operands(rng, n, m, d)
+        k = e - s
+        for transposed in (False, True):
+            outs = []
+            for numpy in (False, True):
+                f, r, Zbuf, part, mask, RX, T = (
+                    np.full(n, 7.0), np.full(n, 7.0), np.full(k * mb, 7.0), np.full(k, 7.0),
+                    np.zeros((k, m), bool), np.empty((k, d)), np.empty(m * d))
+                if numpy:
+                    _numpy_column_block(X, B, a, w_m, wy, f, r, Zbuf, part, mask, RX, T, s,
+                                        e, mb, transposed)
+                else:
+                    columns(X, B, a, w_m, wy, f, r, Zbuf, part, mask.view(np.uint8), RX, T,
+                            s, e, mb, transposed)
+                outs.append((f, r, Zbuf, part, mask.view(np.uint8), RX, T))
+            if not _same_words(*outs):
+                return False
+    return True
+
+
+def _operands(rng, n: int, m: int, d: int) -> tuple[np.ndarray, ...]:
+    """Random X, B, a, w_m, wy of a self-test."""
+    return (rng.standard_normal((n, d)), rng.standard_normal((m, d)), rng.standard_normal(m),
+            rng.random(n) / m, rng.standard_normal(n))
+
+
+def _same_words(got: tuple, ref: tuple) -> bool:
+    return all(np.array_equal(u.view(np.uint8), v.view(np.uint8)) for u, v in zip(got, ref))
 
 
 def _decide():
@@ -134,7 +226,10 @@ def _decide():
         return None
     try:
         block = _compile_block(numba, kernels, *cblas)
-        return block if _same_bits(block) else None
+        columns = _compile_column_block(numba, kernels, *cblas)
+        if _same_bits(block) and _same_column_bits(columns):
+            return BlockKernels(block, columns)
+        return None
     except Exception as exc:        # noqa: BLE001  (a broken numba/LLVM: the NumPy block)
         import warnings
         warnings.warn(f"numerics._block_kernel: the compiled block could not be built "
@@ -143,8 +238,8 @@ def _decide():
         return None
 
 
-def compiled_block():
-    """The compiled block kernel (see the module's docstring), or None; None also while
+def compiled_block() -> BlockKernels | None:
+    """The compiled block kernels (see the module's docstring), or None; None also while
     the compiled ReLU pass is off (``numerics._relu_pass._kernels()`` is None)."""
     if _kernels() is None:
         return None
@@ -155,15 +250,17 @@ def compiled_block():
     return _BLOCK[0]
 
 
-def compiled_block_applies(X: np.ndarray, B: np.ndarray, c: int, *vectors: np.ndarray
-                           ) -> bool:
+def compiled_block_applies(X: np.ndarray, B: np.ndarray, c: int, *vectors: np.ndarray,
+                           mb: int | None = None) -> bool:
     """True if the compiled block takes these operands (C-ordered float64 X, B and
-    ``vectors``) and every block of c rows calls the BLAS functions that ``np.dot`` calls
-    for it: at least 2 rows per block and d, m >= 2 (``np.dot`` treats a 2-D operand with
-    a dimension 1 as a vector), X and B not sharing memory (``X_s @ B.T`` of one array is
-    computed as a symmetric rank-k update)."""
+    ``vectors``) and every block of c rows (and, given ``mb``, of mb neurons) calls the
+    BLAS functions that ``np.dot`` calls for it: at least 2 rows per block, 2 neurons per
+    column block and d, m >= 2 (``np.dot`` treats a 2-D operand with a dimension 1 as a
+    vector), X and B not sharing memory (``X_s @ B.T`` of one array is computed as a
+    symmetric rank-k update)."""
     n = X.shape[0]
     m, d = B.shape
-    return (m >= 2 and d >= 2 and c >= 2 and n >= 2 and n % c != 1
+    columns_ok = mb is None or (mb >= 2 and m % mb != 1)
+    return (m >= 2 and d >= 2 and c >= 2 and n >= 2 and n % c != 1 and columns_ok
             and all(v.dtype == np.float64 and v.flags.c_contiguous for v in (X, B) + vectors)
             and not np.may_share_memory(X, B))

@@ -149,12 +149,12 @@ def _block_sums(a, B, X, w_m, wy, c, f, r, threads: int = 1) -> np.ndarray:
     :func:`numerics._block_kernel.compiled_block` applies (the same bits)."""
     m, d = B.shape
     transposed = _transposed_gradient()
-    kernel = compiled_block()
-    if kernel is not None and compiled_block_applies(X, B, c, a, w_m, wy):
+    kernels = compiled_block()
+    if kernels is not None and compiled_block_applies(X, B, c, a, w_m, wy):
         scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)))
 
         def compiled(s: int, e: int, T: np.ndarray) -> None:
-            kernel(X, B, a, w_m, wy, f, r, *scratch(e - s), T, s, e, transposed)
+            kernels.full(X, B, a, w_m, wy, f, r, *scratch(e - s), T, s, e, transposed)
         return _gradient_sum(compiled, X.shape[0], c, m, d, [(0, m)], threads, transposed)
     scratch = _scratch(c, ("Z", (c, m)), ("M", (c, m)), ("RX", (c, d)),
                        ("mask", (c, m), np.bool_))
@@ -178,47 +178,66 @@ def _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, mask, T, s, e, transposed) ->
 
 
 def _block_sums_2d(a, B, X, w_m, wy, c, mb, f, r, threads: int = 1) -> np.ndarray:
-    """:func:`_block_sums` with the forward pass also blocked over mb neurons: per
-    (c x mb) block one GEMM, the mask as booleans into a (c x m) array (1 byte per
-    entry), the ReLU as the product with its uint8 view and a GEMV accumulating m f;
-    then per column block the mask's 0.0 / 1.0 copy and the gradient GEMM into its rows
-    of T (or, :func:`_transposed_gradient`, its (d x mb) transpose into the column
-    block's d mb entries of a flat T, rearranged to (m, d) at the end).  Every pass over
-    a block stays in the core's cache.  (The float64 mask of
-    :func:`numerics._relu_pass.relu_with_mask` would be made twice per column block here,
-    and its second buffer measured 2-8% slower at m = 4096 and 10000.)"""
+    """:func:`_block_sums` with the forward pass also blocked over mb neurons
+    (:func:`_numpy_column_block`); each row block is one compiled call where
+    :func:`numerics._block_kernel.compiled_block` applies (the same bits)."""
     m, d = B.shape
     cols = [(j, min(m, j + mb)) for j in range(0, m, mb)]
-    BTs = [B[j0:j1].T for j0, j1 in cols]
-    As = [a[j0:j1] for j0, j1 in cols]
-    dot, greater, copyto, multiply = np.dot, np.greater, np.copyto, np.multiply
-    fused = fused_relu()
+    transposed = _transposed_gradient()
+    kernels = compiled_block()
+    if kernels is not None and compiled_block_applies(X, B, c, a, w_m, wy, mb=mb):
+        scratch = _scratch(c, ("Zb", (c * mb,)), ("part", (c,)), ("bits", (c, m), np.uint8),
+                           ("RX", (c, d)))
+
+        def compiled(s: int, e: int, T: np.ndarray) -> None:
+            Zbuf, part, bits, RX = scratch(e - s)
+            kernels.columns(X, B, a, w_m, wy, f, r, Zbuf, part, bits, RX, T, s, e, mb,
+                            transposed)
+        return _gradient_sum(compiled, X.shape[0], c, m, d, cols, threads, transposed)
     scratch = _scratch(c, ("Zb", (c * mb,)), ("part", (c,)), ("mask", (c, m), np.bool_),
                        ("RX", (c, d)))
 
     def block(s: int, e: int, T: np.ndarray) -> None:
-        k = e - s
-        Zbuf, part, mask, RX = scratch(k)
-        Xs, fs, rs = X[s:e], f[s:e], r[s:e]
-        bits = mask.view(np.uint8)
-        fs[:] = 0.0
-        for (j0, j1), BT, aj in zip(cols, BTs, As):
-            Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
-            dot(Xs, BT, out=Z)
-            if fused is not None:            # the same bits in one compiled pass
-                fused(Z, bits[:, j0:j1])
-            else:
-                greater(Z, 0.0, out=mask[:, j0:j1])
-                multiply(Z, bits[:, j0:j1], out=Z)
-            dot(Z, aj, out=part)
-            fs += part
-        residual_rows(fs, w_m[s:e], wy[s:e], Xs, rs, RX)
-        for j0, j1 in cols:
-            M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
-            copyto(M, bits[:, j0:j1])
-            _gradient_gemm(M, RX, T, j0, j1, transposed)
-    transposed = _transposed_gradient()
+        _numpy_column_block(X, B, a, w_m, wy, f, r, *scratch(e - s), T, s, e, mb, transposed)
     return _gradient_sum(block, X.shape[0], c, m, d, cols, threads, transposed)
+
+
+def _numpy_column_block(X, B, a, w_m, wy, f, r, Zbuf, part, mask, RX, T, s, e, mb,
+                        transposed) -> None:
+    """The rows [s, e) of :func:`_block_sums_2d` as NumPy calls (and the compiled passes of
+    :mod:`numerics._relu_pass`): per (k x mb) block of rows and neurons one GEMM into
+    Zbuf, the mask as booleans into ``mask`` (k x m, 1 byte per entry), the ReLU as the
+    product with its uint8 view and a GEMV into ``part`` added to m f; then per column
+    block the mask's 0.0 / 1.0 copy and the gradient GEMM into its rows of T (or,
+    :func:`_transposed_gradient`, its (d x mb) transpose into the column block's d mb
+    entries of a flat T, rearranged to (m, d) at the end).  Every pass over a block stays
+    in the core's cache.  (The float64 mask of :func:`numerics._relu_pass.relu_with_mask`
+    would be made twice per column block here, and its second buffer measured 2-8% slower
+    at m = 4096 and 10000.)  The reference of the compiled column block's self-test
+    (:mod:`numerics._block_kernel`), which makes the same BLAS calls."""
+    m = B.shape[0]
+    k = e - s
+    Xs, fs = X[s:e], f[s:e]
+    bits = mask.view(np.uint8)
+    fused = fused_relu()
+    fs[:] = 0.0
+    for j0 in range(0, m, mb):
+        j1 = min(m, j0 + mb)
+        Z = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+        np.dot(Xs, B[j0:j1].T, out=Z)
+        if fused is not None:                # the same bits in one compiled pass
+            fused(Z, bits[:, j0:j1])
+        else:
+            np.greater(Z, 0.0, out=mask[:, j0:j1])
+            np.multiply(Z, bits[:, j0:j1], out=Z)
+        np.dot(Z, a[j0:j1], out=part)
+        fs += part
+    residual_rows(fs, w_m[s:e], wy[s:e], Xs, r[s:e], RX)
+    for j0 in range(0, m, mb):
+        j1 = min(m, j0 + mb)
+        M = Zbuf[: k * (j1 - j0)].reshape(k, j1 - j0)
+        np.copyto(M, bits[:, j0:j1])
+        _gradient_gemm(M, RX, T, j0, j1, transposed)
 
 
 def _gradient_gemm(M: np.ndarray, RX: np.ndarray, T: np.ndarray, j0: int, j1: int,
