@@ -12,7 +12,8 @@ import numpy as np
 
 from verify._bench_process import cpu_call, run_for, wall_call
 
-__all__ = ["FLOOR_ROWS", "FLOOR_TRIALS", "FLOOR_LONG_TRIALS_MULTI", "fastest_floors",
+__all__ = ["FLOOR_ROWS", "FLOOR_TRIALS", "FLOOR_LONG_FINALISTS", "FLOOR_LONG_TRIALS_MULTI",
+           "fastest_floors",
            "floor_twolayer", "keep_fastest_floor", "split_floor"]
 
 #: block sizes (rows) tried for the floor; the fastest on warm-up runs is timed
@@ -20,9 +21,12 @@ FLOOR_ROWS = (64, 128, 256, 512, 1024)
 #: warm-up runs per floor candidate of a short step (min of them; one for long steps): on
 #: 2 threads a single slow run (the helper thread woken late) picks the wrong candidate
 FLOOR_TRIALS = 10
-#: runs per floor candidate of a long step at several threads (min of them): one run picked
-#: a candidate 10% slower than the best in one of two full runs (large scale, 2026-12-05)
-FLOOR_LONG_TRIALS_MULTI = 2
+#: further runs of the fastest FLOOR_LONG_FINALISTS candidates of each way of threading of a
+#: long step at several threads (min of all their runs): with two runs of every candidate
+#: the large scale's 2-thread floor was 1.44 s in one full run of three and 1.66-1.70 s
+#: in the others (2026-12-05)
+FLOOR_LONG_TRIALS_MULTI = 3
+FLOOR_LONG_FINALISTS = 3
 
 
 def floor_twolayer(B: np.ndarray, X: np.ndarray, rows: int, transposed: bool = False
@@ -80,17 +84,19 @@ def fastest_floors(B: np.ndarray, X: np.ndarray, threads: int = 1, steady_second
     """The floor at the block size (among FLOOR_ROWS and n) and layout of the second
     GEMM (Z^T X_s or its transpose) with the least time over
     FLOOR_TRIALS untimed runs each (CPU time on one thread; wall time on several, where the
-    candidates are also the samples split among threads with one BLAS thread each, a
-    short step's runs follow ``steady_seconds`` of calls of the same candidate, and a
-    long step's candidate runs FLOOR_LONG_TRIALS_MULTI times): ``[(description, step)]``,
-    the fastest first, one per way of threading (on several threads: BLAS's threads, the
-    split samples), since a choice by a few runs is not reliable there: both are timed."""
+    candidates are also the samples split among threads with one BLAS thread each, and a
+    short step's runs follow ``steady_seconds`` of calls of the same candidate; a long
+    step's candidates run once, and on several threads the FLOOR_LONG_FINALISTS fastest of
+    each way of threading FLOOR_LONG_TRIALS_MULTI more times, in turn):
+    ``[(description, step)]``, the fastest first, one per way of threading (on several
+    threads: BLAS's threads, the split samples), since a choice by a few runs is not
+    reliable there: both are timed."""
     n = X.shape[0]
-    best: dict[bool, tuple] = {}
     clock = cpu_call if threads == 1 else wall_call
     short = B.shape[0] * n <= 2 ** 24
-    trials = FLOOR_TRIALS if short else (1 if threads == 1 else FLOOR_LONG_TRIALS_MULTI)
+    trials = FLOOR_TRIALS if short else 1
     steady = steady_seconds if short and threads > 1 else 0.0
+    runs: dict[bool, list[list]] = {False: [], True: []}     # split -> [[cost, desc, fn]]
     for rows, transposed in itertools.product(sorted({min(r, n) for r in FLOOR_ROWS}), (False, True)):
         how = f"blocks of {rows} samples, {'X_s^T Z' if transposed else 'Z^T X_s'}"
         cands = [(False, how, floor_twolayer(B, X, rows, transposed))]
@@ -100,10 +106,15 @@ def fastest_floors(B: np.ndarray, X: np.ndarray, threads: int = 1, steady_second
                           "BLAS thread each", split_floor(B, X, rows, threads, transposed)))
         for split, desc, fn in cands:
             run_for(fn, steady)
-            cost = min(clock(fn) for _ in range(trials))
-            if split not in best or cost < best[split][0]:
-                best[split] = (cost, desc, fn)
-    return [(desc, fn) for _, desc, fn in sorted(best.values(), key=lambda b: b[0])]
+            runs[split].append([min(clock(fn) for _ in range(trials)), desc, fn])
+    if not short and threads > 1:
+        finalists = [c for family in runs.values()
+                     for c in sorted(family, key=lambda c: c[0])[:FLOOR_LONG_FINALISTS]]
+        for _ in range(FLOOR_LONG_TRIALS_MULTI):
+            for cand in finalists:
+                cand[0] = min(cand[0], clock(cand[2]))
+    best = [min(family, key=lambda c: c[0]) for family in runs.values() if family]
+    return [(desc, fn) for _, desc, fn in sorted(best, key=lambda c: c[0])]
 
 
 def keep_fastest_floor(rec: dict[str, dict[str, Any]], ratios: dict[str, dict[str, float]]
