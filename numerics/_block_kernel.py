@@ -11,7 +11,7 @@ Why: the block of NumPy calls spends about 19 us per block at paper scale
 (30, 1024, 1000) on Python between its five calls (slices, dispatch, one release and
 re-acquisition of the GIL per call), 4-5% of the step; the compiled block releases the GIL
 once (benchmarks/README.md, "The block as one compiled call").  A column-blocked row
-block makes about 40 such calls (at m = 10^4, columns of 512).
+block makes about 80 such calls (at m = 10^4, columns of 256).
 
 Which library: NumPy's CBLAS is found among the BLAS libraries that threadpoolctl reports
 loaded (an OpenBLAS inside NumPy's own installation, or the only BLAS loaded), by its

@@ -149,7 +149,7 @@ def relu_pass_backend() -> str:
     """Which implementation runs the ReLU-and-mask pass of ``numerics.twolayer.loss_and_grad``
     and ``forward``: ``"numba <version>"`` (one fused pass, when numba is installed) or
     ``"numpy"`` (three passes), with ``"; row blocks: one compiled call"`` appended where
-    each row block of the step (all neurons at once, or in column blocks above 2048
+    each row block of the step (all neurons at once, or in column blocks above 256
     neurons) is one compiled call into NumPy's own CBLAS (``numerics._block_kernel``).
     All give the same bits; the fused pass saves 5-10% of a step at paper scale, the
     compiled block 4-6% more, 8-14% at 4096-10^4 neurons (benchmarks/README.md).

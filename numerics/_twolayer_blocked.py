@@ -23,10 +23,14 @@ _WORKSPACE = threading.local()
 #: block buffers up to this many entries are kept between calls (per thread)
 _KEEP_ELEMENTS = 2 ** 20
 #: above this width the forward pass is also blocked over neurons (column blocks of
-#: _COL_BLOCK): a (rows x m) float64 mask would leave the core's cache, so the mask is
-#: kept as booleans and expanded to float64 one column block at a time for the gradient GEMM
-_COL_THRESHOLD = 2048
-_COL_BLOCK = 512
+#: _COL_BLOCK): a (rows x m) float64 mask and its float64 copy would leave the core's
+#: cache, so the mask is kept as booleans and expanded to float64 one column block at a
+#: time for the gradient GEMM.  Column blocks of 256 neurons (a 256 KiB block at 128 rows)
+#: took 0.84-0.92 of the time of whole rows at m = 300..1024 and of blocks of 512 at
+#: m = 4096, 10^4 (d = 30; 0.56 at d = 3, 1.0 at d = 100; 1 and 2 threads; the compiled
+#: blocks; benchmarks/README.md)
+_COL_BLOCK = 256
+_COL_THRESHOLD = _COL_BLOCK
 #: least work of a step (n m d multiply-adds per GEMM, about 1 ms on one core) that is
 #: split over threads: below it the helpers' start-up and hand-over cost more than they save
 _MIN_PARALLEL_WORK = 2 ** 21

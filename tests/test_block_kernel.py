@@ -77,7 +77,7 @@ def test_compiled_block_gives_the_numpy_blocks_bits(seed, m, d, n, c, transposed
 @example(0, 40, 5, 50, 16, 19, True).via("a last column block of two neurons: compiled")
 @example(0, 40, 5, 33, 16, 8, False).via("a last row block of one row: the NumPy block")
 def test_compiled_column_block_gives_the_numpy_blocks_bits(seed, m, d, n, c, mb, transposed):
-    """The column-blocked step (mb neurons per column block, as above 2048 neurons) with the
+    """The column-blocked step (mb neurons per column block, as above 256 neurons) with the
     compiled column block and with the NumPy block: the same words, both layouts."""
     rng = np.random.default_rng(seed)
     a, B = rng.standard_normal(m), rng.standard_normal((m, d))

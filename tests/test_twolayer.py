@@ -375,7 +375,7 @@ def test_fused_residual_pass_gives_the_numpy_passes_bits(seed, rows, cols, strid
 
 
 @given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400))
-@example(3, 2100, 3, 130).via("m > 2048: the forward pass blocked over neurons too")
+@example(3, 2100, 3, 130).via("m > 256: the forward pass blocked over neurons too")
 def test_the_step_is_the_same_with_and_without_the_fused_pass(seed, m, d, n):
     a, B, X, Y = _problem(seed, m, d, n)
     with_fused = tl.loss_and_grad(a, B, X, Y), tl.forward(a, B, X)
@@ -604,7 +604,7 @@ def _step_words(a, B, X, Y, threads: int, chunk: int, col_block=None, weights=No
 
 @given(st.integers(0, 2 ** 31), st.integers(1, 300), st.integers(1, 6), st.integers(1, 400),
        st.integers(1, 70), st.integers(2, 5), st.booleans())
-@example(3, 2100, 3, 130, 20, 2, False).via("m > 2048: the forward pass blocked over neurons")
+@example(3, 2100, 3, 130, 20, 2, False).via("m > 256: the forward pass blocked over neurons")
 def test_the_step_has_the_one_thread_bits_on_any_number_of_threads(seed, m, d, n, chunk,
                                                                    threads, neuron_blocks):
     """Row blocks shared among 2-5 threads (more than the cores: blocks finish out of
