@@ -110,6 +110,9 @@ def test_floor_is_the_two_gemms():
     assert calls == [(16, 3), (9, 16)] * 3 + [(2, 3), (9, 2)]
     calls = _dot_shapes(bench_floor.floor_twolayer(B, X, rows=16, transposed=True))
     assert calls == [(16, 3), (3, 16)] * 3 + [(2, 3), (3, 2)]
+    calls = _dot_shapes(bench_floor.floor_twolayer(B, X, rows=16, cols=4))
+    assert calls == [s for k in (16, 16, 16, 2) for w in (4, 4, 1)
+                     for s in [(k, 3), (w, k)]]
 
 
 def test_committed_results_are_current():
@@ -224,9 +227,11 @@ def test_the_floor_is_chosen_in_the_same_steady_state(monkeypatch):
     assert "64 samples" in how                     # the first candidate: the fastest
     calls.clear()
     long_B, long_X = np.ones((4100, 1)), np.ones((4100, 1))
-    monkeypatch.setattr(bench_floor, "FLOOR_LONG_FINALISTS", 3)
+    monkeypatch.setattr(bench_floor, "FLOOR_LONG_FINALISTS", 7)
+    monkeypatch.setattr(bench_floor, "FLOOR_COLS", (2048, 4096))   # 2048 neurons: m >= 2 x 2048
     bench_floor.fastest_floors(long_B, long_X, 2, 0.02)
-    slowest = [k for k in calls if " 128 (" in k and "True" in k]    # the last of each way
+    assert len(calls) == 16 and all("4096" not in k for k in calls)
+    slowest = [k for k in calls if " 128 (" in k and k.endswith("True, 2048)")]  # each way's last
     assert len(slowest) == 2
     assert all(len(v) == (2 if k in slowest else 2 + bench_floor.FLOOR_LONG_TRIALS_MULTI)
                for k, v in calls.items())
