@@ -576,7 +576,7 @@ def _format_targets(targets: list[dict[str, Any]]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``python -m verify bench``."""
     parser.add_argument("--quick", action="store_true",
-                        help="smaller repeats and a reduced n at the d-dim large scale (< 2 min)")
+                        help="smaller repeats and a reduced n at the d-dim large scale (about 2.5 min)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even if importable")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default 0)")
