@@ -158,24 +158,20 @@ def _same_bits(block) -> bool:
     """The compiled block against the NumPy block
     (``numerics._twolayer_blocked._numpy_block``) on a few shapes, both layouts."""
     from numerics._twolayer_blocked import _numpy_block
-    rng = np.random.default_rng(20261205)
-    for n, m, d, s, e in ((9, 7, 3, 2, 9), (40, 33, 30, 0, 37), (130, 64, 2, 1, 129)):
-        X, B, a, w_m, wy = _operands(rng, n, m, d)
+
+    def run(numpy, X, B, a, w_m, wy, shape, transposed):
+        n, m, d, s, e = shape
         k = e - s
-        for transposed in (False, True):
-            outs = []
-            for numpy in (False, True):
-                f, r, Z, M, RX, T = (np.full(n, 7.0), np.full(n, 7.0), np.empty((k, m)),
-                                     np.empty((k, m)), np.empty((k, d)), np.empty(m * d))
-                if numpy:
-                    _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, np.empty((k, m), bool), T,
-                                 s, e, transposed)
-                else:
-                    block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed)
-                outs.append((f, r, Z, M, RX, T))
-            if not _same_words(*outs):
-                return False
-    return True
+        f, r, Z, M, RX, T = (np.full(n, 7.0), np.full(n, 7.0), np.empty((k, m)),
+                             np.empty((k, m)), np.empty((k, d)), np.empty(m * d))
+        if numpy:
+            _numpy_block(X, B, a, w_m, wy, f, r, Z, M, RX, np.empty((k, m), bool), T, s, e,
+                         transposed)
+        else:
+            block(X, B, a, w_m, wy, f, r, Z, M, RX, T, s, e, transposed)
+        return f, r, Z, M, RX, T
+    return _matches_numpy(run, ((9, 7, 3, 2, 9), (40, 33, 30, 0, 37), (130, 64, 2, 1, 129)),
+                          20261205)
 
 
 def _same_column_bits(columns) -> bool:
@@ -183,33 +179,38 @@ def _same_column_bits(columns) -> bool:
     (``numerics._twolayer_blocked._numpy_column_block``) on a few shapes (a narrower last
     column block among them), both layouts."""
     from numerics._twolayer_blocked import _numpy_column_block
-    rng = np.random.default_rng(20261206)
-    for n, m, d, s, e, mb in ((9, 8, 3, 2, 9, 3), (40, 70, 30, 0, 37, 32),
-                              (130, 64, 2, 1, 129, 16)):
-        X, B, a, w_m, wy = _operands(rng, n, m, d)
+
+    def run(numpy, X, B, a, w_m, wy, shape, transposed):
+        n, m, d, s, e, mb = shape
         k = e - s
+        f, r, Zbuf, part, mask, RX, T = (
+            np.full(n, 7.0), np.full(n, 7.0), np.full(k * mb, 7.0), np.full(k, 7.0),
+            np.zeros((k, m), bool), np.empty((k, d)), np.empty(m * d))
+        if numpy:
+            _numpy_column_block(X, B, a, w_m, wy, f, r, Zbuf, part, mask, RX, T, s, e, mb,
+                                transposed)
+        else:
+            columns(X, B, a, w_m, wy, f, r, Zbuf, part, mask.view(np.uint8), RX, T, s, e, mb,
+                    transposed)
+        return f, r, Zbuf, part, mask.view(np.uint8), RX, T
+    return _matches_numpy(run, ((9, 8, 3, 2, 9, 3), (40, 70, 30, 0, 37, 32),
+                                (130, 64, 2, 1, 129, 16)), 20261206)
+
+
+def _matches_numpy(run, shapes, seed: int) -> bool:
+    """True if ``run(numpy, X, B, a, w_m, wy, shape, transposed)`` returns the same words
+    compiled (numpy False) as NumPy (True) for random operands of each shape (n, m, d, ...)
+    in both layouts."""
+    rng = np.random.default_rng(seed)
+    for shape in shapes:
+        n, m, d = shape[:3]
+        operands = (rng.standard_normal((n, d)), rng.standard_normal((m, d)),
+                    rng.standard_normal(m), rng.random(n) / m, rng.standard_normal(n))
         for transposed in (False, True):
-            outs = []
-            for numpy in (False, True):
-                f, r, Zbuf, part, mask, RX, T = (
-                    np.full(n, 7.0), np.full(n, 7.0), np.full(k * mb, 7.0), np.full(k, 7.0),
-                    np.zeros((k, m), bool), np.empty((k, d)), np.empty(m * d))
-                if numpy:
-                    _numpy_column_block(X, B, a, w_m, wy, f, r, Zbuf, part, mask, RX, T, s,
-                                        e, mb, transposed)
-                else:
-                    columns(X, B, a, w_m, wy, f, r, Zbuf, part, mask.view(np.uint8), RX, T,
-                            s, e, mb, transposed)
-                outs.append((f, r, Zbuf, part, mask.view(np.uint8), RX, T))
-            if not _same_words(*outs):
+            if not _same_words(run(False, *operands, shape, transposed),
+                               run(True, *operands, shape, transposed)):
                 return False
     return True
-
-
-def _operands(rng, n: int, m: int, d: int) -> tuple[np.ndarray, ...]:
-    """Random X, B, a, w_m, wy of a self-test."""
-    return (rng.standard_normal((n, d)), rng.standard_normal((m, d)), rng.standard_normal(m),
-            rng.random(n) / m, rng.standard_normal(n))
 
 
 def _same_words(got: tuple, ref: tuple) -> bool:

@@ -22,15 +22,14 @@ __all__: list[str] = []
 _WORKSPACE = threading.local()
 #: block buffers up to this many entries are kept between calls (per thread)
 _KEEP_ELEMENTS = 2 ** 20
-#: above this width the forward pass is also blocked over neurons (column blocks of
-#: _COL_BLOCK): a (rows x m) float64 mask and its float64 copy would leave the core's
+#: for m > _COL_BLOCK the forward pass is also blocked over neurons, in column blocks of
+#: this width: a (rows x m) float64 mask and its float64 copy would leave the core's
 #: cache, so the mask is kept as booleans and expanded to float64 one column block at a
 #: time for the gradient GEMM.  Column blocks of 256 neurons (a 256 KiB block at 128 rows)
 #: took 0.84-0.92 of the time of whole rows at m = 300..1024 and of blocks of 512 at
 #: m = 4096, 10^4 (d = 30; 0.56 at d = 3, 1.0 at d = 100; 1 and 2 threads; the compiled
 #: blocks; benchmarks/README.md)
 _COL_BLOCK = 256
-_COL_THRESHOLD = _COL_BLOCK
 #: least work of a step (n m d multiply-adds per GEMM, about 1 ms on one core) that is
 #: split over threads: below it the helpers' start-up and hand-over cost more than they save
 _MIN_PARALLEL_WORK = 2 ** 21
@@ -115,14 +114,14 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     G += M^T (r_s x_s) (GEMM); no other pass over the block.  Afterwards
     dL/dB_j = (a_j / m) G_j and, by the positive homogeneity relu(z) = 1{z > 0} z,
     dL/da_j = (1/m) sum_i w_i r_i relu(b_j . x_i) = (1/m) G_j . b_j, an O(m d) row dot.
-    For m > _COL_THRESHOLD (or a given ``col_block``) the forward pass runs over column
-    blocks of neurons (:func:`_block_sums_2d`).  ``threads``: the row blocks are shared
+    For m > ``col_block`` (default _COL_BLOCK) the forward pass runs over column blocks
+    of that many neurons (:func:`_block_sums_2d`).  ``threads``: the row blocks are shared
     among that many threads (the same bits; the caller holds :func:`serial_blas`)."""
     m, d = B.shape
     n = X.shape[0]
     c = min(c, n)
     if col_block is None:
-        col_block = _COL_BLOCK if m > _COL_THRESHOLD else m
+        col_block = _COL_BLOCK
     f = np.empty(n)
     r = np.empty(n)
     w_m = w / m
@@ -130,8 +129,7 @@ def _loss_and_grad_fast(a: np.ndarray, B: np.ndarray, X: np.ndarray, Y: np.ndarr
     if col_block >= m:
         G, bounds, transposed = _block_sums(a, B, X, w_m, wy, c, f, r, threads)
     else:
-        G, bounds, transposed = _block_sums_2d(a, B, X, w_m, wy, c, min(col_block, m), f, r,
-                                               threads)
+        G, bounds, transposed = _block_sums_2d(a, B, X, w_m, wy, c, col_block, f, r, threads)
     f /= m
     f -= Y                                   # residuals f - y
     loss = 0.5 * float(np.dot(w * f, f))
